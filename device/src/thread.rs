@@ -1,0 +1,151 @@
+//! Thread, block and grid indices, and block-wide synchronization.
+//!
+//! The small part of `cuda_std` that kernels need, over `core::arch::nvptx`.
+//!
+//! ```no_run
+//! use nvshmem_device::thread;
+//! // One element per thread, grid-stride loop.
+//! unsafe fn scale(data: *mut f32, len: usize) {
+//!     let mut i = thread::global_index_x();
+//!     while i < len {
+//!         unsafe { *data.add(i) *= 2.0 };
+//!         i += thread::global_stride_x();
+//!     }
+//! }
+//! ```
+
+#[cfg(target_arch = "nvptx64")]
+use core::arch::nvptx as arch;
+
+/// On the host the intrinsics are only declared, so kernels type-check there;
+/// calling them from host code fails to link.
+#[cfg(not(target_arch = "nvptx64"))]
+mod arch {
+    unsafe extern "C" {
+        pub fn _thread_idx_x() -> i32;
+        pub fn _thread_idx_y() -> i32;
+        pub fn _thread_idx_z() -> i32;
+        pub fn _block_idx_x() -> i32;
+        pub fn _block_idx_y() -> i32;
+        pub fn _block_idx_z() -> i32;
+        pub fn _block_dim_x() -> i32;
+        pub fn _block_dim_y() -> i32;
+        pub fn _block_dim_z() -> i32;
+        pub fn _grid_dim_x() -> i32;
+        pub fn _grid_dim_y() -> i32;
+        pub fn _grid_dim_z() -> i32;
+        pub fn _syncthreads();
+    }
+}
+
+/// Threads per warp on every NVIDIA GPU.
+pub const WARP_SIZE: u32 = 32;
+
+macro_rules! index_fns {
+    ($($(#[$doc:meta])* $name:ident => $intrinsic:ident;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name() -> u32 {
+            // SAFETY: reads a special register; always defined in a kernel.
+            unsafe { arch::$intrinsic() as u32 }
+        }
+    )*};
+}
+
+index_fns! {
+    /// `threadIdx.x`. Example: `let t = nvshmem_device::thread::thread_idx_x();`
+    thread_idx_x => _thread_idx_x;
+    /// `threadIdx.y`. Example: `let t = nvshmem_device::thread::thread_idx_y();`
+    thread_idx_y => _thread_idx_y;
+    /// `threadIdx.z`. Example: `let t = nvshmem_device::thread::thread_idx_z();`
+    thread_idx_z => _thread_idx_z;
+    /// `blockIdx.x`. Example: `let b = nvshmem_device::thread::block_idx_x();`
+    block_idx_x => _block_idx_x;
+    /// `blockIdx.y`. Example: `let b = nvshmem_device::thread::block_idx_y();`
+    block_idx_y => _block_idx_y;
+    /// `blockIdx.z`. Example: `let b = nvshmem_device::thread::block_idx_z();`
+    block_idx_z => _block_idx_z;
+    /// `blockDim.x`. Example: `let n = nvshmem_device::thread::block_dim_x();`
+    block_dim_x => _block_dim_x;
+    /// `blockDim.y`. Example: `let n = nvshmem_device::thread::block_dim_y();`
+    block_dim_y => _block_dim_y;
+    /// `blockDim.z`. Example: `let n = nvshmem_device::thread::block_dim_z();`
+    block_dim_z => _block_dim_z;
+    /// `gridDim.x`. Example: `let g = nvshmem_device::thread::grid_dim_x();`
+    grid_dim_x => _grid_dim_x;
+    /// `gridDim.y`. Example: `let g = nvshmem_device::thread::grid_dim_y();`
+    grid_dim_y => _grid_dim_y;
+    /// `gridDim.z`. Example: `let g = nvshmem_device::thread::grid_dim_z();`
+    grid_dim_z => _grid_dim_z;
+}
+
+/// `blockIdx.x * blockDim.x + threadIdx.x`, as an index.
+///
+/// ```no_run
+/// let i = nvshmem_device::thread::global_index_x();
+/// ```
+#[inline(always)]
+pub fn global_index_x() -> usize {
+    block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize
+}
+
+/// `gridDim.x * blockDim.x`: the step of a grid-stride loop.
+///
+/// ```no_run
+/// let step = nvshmem_device::thread::global_stride_x();
+/// ```
+#[inline(always)]
+pub fn global_stride_x() -> usize {
+    grid_dim_x() as usize * block_dim_x() as usize
+}
+
+/// This thread's rank in its block, counting x fastest, then y, then z.
+///
+/// ```no_run
+/// let rank = nvshmem_device::thread::block_thread_rank();
+/// ```
+#[inline(always)]
+pub fn block_thread_rank() -> u32 {
+    (thread_idx_z() * block_dim_y() + thread_idx_y()) * block_dim_x() + thread_idx_x()
+}
+
+/// The number of threads in this block.
+///
+/// ```no_run
+/// let n = nvshmem_device::thread::block_size();
+/// ```
+#[inline(always)]
+pub fn block_size() -> u32 {
+    block_dim_x() * block_dim_y() * block_dim_z()
+}
+
+/// This thread's lane in its warp (0..32), for blocks laid out as in CUDA.
+///
+/// ```no_run
+/// let leader = nvshmem_device::thread::lane_id() == 0;
+/// ```
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    block_thread_rank() % WARP_SIZE
+}
+
+/// This thread's warp within its block.
+///
+/// ```no_run
+/// let w = nvshmem_device::thread::warp_id();
+/// ```
+#[inline(always)]
+pub fn warp_id() -> u32 {
+    block_thread_rank() / WARP_SIZE
+}
+
+/// `__syncthreads()`: waits until every thread of the block reaches it.
+///
+/// ```no_run
+/// nvshmem_device::thread::sync_threads();
+/// ```
+#[inline(always)]
+pub fn sync_threads() {
+    // SAFETY: a barrier; the caller's control flow must be block-uniform, as in CUDA.
+    unsafe { arch::_syncthreads() }
+}

@@ -1,0 +1,2 @@
+//! Host runtime for NVSHMEM kernels written in Rust.
+#![warn(missing_docs)]
