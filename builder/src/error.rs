@@ -43,7 +43,9 @@ pub enum Error {
     },
 
     /// The architecture string is malformed.
-    #[error("invalid GPU architecture `{arch}`: write it as `sm_` and the compute capability, such as `sm_90` or `sm_80`")]
+    #[error(
+        "invalid GPU architecture `{arch}`: write it as `sm_` and the compute capability, such as `sm_90` or `sm_80`"
+    )]
     InvalidArch {
         /// What was given.
         arch: String,
@@ -76,7 +78,9 @@ pub enum Error {
     },
 
     /// The `rust-src` component is missing (needed by -Zbuild-std=core).
-    #[error("the rust-src component is missing from {toolchain}. Fix: `rustup component add rust-src --toolchain {toolchain}`")]
+    #[error(
+        "the rust-src component is missing from {toolchain}. Fix: `rustup component add rust-src --toolchain {toolchain}`"
+    )]
     RustSrcMissing {
         /// The toolchain's name or sysroot.
         toolchain: String,
@@ -190,7 +194,11 @@ fn list_paths(paths: &[PathBuf]) -> String {
     if paths.is_empty() {
         return "  (nothing)".into();
     }
-    paths.iter().map(|p| format!("  {}", p.display())).collect::<Vec<_>>().join("\n")
+    paths
+        .iter()
+        .map(|p| format!("  {}", p.display()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Shorthand for the builder's results.

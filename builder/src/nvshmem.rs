@@ -16,7 +16,11 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// The NVSHMEM version used when none is asked for: the one PyTorch 2.11 bundles.
-pub const DEFAULT_VERSION: Version = Version { major: 3, minor: 4, patch: 5 };
+pub const DEFAULT_VERSION: Version = Version {
+    major: 3,
+    minor: 4,
+    patch: 5,
+};
 
 /// An NVSHMEM version, `major.minor.patch`.
 ///
@@ -47,12 +51,20 @@ impl FromStr for Version {
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         let parts: Vec<_> = s.trim().split('.').collect();
         let num = |i: usize| -> std::result::Result<u32, String> {
-            parts.get(i).unwrap_or(&"0").parse().map_err(|_| format!("`{s}` is not a version such as 3.4.5"))
+            parts
+                .get(i)
+                .unwrap_or(&"0")
+                .parse()
+                .map_err(|_| format!("`{s}` is not a version such as 3.4.5"))
         };
         if parts.is_empty() || parts.len() > 3 {
             return Err(format!("`{s}` is not a version such as 3.4.5"));
         }
-        Ok(Version { major: num(0)?, minor: num(1)?, patch: num(2)? })
+        Ok(Version {
+            major: num(0)?,
+            minor: num(1)?,
+            patch: num(2)?,
+        })
     }
 }
 
@@ -132,7 +144,9 @@ impl Nvshmem {
             if query.ignore_env {
                 None
             } else {
-                std::env::var_os("NVSHMEM_HOME").filter(|v| !v.is_empty()).map(PathBuf::from)
+                std::env::var_os("NVSHMEM_HOME")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
             }
         });
         if let Some(home) = explicit {
@@ -142,7 +156,10 @@ impl Nvshmem {
             {
                 return Err(Error::NvshmemHomeInvalid {
                     path: home,
-                    reason: format!("it holds NVSHMEM {}, but {want} was asked for", found.version),
+                    reason: format!(
+                        "it holds NVSHMEM {}, but {want} was asked for",
+                        found.version
+                    ),
                 });
             }
             return Ok(found);
@@ -151,19 +168,32 @@ impl Nvshmem {
         let mut searched = Vec::new();
         let mut candidates: Vec<(PathBuf, Source)> = Vec::new();
         if let Some(dir) = &query.project_dir {
-            candidates.extend(project_cache_dirs(dir, query.version).into_iter().map(|p| (p, Source::ProjectCache)));
+            candidates.extend(
+                project_cache_dirs(dir, query.version)
+                    .into_iter()
+                    .map(|p| (p, Source::ProjectCache)),
+            );
         }
         candidates.extend(python_dirs().into_iter().map(|p| (p, Source::Python)));
-        candidates.extend(SYSTEM_DIRS.iter().map(|p| (PathBuf::from(p), Source::System)));
+        candidates.extend(
+            SYSTEM_DIRS
+                .iter()
+                .map(|p| (PathBuf::from(p), Source::System)),
+        );
 
         for (dir, source) in candidates {
             searched.push(dir.clone());
-            let Ok(found) = Self::at(&dir, source) else { continue };
+            let Ok(found) = Self::at(&dir, source) else {
+                continue;
+            };
             if query.version.is_none_or(|v| v == found.version) {
                 return Ok(found);
             }
         }
-        Err(Error::NvshmemNotFound { wanted: query.version, searched })
+        Err(Error::NvshmemNotFound {
+            wanted: query.version,
+            searched,
+        })
     }
 
     /// Reads the installation in `root` (the folder with `include/` and `lib/`).
@@ -174,16 +204,27 @@ impl Nvshmem {
     /// # Ok::<(), nvshmem_builder::Error>(())
     /// ```
     pub fn at(root: &Path, source: Source) -> Result<Self> {
-        let invalid = |reason: String| Error::NvshmemHomeInvalid { path: root.to_path_buf(), reason };
+        let invalid = |reason: String| Error::NvshmemHomeInvalid {
+            path: root.to_path_buf(),
+            reason,
+        };
         let header = root.join("include/non_abi/nvshmem_version.h");
         let text = std::fs::read_to_string(&header)
             .map_err(|e| invalid(format!("cannot read {}: {e}", header.display())))?;
-        let version = parse_version_header(&text)
-            .ok_or_else(|| invalid(format!("{} has no NVSHMEM_VENDOR_*_VERSION defines", header.display())))?;
+        let version = parse_version_header(&text).ok_or_else(|| {
+            invalid(format!(
+                "{} has no NVSHMEM_VENDOR_*_VERSION defines",
+                header.display()
+            ))
+        })?;
         if !root.join("lib").is_dir() {
             return Err(invalid("it has no lib/ folder".into()));
         }
-        Ok(Nvshmem { root: root.to_path_buf(), version, source })
+        Ok(Nvshmem {
+            root: root.to_path_buf(),
+            version,
+            source,
+        })
     }
 
     /// The `include/` folder.
@@ -206,7 +247,11 @@ impl Nvshmem {
     pub fn host_library(&self) -> PathBuf {
         let lib = self.lib_dir();
         let versioned = lib.join(format!("libnvshmem_host.so.{}", self.version.major));
-        if versioned.exists() { versioned } else { lib.join("libnvshmem_host.so") }
+        if versioned.exists() {
+            versioned
+        } else {
+            lib.join("libnvshmem_host.so")
+        }
     }
 
     /// The architectures with their own bitcode file (3.8+), or `["any"]` for one generic file.
@@ -217,7 +262,9 @@ impl Nvshmem {
             .flatten()
             .filter_map(|e| {
                 let name = e.file_name().into_string().ok()?;
-                let arch = name.strip_prefix("libnvshmem_device_")?.strip_suffix(".bc")?;
+                let arch = name
+                    .strip_prefix("libnvshmem_device_")?
+                    .strip_suffix(".bc")?;
                 Some(arch.to_string())
             })
             .collect();
@@ -247,7 +294,11 @@ impl Nvshmem {
         if archs == ["any"] {
             return Ok(generic);
         }
-        Err(Error::NoBitcodeForArch { arch: arch.into(), version: self.version, available: archs })
+        Err(Error::NoBitcodeForArch {
+            arch: arch.into(),
+            version: self.version,
+            available: archs,
+        })
     }
 }
 
@@ -270,7 +321,8 @@ fn parse_version_header(text: &str) -> Option<Version> {
     let get = |name: &str| -> Option<u32> {
         text.lines().find_map(|l| {
             let mut it = l.split_whitespace();
-            (it.next() == Some("#define") && it.next() == Some(name)).then(|| it.next()?.parse().ok())?
+            (it.next() == Some("#define") && it.next() == Some(name))
+                .then(|| it.next()?.parse().ok())?
         })
     };
     Some(Version {
@@ -296,7 +348,9 @@ fn project_cache_dirs(start: &Path, wanted: Option<Version>) -> Vec<PathBuf> {
     let prefer = wanted.unwrap_or(DEFAULT_VERSION);
     for dir in start.ancestors() {
         let deps = dir.join(".deps");
-        let Ok(entries) = std::fs::read_dir(&deps) else { continue };
+        let Ok(entries) = std::fs::read_dir(&deps) else {
+            continue;
+        };
         let mut found: Vec<(Version, PathBuf)> = entries
             .flatten()
             .filter_map(|e| {
@@ -317,11 +371,11 @@ fn project_cache_dirs(start: &Path, wanted: Option<Version>) -> Vec<PathBuf> {
 /// `site-packages/nvidia/nvshmem` of the active virtual environment and of `python3`.
 fn python_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    if let Some(venv) = std::env::var_os("VIRTUAL_ENV") {
-        if let Ok(libs) = std::fs::read_dir(Path::new(&venv).join("lib")) {
-            for e in libs.flatten() {
-                dirs.push(e.path().join("site-packages/nvidia/nvshmem"));
-            }
+    if let Some(venv) = std::env::var_os("VIRTUAL_ENV")
+        && let Ok(libs) = std::fs::read_dir(Path::new(&venv).join("lib"))
+    {
+        for e in libs.flatten() {
+            dirs.push(e.path().join("site-packages/nvidia/nvshmem"));
         }
     }
     let out = std::process::Command::new("python3")
@@ -345,14 +399,28 @@ mod tests {
     fn parses_the_version_header() {
         let text = "#define NVSHMEM_VENDOR_MAJOR_VERSION 3\n#define NVSHMEM_VENDOR_MINOR_VERSION 8\n\
                     #define NVSHMEM_VENDOR_PATCH_VERSION 0\n";
-        assert_eq!(parse_version_header(text), Some(Version { major: 3, minor: 8, patch: 0 }));
+        assert_eq!(
+            parse_version_header(text),
+            Some(Version {
+                major: 3,
+                minor: 8,
+                patch: 0
+            })
+        );
         assert_eq!(parse_version_header("#define X 1"), None);
     }
 
     #[test]
     fn versions_parse_and_order() {
         assert!("3.4.5".parse::<Version>().unwrap() < "3.8.0".parse().unwrap());
-        assert_eq!("3.4".parse::<Version>().unwrap(), Version { major: 3, minor: 4, patch: 0 });
+        assert_eq!(
+            "3.4".parse::<Version>().unwrap(),
+            Version {
+                major: 3,
+                minor: 4,
+                patch: 0
+            }
+        );
         assert!("three".parse::<Version>().is_err());
         assert!("1.2.3.4".parse::<Version>().is_err());
     }

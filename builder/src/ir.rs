@@ -1,0 +1,456 @@
+//! Reading and rewriting textual LLVM IR and PTX: just what the pipeline needs.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// One `define` in an LLVM IR module.
+#[derive(Debug, Default)]
+pub(crate) struct Function {
+    pub is_kernel: bool,
+    /// Names this function calls or takes the address of.
+    pub references: BTreeSet<String>,
+}
+
+/// The functions of a module, by name.
+pub(crate) fn functions(ll: &str) -> BTreeMap<String, Function> {
+    let mut out = BTreeMap::new();
+    let mut current: Option<(String, Function)> = None;
+    for line in ll.lines() {
+        if line.starts_with("define ") {
+            let Some(name) = first_global_name(line) else {
+                continue;
+            };
+            let f = Function {
+                is_kernel: line.contains(" ptx_kernel "),
+                ..Default::default()
+            };
+            current = Some((name, f));
+        } else if line.starts_with('}') {
+            if let Some((name, f)) = current.take() {
+                out.insert(name, f);
+            }
+        } else if let Some((_, f)) = current.as_mut() {
+            f.references.extend(global_names(line));
+        }
+    }
+    out
+}
+
+/// The first `@name` on a line (the defined function for a `define` line).
+fn first_global_name(line: &str) -> Option<String> {
+    global_names(line).next()
+}
+
+/// Every `@name` or `@"name"` on a line.
+pub(crate) fn global_names(line: &str) -> impl Iterator<Item = String> + '_ {
+    line.match_indices('@').filter_map(move |(i, _)| {
+        let rest = &line[i + 1..];
+        if let Some(quoted) = rest.strip_prefix('"') {
+            return quoted.find('"').map(|end| quoted[..end].to_string());
+        }
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$' | '-')))
+            .unwrap_or(rest.len());
+        (end > 0).then(|| rest[..end].to_string())
+    })
+}
+
+/// NVSHMEM entry points that synchronize PEs: a kernel reaching one needs
+/// every block co-resident (a collective launch).
+pub(crate) fn is_collective_entry(name: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "barrier",
+        "sync",
+        "broadcast",
+        "fcollect",
+        "collect",
+        "alltoall",
+        "reduce",
+        "_scan",
+    ];
+    (name.starts_with("nvshmem_") || name.starts_with("nvshmemx_"))
+        && WORDS.iter().any(|w| name.contains(w))
+        // Point-to-point names that contain one of the words above.
+        && !name.contains("signal")
+}
+
+/// For each kernel, whether it reaches a collective NVSHMEM entry point.
+pub(crate) fn collective_kernels(funcs: &BTreeMap<String, Function>) -> BTreeMap<String, bool> {
+    let mut out = BTreeMap::new();
+    for (name, f) in funcs.iter().filter(|(_, f)| f.is_kernel) {
+        let mut seen = BTreeSet::new();
+        let mut queue: VecDeque<&str> = f.references.iter().map(String::as_str).collect();
+        let mut collective = false;
+        while let Some(callee) = queue.pop_front() {
+            if !seen.insert(callee) {
+                continue;
+            }
+            if is_collective_entry(callee) {
+                collective = true;
+                break;
+            }
+            // NVSHMEM's own internals are leaves: only its entry names matter.
+            if callee.starts_with("nvshmem") {
+                continue;
+            }
+            if let Some(g) = funcs.get(callee) {
+                queue.extend(g.references.iter().map(String::as_str));
+            }
+        }
+        out.insert(name.clone(), collective);
+    }
+    out
+}
+
+/// The highest `+ptxNN` any function's `target-features` asks for, as NN.
+pub(crate) fn max_ptx_feature(ll: &str) -> Option<u32> {
+    ll.match_indices("+ptx")
+        .filter_map(|(i, _)| {
+            let digits: String = ll[i + 4..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
+            digits.parse().ok()
+        })
+        .max()
+}
+
+/// Points every function at `arch`, with PTX ISA `ptx`: NVSHMEM's bitcode
+/// carries its own `target-cpu`, which would otherwise override `llc -mcpu`.
+pub(crate) fn retarget(ll: &str, arch: &str, ptx: u32) -> String {
+    let features = format!("\"target-features\"=\"+ptx{ptx},+{arch}\"");
+    let cpu = format!("\"target-cpu\"=\"{arch}\"");
+    let mut out = String::with_capacity(ll.len() + 1024);
+    for line in ll.lines() {
+        if line.starts_with("attributes #") {
+            out.push_str(&replace_attr(
+                &replace_attr(line, "\"target-features\"=\"", &features),
+                "\"target-cpu\"=\"",
+                &cpu,
+            ));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn replace_attr(line: &str, key: &str, replacement: &str) -> String {
+    let Some(start) = line.find(key) else {
+        return line.to_string();
+    };
+    let value_start = start + key.len();
+    let Some(len) = line[value_start..].find('"') else {
+        return line.to_string();
+    };
+    format!(
+        "{}{}{}",
+        &line[..start],
+        replacement,
+        &line[value_start + len + 1..]
+    )
+}
+
+/// The highest `clang version N` recorded in a bitcode file's metadata.
+pub(crate) fn bitcode_producer_major(bytes: &[u8]) -> Option<(u32, String)> {
+    const KEY: &[u8] = b"clang version ";
+    let mut best: Option<(u32, String)> = None;
+    let mut i = 0;
+    while let Some(pos) = find(&bytes[i..], KEY) {
+        let start = i + pos + KEY.len();
+        let ver: String = bytes[start..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit() || **b == b'.')
+            .map(|b| *b as char)
+            .collect();
+        if let Some(major) = ver.split('.').next().and_then(|m| m.parse::<u32>().ok())
+            && best.as_ref().is_none_or(|(m, _)| major > *m)
+        {
+            best = Some((major, ver));
+        }
+        i = start;
+    }
+    best
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A kernel's parameters as the PTX declares them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PtxParam {
+    pub size: u32,
+    pub align: u32,
+    /// `u64`, `u32`, `f32`, `b8`... (for `.b8 name[N]` byte arrays: `b8`).
+    pub ty: String,
+}
+
+/// The `.entry` kernels of a PTX file with their parameters, in order.
+pub(crate) fn ptx_entries(ptx: &str) -> Vec<(String, Vec<PtxParam>)> {
+    let mut out = Vec::new();
+    let mut lines = ptx.lines().peekable();
+    while let Some(line) = lines.next() {
+        let t = line.trim();
+        let Some(rest) = t
+            .strip_prefix(".visible .entry ")
+            .or_else(|| t.strip_prefix(".entry "))
+        else {
+            continue;
+        };
+        let name = rest
+            .split(['(', ' '])
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let mut params = Vec::new();
+        let mut header = rest.to_string();
+        while !header.contains(')') {
+            match lines.next() {
+                Some(l) => {
+                    header.push(' ');
+                    header.push_str(l.trim());
+                }
+                None => break,
+            }
+        }
+        for decl in header.split(".param").skip(1) {
+            params.push(parse_param(decl));
+        }
+        out.push((name, params));
+    }
+    out
+}
+
+fn parse_param(decl: &str) -> PtxParam {
+    let words: Vec<&str> = decl
+        .split([' ', ',', ')'])
+        .filter(|w| !w.is_empty())
+        .collect();
+    // `.align N` before the type aligns the parameter (byte arrays); after
+    // `.ptr` it describes the pointee, which does not change the parameter.
+    let (explicit_align, rest) = match words.as_slice() {
+        [".align", n, rest @ ..] => (n.parse::<u32>().ok(), rest),
+        rest => (None, rest),
+    };
+    let ty = rest
+        .first()
+        .map(|w| w.trim_start_matches('.').to_string())
+        .unwrap_or_default();
+    let elem: u32 = (ty
+        .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+        .parse::<u32>()
+        .unwrap_or(8)
+        / 8)
+    .max(1);
+    let count = rest
+        .last()
+        .and_then(|w| {
+            w.split_once('[')
+                .map(|(_, n)| n.trim_end_matches(']').parse::<u32>().unwrap_or(1))
+        })
+        .unwrap_or(1);
+    PtxParam {
+        size: elem * count,
+        align: explicit_align.unwrap_or(elem),
+        ty,
+    }
+}
+
+/// `.extern .func` declarations left in a PTX file.
+pub(crate) fn ptx_extern_funcs(ptx: &str) -> Vec<String> {
+    ptx.lines()
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix(".extern .func")?;
+            // `.extern .func (.param .b32 ret) name(` or `.extern .func name(`
+            let rest = match rest.trim_start().strip_prefix('(') {
+                Some(r) => r.split_once(')')?.1,
+                None => rest,
+            };
+            let name = rest.trim().split(['(', ' ', ';']).next()?.to_string();
+            (!name.is_empty()).then_some(name)
+        })
+        .collect()
+}
+
+/// Register and spill figures per kernel from `ptxas -v`.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub(crate) struct PtxasFigures {
+    pub registers: u32,
+    pub stack_frame: u32,
+    pub spill_stores: u32,
+    pub spill_loads: u32,
+}
+
+pub(crate) fn ptxas_figures(stderr: &str) -> BTreeMap<String, PtxasFigures> {
+    let mut out: BTreeMap<String, PtxasFigures> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    let number_before = |line: &str, word: &str| -> Option<u32> {
+        let i = line.find(word)?;
+        line[..i].split_whitespace().last()?.parse().ok()
+    };
+    for line in stderr.lines() {
+        if let Some(i) = line
+            .find("Compiling entry function '")
+            .or_else(|| line.find("Function properties for "))
+        {
+            let rest = &line[i..];
+            let name = rest
+                .split_once('\'')
+                .map(|(_, r)| r.split('\'').next().unwrap_or_default())
+                .unwrap_or_else(|| rest.trim_start_matches("Function properties for ").trim());
+            current = Some(name.to_string());
+            continue;
+        }
+        let Some(name) = current.clone() else {
+            continue;
+        };
+        let fig = out.entry(name).or_default();
+        if let Some(r) = number_before(line, "registers") {
+            fig.registers = r;
+        }
+        if let Some(v) = number_before(line, "bytes stack frame") {
+            fig.stack_frame = v;
+        }
+        if let Some(v) = number_before(line, "bytes spill stores") {
+            fig.spill_stores = v;
+        }
+        if let Some(v) = number_before(line, "bytes spill loads") {
+            fig.spill_loads = v;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LL: &str = r#"
+define ptx_kernel void @k1(ptr %0) #0 {
+  call void @helper(ptr %0)
+  ret void
+}
+define internal void @helper(ptr %0) #1 {
+  call void @nvshmem_barrier_all()
+  ret void
+}
+define ptx_kernel void @k2(ptr %0) #0 {
+  call void @nvshmem_int_p(ptr %0, i32 1, i32 0)
+  call void @nvshmemx_signal_op(ptr %0, i64 1, i32 0, i32 0)
+  ret void
+}
+attributes #0 = { "target-cpu"="sm_90" "target-features"="+ptx83,+sm_90" }
+attributes #1 = { nounwind "target-cpu"="sm_90" "target-features"="+ptx78,+sm_90" }
+"#;
+
+    #[test]
+    fn finds_kernels_and_collectives_through_helpers() {
+        let f = functions(LL);
+        assert!(f["k1"].is_kernel && f["k2"].is_kernel && !f["helper"].is_kernel);
+        let c = collective_kernels(&f);
+        assert!(c["k1"]);
+        assert!(!c["k2"]);
+    }
+
+    #[test]
+    fn collective_names() {
+        for n in [
+            "nvshmem_barrier_all",
+            "nvshmemx_barrier_all_block",
+            "nvshmem_sync_all",
+            "nvshmem_team_sync",
+            "nvshmem_int_sum_reduce",
+            "nvshmemx_float_fcollect_warp",
+            "nvshmem_int_alltoall",
+            "nvshmem_int_broadcast",
+            "nvshmem_float_sum_reducescatter",
+        ] {
+            assert!(is_collective_entry(n), "{n}");
+        }
+        for n in [
+            "nvshmem_int_p",
+            "nvshmem_quiet",
+            "nvshmemx_signal_op",
+            "nvshmem_uint64_wait_until",
+            "nvshmemx_putmem_signal_block",
+            "nvshmem_signal_wait_until",
+            "my_sync_helper",
+        ] {
+            assert!(!is_collective_entry(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn ptx_features_and_retarget() {
+        assert_eq!(max_ptx_feature(LL), Some(83));
+        let r = retarget(LL, "sm_80", 85);
+        assert!(!r.contains("sm_90"));
+        assert_eq!(
+            r.matches("\"target-features\"=\"+ptx85,+sm_80\"").count(),
+            2
+        );
+        assert!(r.contains("nounwind \"target-cpu\"=\"sm_80\""));
+    }
+
+    #[test]
+    fn parses_ptx_entries_and_externs() {
+        let ptx = ".extern .func  (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 vprintf_param_0\n);\n\
+            .extern .func __assertfail(\n.param .b64 a\n);\n\
+            .visible .entry ring(\n\t.param .u64 .ptr .align 1 ring_param_0,\n\t.param .u32 ring_param_1,\n\
+            \t.param .align 4 .b8 ring_param_2[12]\n)\n{\n}\n.visible .entry empty()\n{\n}\n";
+        assert_eq!(ptx_extern_funcs(ptx), ["vprintf", "__assertfail"]);
+        let e = ptx_entries(ptx);
+        assert_eq!(e.len(), 2);
+        assert_eq!(e[0].0, "ring");
+        assert_eq!(
+            e[0].1[0],
+            PtxParam {
+                size: 8,
+                align: 8,
+                ty: "u64".into()
+            }
+        );
+        assert_eq!(
+            e[0].1[1],
+            PtxParam {
+                size: 4,
+                align: 4,
+                ty: "u32".into()
+            }
+        );
+        assert_eq!(
+            e[0].1[2],
+            PtxParam {
+                size: 12,
+                align: 4,
+                ty: "b8".into()
+            }
+        );
+        assert_eq!(e[1], ("empty".to_string(), vec![]));
+    }
+
+    #[test]
+    fn parses_ptxas_verbose_output() {
+        let err = "ptxas info    : 0 bytes gmem\nptxas info    : Compiling entry function 'ring' for 'sm_90'\n\
+            ptxas info    : Function properties for ring\n    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n\
+            ptxas info    : Used 24 registers, used 0 barriers, 380 bytes cmem[0]\n";
+        let f = ptxas_figures(err);
+        assert_eq!(
+            f["ring"],
+            PtxasFigures {
+                registers: 24,
+                stack_frame: 8,
+                spill_stores: 4,
+                spill_loads: 4
+            }
+        );
+    }
+
+    #[test]
+    fn reads_the_producer_from_bitcode_bytes() {
+        let bytes = b"\x00\x01clang version 3.8.0\x00junkclang version 18.1.1 (git)\x00";
+        assert_eq!(bitcode_producer_major(bytes), Some((18, "18.1.1".into())));
+        assert_eq!(bitcode_producer_major(b"nothing"), None);
+    }
+}

@@ -1,0 +1,950 @@
+//! The build pipeline: kernel crate → bitcode → linked with NVSHMEM → PTX → cubin.
+
+use crate::error::{Error, Result, io_err};
+use crate::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
+use crate::nvshmem::{Nvshmem, Query, Version, sm_number};
+use crate::toolchain::Toolchain;
+use crate::{header, ir, signature};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TARGET: &str = "nvptx64-nvidia-cuda";
+/// The state globals `nvshmemx_cumodule_init` looks up: they must stay visible.
+const STATE_GLOBALS: [&str; 2] = ["nvshmemi_device_state_d", "nvshmemi_device_lib_version_d"];
+/// Functions ptxas resolves itself.
+const PTXAS_BUILTINS: [&str; 4] = ["vprintf", "__assertfail", "malloc", "free"];
+
+/// Builds one kernel crate for one GPU architecture and NVSHMEM version.
+///
+/// ```no_run
+/// let out = nvshmem_builder::Builder::new("examples/ring/kernel")
+///     .arch("sm_90")
+///     .nvshmem_version("3.4.5".parse().unwrap())
+///     .out_dir("ptx")
+///     .build()?;
+/// println!("{} kernels in {}", out.manifest.kernels.len(), out.ptx.display());
+/// # Ok::<(), nvshmem_builder::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Builder {
+    crate_dir: PathBuf,
+    arch: String,
+    query: Query,
+    out_dir: Option<PathBuf>,
+    target_dir: Option<PathBuf>,
+    ptx_isa: Option<u32>,
+    features: Vec<String>,
+    require_ptxas: bool,
+    llvm_tools_dir: Option<PathBuf>,
+}
+
+/// What a build produced.
+#[derive(Clone, Debug)]
+pub struct BuildOutput {
+    /// The PTX file.
+    pub ptx: PathBuf,
+    /// The cubin, when `ptxas` was found.
+    pub cubin: Option<PathBuf>,
+    /// The manifest file (JSON).
+    pub manifest_path: PathBuf,
+    /// The C header for CUDA C++ hosts.
+    pub header: PathBuf,
+    /// The manifest's contents.
+    pub manifest: Manifest,
+    /// The NVSHMEM installation linked against.
+    pub nvshmem: Nvshmem,
+    /// Source files the build depended on (for `cargo:rerun-if-changed`).
+    pub sources: Vec<PathBuf>,
+    /// Wall time of each step, in order.
+    pub timings: Vec<(&'static str, Duration)>,
+}
+
+impl Builder {
+    /// A builder for the kernel crate in `crate_dir` (the folder with its `Cargo.toml`).
+    /// Defaults: `sm_90`, NVSHMEM found by [`Nvshmem::find`] from that folder.
+    pub fn new(crate_dir: impl Into<PathBuf>) -> Self {
+        Builder {
+            crate_dir: crate_dir.into(),
+            arch: "sm_90".into(),
+            query: Query::default(),
+            out_dir: None,
+            target_dir: None,
+            ptx_isa: None,
+            features: Vec::new(),
+            require_ptxas: false,
+            llvm_tools_dir: None,
+        }
+    }
+
+    /// The GPU architecture, such as `sm_90` (H100/H200) or `sm_80` (A100).
+    pub fn arch(mut self, arch: impl Into<String>) -> Self {
+        self.arch = arch.into();
+        self
+    }
+
+    /// Link against this NVSHMEM version (it must be installed where [`Nvshmem::find`] looks).
+    pub fn nvshmem_version(mut self, version: Version) -> Self {
+        self.query = self.query.version(version);
+        self
+    }
+
+    /// Link against the NVSHMEM in this folder (overrides `NVSHMEM_HOME`).
+    pub fn nvshmem_home(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.query = self.query.home(dir);
+        self
+    }
+
+    /// Where the outputs go; `<dir>/nvshmem-<version>/<arch>/` is created.
+    /// Default: `$OUT_DIR/ptx` in a build script, else `<target dir>/ptx`.
+    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// The cargo target folder for the nvptx64 build. Default: `nvshmem-kernels`
+    /// inside the outer build's target folder, else `<crate>/target`. Sharing
+    /// one between kernel crates shares the build of `core`.
+    pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.target_dir = Some(dir.into());
+        self
+    }
+
+    /// Force the PTX ISA version, as `major * 10 + minor` (`83` for PTX 8.3).
+    /// Default: the highest of what NVSHMEM's bitcode asks for and the arch's minimum.
+    pub fn ptx_isa(mut self, isa: u32) -> Self {
+        self.ptx_isa = Some(isa);
+        self
+    }
+
+    /// Enable a cargo feature of the kernel crate.
+    pub fn feature(mut self, feature: impl Into<String>) -> Self {
+        self.features.push(feature.into());
+        self
+    }
+
+    /// Fail when `ptxas` is not found, instead of skipping the cubin.
+    pub fn require_ptxas(mut self, yes: bool) -> Self {
+        self.require_ptxas = yes;
+        self
+    }
+
+    /// Use LLVM tools from this folder instead of the toolchain's `llvm-tools`.
+    pub fn llvm_tools_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.llvm_tools_dir = Some(dir.into());
+        self
+    }
+
+    /// Runs [`build`](Self::build) for a `build.rs`: prints `cargo:rerun-if-changed`
+    /// for every source, and on error prints the message and exits with status 1
+    /// (no panic backtrace).
+    pub fn build_from_build_script(self) -> BuildOutput {
+        println!("cargo:rerun-if-env-changed=NVSHMEM_HOME");
+        println!(
+            "cargo:rerun-if-changed={}",
+            self.crate_dir.join("Cargo.toml").display()
+        );
+        println!(
+            "cargo:rerun-if-changed={}",
+            self.crate_dir.join("src").display()
+        );
+        match self.build() {
+            Ok(out) => {
+                for s in &out.sources {
+                    println!("cargo:rerun-if-changed={}", s.display());
+                }
+                out
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+
+    /// Builds the kernel crate. See the crate docs for the steps.
+    pub fn build(&self) -> Result<BuildOutput> {
+        let mut timings = Vec::new();
+        let mut step = Instant::now();
+        let mut lap = |name: &'static str, timings: &mut Vec<(&'static str, Duration)>| {
+            timings.push((name, step.elapsed()));
+            step = Instant::now();
+        };
+
+        let crate_dir = &self.crate_dir;
+        if !crate_dir.join("Cargo.toml").is_file() {
+            return Err(Error::KernelCrateNotFound {
+                path: crate_dir.clone(),
+            });
+        }
+        let arch = self.arch.as_str();
+        let sm = sm_number(arch).ok_or_else(|| Error::InvalidArch { arch: arch.into() })?;
+        let nv = Nvshmem::find(&self.query.clone().project_dir(crate_dir))?;
+        let bitcode = nv.device_bitcode(arch)?;
+        let tc = Toolchain::detect(crate_dir)?;
+        let tools = Tools::new(&tc, self.llvm_tools_dir.as_deref())?;
+        check_producer(&bitcode, &tools)?;
+        lap("checks", &mut timings);
+
+        let meta = CrateMeta::read(&tc, crate_dir)?;
+        let target_dir = self
+            .target_dir
+            .clone()
+            .unwrap_or_else(|| default_target_dir(crate_dir));
+        let work = target_dir
+            .join("nvshmem-link")
+            .join(&meta.name)
+            .join(format!("nvshmem-{}", nv.version))
+            .join(arch);
+        std::fs::create_dir_all(&work).map_err(io_err(&work))?;
+
+        let mut features = self.features.clone();
+        if meta.depends_on_device
+            && nv.version
+                >= (Version {
+                    major: 3,
+                    minor: 8,
+                    patch: 0,
+                })
+        {
+            features.push("nvshmem-device/nvshmem-3-8".into());
+        }
+        let rlibs = cargo_build(&tc, crate_dir, &target_dir, &meta, &features)?;
+        lap("cargo build (nvptx64)", &mut timings);
+
+        let (kernel_objs, dep_objs) =
+            extract_bitcode(&tools, &rlibs, &target_dir.join("nvshmem-link/objects"))?;
+        let kernel_bc = work.join("kernel.bc");
+        tools.run("llvm-link", &tools.llvm_link, |c| {
+            c.args(&kernel_objs).arg("-o").arg(&kernel_bc);
+        })?;
+        let deps_bc = link_deps_cached(&tools, &dep_objs, &work.join("deps.bc"))?;
+        let linked_bc = work.join("linked.bc");
+        tools.run("llvm-link", &tools.llvm_link, |c| {
+            c.arg(&kernel_bc)
+                .arg("--only-needed")
+                .arg(&deps_bc)
+                .arg(&bitcode)
+                .arg("-o")
+                .arg(&linked_bc);
+        })?;
+        let linked_ll = work.join("linked.ll");
+        tools.run("llvm-dis", &tools.llvm_dis, |c| {
+            c.arg(&linked_bc).arg("-o").arg(&linked_ll);
+        })?;
+        let ll = std::fs::read_to_string(&linked_ll).map_err(io_err(&linked_ll))?;
+        lap("llvm-link", &mut timings);
+
+        let funcs = ir::functions(&ll);
+        let collective = ir::collective_kernels(&funcs);
+        if collective.is_empty() {
+            return Err(Error::NoKernels {
+                crate_name: meta.name.clone(),
+            });
+        }
+        let ptx_isa = self
+            .ptx_isa
+            .unwrap_or_else(|| ir::max_ptx_feature(&ll).unwrap_or(0).max(min_ptx_isa(sm)));
+        let retargeted = work.join("retargeted.ll");
+        std::fs::write(&retargeted, ir::retarget(&ll, arch, ptx_isa))
+            .map_err(io_err(&retargeted))?;
+
+        let mut public: Vec<&str> = collective.keys().map(String::as_str).collect();
+        public.extend(STATE_GLOBALS);
+        let opt_bc = work.join("opt.bc");
+        tools.run("opt", &tools.opt, |c| {
+            c.arg(format!(
+                "--internalize-public-api-list={}",
+                public.join(",")
+            ))
+            .arg("-passes=internalize,default<O3>,globaldce")
+            .arg(&retargeted)
+            .arg("-o")
+            .arg(&opt_bc);
+        })?;
+        lap("opt -O3", &mut timings);
+
+        let work_ptx = work.join(format!("{}.ptx", meta.name));
+        tools.run("llc", &tools.llc, |c| {
+            c.args([
+                "-O3",
+                &format!("-mcpu={arch}"),
+                &format!("-mattr=+ptx{ptx_isa}"),
+            ])
+            .arg(&opt_bc)
+            .arg("-o")
+            .arg(&work_ptx);
+        })?;
+        let ptx = std::fs::read_to_string(&work_ptx).map_err(io_err(&work_ptx))?;
+        lap("llc", &mut timings);
+
+        let unresolved: Vec<String> = ir::ptx_extern_funcs(&ptx)
+            .into_iter()
+            .filter(|f| !PTXAS_BUILTINS.contains(&f.as_str()))
+            .collect();
+        if !unresolved.is_empty() {
+            return Err(Error::UnresolvedExterns {
+                symbols: unresolved,
+                version: nv.version,
+            });
+        }
+        let entries = ir::ptx_entries(&ptx);
+        for k in collective.keys() {
+            if !entries.iter().any(|(name, _)| name == k) {
+                return Err(Error::ToolFailed {
+                    tool: "llc".into(),
+                    command: format!("llc {}", opt_bc.display()),
+                    status: "kernel missing".into(),
+                    stderr: format!("kernel `{k}` is not an .entry in {}", work_ptx.display()),
+                });
+            }
+        }
+
+        let out_dir = self
+            .out_dir
+            .clone()
+            .unwrap_or_else(|| {
+                std::env::var_os("OUT_DIR")
+                    .map(|d| PathBuf::from(d).join("ptx"))
+                    .unwrap_or_else(|| target_dir.join("ptx"))
+            })
+            .join(format!("nvshmem-{}", nv.version))
+            .join(arch);
+        std::fs::create_dir_all(&out_dir).map_err(io_err(&out_dir))?;
+        let ptx_path = out_dir.join(format!("{}.ptx", meta.name));
+        write_if_changed(&ptx_path, ptx.as_bytes())?;
+
+        let (cubin, figures) = match find_ptxas() {
+            Some(ptxas) => {
+                let cubin = out_dir.join(format!("{}.cubin", meta.name));
+                let stderr = tools.run("ptxas", &ptxas, |c| {
+                    c.arg(format!("-arch={arch}"))
+                        .arg("-v")
+                        .arg(&ptx_path)
+                        .arg("-o")
+                        .arg(&cubin);
+                })?;
+                (Some(cubin), ir::ptxas_figures(&stderr))
+            }
+            None if self.require_ptxas => {
+                return Err(Error::ToolNotRunnable {
+                    program: "ptxas".into(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        "not found in PTXAS, .deps/cuda-nvcc-*/, CUDA_HOME or PATH; run `./x setup` or `pip install nvidia-cuda-nvcc==13.0.*`",
+                    ),
+                });
+            }
+            None => (None, Default::default()),
+        };
+        lap("ptxas", &mut timings);
+
+        let sources = signature::kernels_in(&crate_dir.join("src"));
+        let kernels = entries
+            .iter()
+            .map(|(name, ptx_params)| {
+                let src = sources
+                    .iter()
+                    .find(|k| &k.name == name)
+                    .filter(|k| k.params.len() == ptx_params.len());
+                let params = ptx_params
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        let (pname, rust_type, c_type) = match src {
+                            Some(k) => k.params[i].clone(),
+                            None => (format!("_{i}"), String::new(), String::new()),
+                        };
+                        let c_type = if c_type.is_empty() {
+                            ptx_c_type(p)
+                        } else {
+                            c_type
+                        };
+                        ParamInfo {
+                            name: pname,
+                            rust_type,
+                            c_type,
+                            size: p.size,
+                            align: p.align,
+                        }
+                    })
+                    .collect();
+                let fig = figures.get(name);
+                KernelInfo {
+                    name: name.clone(),
+                    params,
+                    collective: collective.get(name).copied().unwrap_or(false),
+                    registers: fig.map(|f| f.registers),
+                    spill_stores: fig.map(|f| f.spill_stores),
+                    spill_loads: fig.map(|f| f.spill_loads),
+                    stack_frame: fig.map(|f| f.stack_frame),
+                }
+            })
+            .collect();
+
+        let manifest = Manifest {
+            format: MANIFEST_FORMAT,
+            crate_name: meta.name.clone(),
+            nvshmem_version: nv.version.to_string(),
+            arch: arch.into(),
+            ptx_isa: format!("{}.{}", ptx_isa / 10, ptx_isa % 10),
+            ptx: file_name(&ptx_path),
+            cubin: cubin.as_deref().map(file_name),
+            kernels,
+        };
+        let manifest_path = out_dir.join(format!("{}.json", meta.name));
+        let json = serde_json::to_string_pretty(&manifest).expect("manifest serializes");
+        write_if_changed(&manifest_path, json.as_bytes())?;
+        let header_path = out_dir.join(format!("{}.h", meta.name));
+        write_if_changed(&header_path, header::render(&manifest).as_bytes())?;
+        lap("manifest", &mut timings);
+
+        Ok(BuildOutput {
+            ptx: ptx_path,
+            cubin,
+            manifest_path,
+            header: header_path,
+            manifest,
+            nvshmem: nv,
+            sources: dep_info_sources(&target_dir, &meta, &tc),
+            timings,
+        })
+    }
+}
+
+/// The lowest PTX ISA (`major*10+minor`) that can target `sm_N`.
+fn min_ptx_isa(sm: u32) -> u32 {
+    match sm {
+        0..=72 => 60,
+        73..=75 => 63,
+        76..=80 => 70,
+        81..=86 => 71,
+        87..=89 => 78,
+        90..=99 => 78,
+        100..=101 => 86,
+        _ => 87,
+    }
+}
+
+fn ptx_c_type(p: &ir::PtxParam) -> String {
+    match p.ty.as_str() {
+        "u64" | "b64" => "uint64_t".into(),
+        "u32" | "b32" => "uint32_t".into(),
+        "s64" => "int64_t".into(),
+        "s32" => "int32_t".into(),
+        "f32" => "float".into(),
+        "f64" => "double".into(),
+        "u16" | "b16" => "uint16_t".into(),
+        "u8" | "b8" if p.size == 1 => "uint8_t".into(),
+        _ => format!(
+            "struct {{ _Alignas({}) unsigned char bytes[{}]; }}",
+            p.align, p.size
+        ),
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Writes only when the contents differ, so dependents don't rebuild needlessly.
+fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
+    if std::fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io_err(path))
+}
+
+/// The outer build's target folder (the ancestor of `OUT_DIR` with cargo's
+/// `CACHEDIR.TAG`), else the crate's own.
+fn default_target_dir(crate_dir: &Path) -> PathBuf {
+    if let Some(out) = std::env::var_os("OUT_DIR")
+        && let Some(t) = Path::new(&out)
+            .ancestors()
+            .find(|a| a.join("CACHEDIR.TAG").exists())
+    {
+        return t.join("nvshmem-kernels");
+    }
+    crate_dir.join("target")
+}
+
+/// The LLVM tools, resolved once.
+struct Tools {
+    llvm_link: PathBuf,
+    llvm_dis: PathBuf,
+    llvm_ar: PathBuf,
+    opt: PathBuf,
+    llc: PathBuf,
+    /// `llvm-link --version`, such as `22.1.4`.
+    version: String,
+}
+
+impl Tools {
+    fn new(tc: &Toolchain, dir: Option<&Path>) -> Result<Self> {
+        let find = |name: &str| -> Result<PathBuf> {
+            match dir {
+                Some(d) => {
+                    let p = d.join(name);
+                    if p.exists() {
+                        Ok(p)
+                    } else {
+                        Err(Error::LlvmToolsMissing {
+                            toolchain: tc.name(),
+                            dir: d.to_path_buf(),
+                            tool: name.into(),
+                        })
+                    }
+                }
+                None => tc.llvm_tool(name),
+            }
+        };
+        let llvm_link = find("llvm-link")?;
+        let out = Command::new(&llvm_link)
+            .arg("--version")
+            .output()
+            .map_err(|source| Error::ToolNotRunnable {
+                program: llvm_link.clone(),
+                source,
+            })?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let version = text
+            .split_whitespace()
+            .skip_while(|w| *w != "version")
+            .nth(1)
+            .unwrap_or(&tc.llvm_version)
+            .to_string();
+        Ok(Tools {
+            llvm_dis: find("llvm-dis")?,
+            llvm_ar: find("llvm-ar")?,
+            opt: find("opt")?,
+            llc: find("llc")?,
+            llvm_link,
+            version,
+        })
+    }
+
+    fn major(&self) -> u32 {
+        self.version
+            .split('.')
+            .next()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Runs a tool; on failure returns its stderr in the error. Returns stderr on success.
+    fn run(&self, tool: &str, program: &Path, args: impl FnOnce(&mut Command)) -> Result<String> {
+        let mut cmd = Command::new(program);
+        args(&mut cmd);
+        let out = cmd.output().map_err(|source| Error::ToolNotRunnable {
+            program: program.to_path_buf(),
+            source,
+        })?;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if out.status.success() {
+            return Ok(stderr);
+        }
+        if tool == "llvm-link"
+            && let Some(producer) = producer_from_error(&stderr)
+        {
+            let bitcode = cmd.get_args().last().map(PathBuf::from).unwrap_or_default();
+            return Err(Error::LlvmTooOld {
+                tools: self.version.clone(),
+                producer,
+                bitcode,
+            });
+        }
+        Err(Error::ToolFailed {
+            tool: tool.into(),
+            command: format!("{cmd:?}"),
+            status: out.status.to_string(),
+            stderr,
+        })
+    }
+}
+
+/// "... (Producer: 'LLVM22.1.8' Reader: 'LLVM 14.0.6')" → `22.1.8`.
+fn producer_from_error(stderr: &str) -> Option<String> {
+    let i = stderr.find("Producer: '")?;
+    let rest = &stderr[i + "Producer: '".len()..];
+    Some(
+        rest.split('\'')
+            .next()?
+            .trim_start_matches("LLVM")
+            .trim()
+            .to_string(),
+    )
+}
+
+/// Fails early, with the fix, when the tools' LLVM is older than the bitcode's producer.
+fn check_producer(bitcode: &Path, tools: &Tools) -> Result<()> {
+    let bytes = std::fs::read(bitcode).map_err(io_err(bitcode))?;
+    if let Some((major, producer)) = ir::bitcode_producer_major(&bytes)
+        && major > tools.major()
+    {
+        return Err(Error::LlvmTooOld {
+            tools: tools.version.clone(),
+            producer: format!("clang {producer}"),
+            bitcode: bitcode.into(),
+        });
+    }
+    Ok(())
+}
+
+/// What `cargo metadata` says about the kernel crate.
+struct CrateMeta {
+    name: String,
+    manifest_path: PathBuf,
+    /// Its library target's name (`-` replaced by `_`).
+    lib_name: String,
+    depends_on_device: bool,
+}
+
+impl CrateMeta {
+    fn read(tc: &Toolchain, crate_dir: &Path) -> Result<Self> {
+        let mut cmd = inner_cargo(tc, crate_dir);
+        cmd.args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ]);
+        let out = cmd.output().map_err(|source| Error::ToolNotRunnable {
+            program: tc.cargo(),
+            source,
+        })?;
+        if !out.status.success() {
+            // --offline fails before a first fetch; retry online.
+            let mut cmd = inner_cargo(tc, crate_dir);
+            cmd.args(["metadata", "--no-deps", "--format-version", "1"]);
+            let again = cmd.output().map_err(|source| Error::ToolNotRunnable {
+                program: tc.cargo(),
+                source,
+            })?;
+            if !again.status.success() {
+                return Err(Error::CompileFailed {
+                    crate_name: crate_dir.display().to_string(),
+                    diagnostics: String::from_utf8_lossy(&again.stderr).into_owned(),
+                });
+            }
+            return Self::parse(&again.stdout, crate_dir);
+        }
+        Self::parse(&out.stdout, crate_dir)
+    }
+
+    fn parse(json: &[u8], crate_dir: &Path) -> Result<Self> {
+        let v: serde_json::Value = serde_json::from_slice(json).map_err(|e| Error::ToolFailed {
+            tool: "cargo metadata".into(),
+            command: "cargo metadata --no-deps".into(),
+            status: "unparsable output".into(),
+            stderr: e.to_string(),
+        })?;
+        let want = std::fs::canonicalize(crate_dir.join("Cargo.toml"))
+            .unwrap_or_else(|_| crate_dir.join("Cargo.toml"));
+        let pkg = v["packages"]
+            .as_array()
+            .and_then(|ps| {
+                ps.iter().find(|p| {
+                    p["manifest_path"].as_str().map(PathBuf::from).as_ref() == Some(&want)
+                })
+            })
+            .ok_or_else(|| Error::KernelCrateNotFound {
+                path: crate_dir.into(),
+            })?;
+        let name = pkg["name"].as_str().unwrap_or_default().to_string();
+        let lib_name = pkg["targets"]
+            .as_array()
+            .and_then(|ts| {
+                ts.iter().find(|t| {
+                    t["kind"]
+                        .as_array()
+                        .is_some_and(|k| k.iter().any(|k| k == "lib" || k == "rlib"))
+                })
+            })
+            .and_then(|t| t["name"].as_str())
+            .unwrap_or(&name)
+            .replace('-', "_");
+        let depends_on_device = pkg["dependencies"].as_array().is_some_and(|ds| {
+            ds.iter()
+                .any(|d| d["name"] == "nvshmem-device" && d["kind"].is_null())
+        });
+        Ok(CrateMeta {
+            name,
+            manifest_path: want,
+            lib_name,
+            depends_on_device,
+        })
+    }
+}
+
+/// A cargo command for the nested build, with the outer build's environment
+/// removed: its RUSTFLAGS, target, jobserver and build-script variables would
+/// otherwise leak into the nvptx64 build.
+fn inner_cargo(tc: &Toolchain, crate_dir: &Path) -> Command {
+    let mut cmd = Command::new(tc.cargo());
+    cmd.current_dir(crate_dir);
+    for (key, _) in std::env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        let keep = matches!(key, "CARGO_HOME" | "CARGO_TERM_COLOR")
+            || key.starts_with("CARGO_NET_")
+            || key.starts_with("CARGO_HTTP_")
+            || key.starts_with("CARGO_REGISTRIES_")
+            || key.starts_with("CARGO_REGISTRY_");
+        let drop = (key.starts_with("CARGO") && !keep)
+            || key.starts_with("RUSTC")
+            || key.starts_with("RUSTDOC")
+            || key.starts_with("DEP_")
+            || matches!(
+                key,
+                "RUSTFLAGS"
+                    | "RUSTUP_TOOLCHAIN"
+                    | "MAKEFLAGS"
+                    | "MFLAGS"
+                    | "TARGET"
+                    | "HOST"
+                    | "OUT_DIR"
+                    | "PROFILE"
+                    | "OPT_LEVEL"
+                    | "DEBUG"
+                    | "NUM_JOBS"
+            );
+        if drop {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env("RUSTC", tc.rustc());
+    cmd
+}
+
+/// Builds the crate for nvptx64; returns every rlib, the kernel crate's last.
+fn cargo_build(
+    tc: &Toolchain,
+    crate_dir: &Path,
+    target_dir: &Path,
+    meta: &CrateMeta,
+    features: &[String],
+) -> Result<Vec<PathBuf>> {
+    let mut cmd = inner_cargo(tc, crate_dir);
+    cmd.args([
+        "build",
+        "--release",
+        "--target",
+        TARGET,
+        "-Zbuild-std=core",
+        "--message-format=json-render-diagnostics",
+    ])
+    .arg("--manifest-path")
+    .arg(&meta.manifest_path)
+    .arg("--target-dir")
+    .arg(target_dir)
+    .env("CARGO_TERM_COLOR", "never")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    if !features.is_empty() {
+        cmd.arg("--features").arg(features.join(","));
+    }
+    let out = cmd.output().map_err(|source| Error::ToolNotRunnable {
+        program: tc.cargo(),
+        source,
+    })?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        let diagnostics: Vec<&str> = stderr
+            .lines()
+            .filter(|l| {
+                let t = l.trim_start();
+                !(t.starts_with("Compiling ")
+                    || t.starts_with("Updating ")
+                    || t.starts_with("Downloaded ")
+                    || t.starts_with("Downloading ")
+                    || t.starts_with("Locking ")
+                    || t.starts_with("Adding "))
+            })
+            .collect();
+        return Err(Error::CompileFailed {
+            crate_name: meta.name.clone(),
+            diagnostics: diagnostics.join("\n"),
+        });
+    }
+    let mut rlibs = Vec::new();
+    let mut kernel_rlib = None;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if msg["reason"] != "compiler-artifact" {
+            continue;
+        }
+        let is_kernel =
+            msg["manifest_path"].as_str().map(PathBuf::from).as_ref() == Some(&meta.manifest_path);
+        for f in msg["filenames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str())
+        {
+            if f.ends_with(".rlib") {
+                if is_kernel {
+                    kernel_rlib = Some(PathBuf::from(f))
+                } else {
+                    rlibs.push(PathBuf::from(f))
+                }
+            }
+        }
+    }
+    let kernel_rlib = kernel_rlib.ok_or_else(|| Error::CompileFailed {
+        crate_name: meta.name.clone(),
+        diagnostics:
+            "cargo built no rlib for the kernel crate: give it a [lib] target (src/lib.rs) \
+                      with crate-type = [\"rlib\"]"
+                .into(),
+    })?;
+    rlibs.push(kernel_rlib);
+    Ok(rlibs)
+}
+
+/// Extracts the bitcode objects of each rlib (cached by modification time).
+/// Returns (the kernel crate's objects, every dependency's objects).
+fn extract_bitcode(
+    tools: &Tools,
+    rlibs: &[PathBuf],
+    cache: &Path,
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let mut per_rlib = Vec::new();
+    for rlib in rlibs {
+        let stem = rlib
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dir = cache.join(&stem);
+        let stamp = dir.join(".extracted");
+        let fresh = mtime(&stamp).is_some_and(|s| mtime(rlib).is_some_and(|r| r <= s));
+        if !fresh {
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+            tools.run("llvm-ar", &tools.llvm_ar, |c| {
+                c.current_dir(&dir).arg("x").arg(rlib);
+            })?;
+            std::fs::write(&stamp, b"").map_err(io_err(&stamp))?;
+        }
+        let mut objs: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map_err(io_err(&dir))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| is_bitcode(p))
+            .collect();
+        objs.sort();
+        per_rlib.push(objs);
+    }
+    let kernel = per_rlib.pop().unwrap_or_default();
+    Ok((kernel, per_rlib.into_iter().flatten().collect()))
+}
+
+fn is_bitcode(p: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(p)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && magic == *b"BC\xC0\xDE"
+}
+
+fn mtime(p: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+/// Links every dependency object into one module, reusing it while no input changed.
+/// One module lets `--only-needed` pull in the whole closure of what the kernels use.
+fn link_deps_cached(tools: &Tools, objs: &[PathBuf], out: &Path) -> Result<PathBuf> {
+    let list = out.with_extension("inputs");
+    let listing: String = objs.iter().map(|o| format!("{}\n", o.display())).collect();
+    let fresh = mtime(out).is_some_and(|t| objs.iter().all(|o| mtime(o).is_some_and(|m| m <= t)))
+        && std::fs::read_to_string(&list).is_ok_and(|l| l == listing);
+    if !fresh {
+        tools.run("llvm-link", &tools.llvm_link, |c| {
+            c.args(objs).arg("-o").arg(out);
+        })?;
+        std::fs::write(&list, listing).map_err(io_err(&list))?;
+    }
+    Ok(out.to_path_buf())
+}
+
+/// `ptxas`: `$PTXAS`, the set-up step's `.deps/cuda-nvcc-*`, `$CUDA_HOME/bin`, `PATH`, `/usr/local/cuda/bin`.
+pub(crate) fn find_ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PTXAS")
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
+    {
+        return Some(p);
+    }
+    let mut candidates = Vec::new();
+    let cwd = std::env::current_dir().ok();
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from);
+    for start in [manifest_dir, cwd].into_iter().flatten() {
+        for dir in start.ancestors() {
+            if let Ok(entries) = std::fs::read_dir(dir.join(".deps")) {
+                for e in entries.flatten() {
+                    if e.file_name().to_string_lossy().starts_with("cuda-nvcc") {
+                        candidates.push(e.path().join("nvidia/cu13/bin/ptxas"));
+                        candidates.push(e.path().join("nvidia/cuda_nvcc/bin/ptxas"));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(home) = std::env::var_os("CUDA_HOME") {
+        candidates.push(Path::new(&home).join("bin/ptxas"));
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join("ptxas")));
+    }
+    candidates.push("/usr/local/cuda/bin/ptxas".into());
+    candidates.into_iter().find(|p| p.is_file())
+}
+
+/// The source files cargo recorded for the kernel crate (its own and its path
+/// dependencies'), outside the toolchain's sysroot.
+fn dep_info_sources(target_dir: &Path, meta: &CrateMeta, tc: &Toolchain) -> Vec<PathBuf> {
+    let d = target_dir
+        .join(TARGET)
+        .join("release")
+        .join(format!("lib{}.d", meta.lib_name));
+    let Ok(text) = std::fs::read_to_string(&d) else {
+        return Vec::new();
+    };
+    let Some((_, deps)) = text.split_once(": ") else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = deps
+        .split_whitespace()
+        .map(PathBuf::from)
+        .filter(|p| !p.starts_with(&tc.sysroot) && !p.starts_with(target_dir))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_producer_from_llvm_errors() {
+        let e = "llvm-link: error: Opaque pointers are only supported in -opaque-pointers mode \
+                 (Producer: 'LLVM18.1.1' Reader: 'LLVM 14.0.6')";
+        assert_eq!(producer_from_error(e).as_deref(), Some("18.1.1"));
+        assert_eq!(producer_from_error("other"), None);
+    }
+
+    #[test]
+    fn ptx_minimums_grow_with_arch() {
+        assert_eq!(min_ptx_isa(80), 70);
+        assert_eq!(min_ptx_isa(90), 78);
+        assert_eq!(min_ptx_isa(100), 86);
+    }
+}
