@@ -204,6 +204,7 @@ fn list_paths(paths: &[PathBuf]) -> String {
 /// Shorthand for the builder's results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+#[cfg(feature = "build")]
 pub(crate) fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.into();
     move |source| Error::Io { path, source }

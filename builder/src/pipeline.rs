@@ -197,6 +197,11 @@ impl Builder {
             .join(format!("nvshmem-{}", nv.version))
             .join(arch);
         std::fs::create_dir_all(&work).map_err(io_err(&work))?;
+        // Concurrent builds of the same crate, version and arch (two build
+        // scripts, or tests in parallel) share these files: take turns.
+        let lock_path = work.join(".lock");
+        let lock = std::fs::File::create(&lock_path).map_err(io_err(&lock_path))?;
+        lock.lock().map_err(io_err(&lock_path))?;
 
         let mut features = self.features.clone();
         if meta.depends_on_device
@@ -454,7 +459,7 @@ fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
     if std::fs::read(path).is_ok_and(|old| old == bytes) {
         return Ok(());
     }
-    let tmp = path.with_extension("tmp");
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, bytes).map_err(io_err(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io_err(path))
 }

@@ -27,12 +27,154 @@
 //!     quiet();
 //! }
 //! ```
+//!
+//! # The typed layer at a glance
+//!
+//! Names follow NVSHMEM's, without the type name (the element type picks the
+//! function): `nvshmem_int32_put_nbi` is [`put_nbi::<i32>`](put_nbi),
+//! `nvshmemx_float_put_block` is [`put_block::<f32>`](put_block).
+//!
+//! | Family | Functions | Element bound |
+//! |---|---|---|
+//! | scalar | [`p`], [`g`] | [`RmaElement`] |
+//! | contiguous | [`put`], [`put_nbi`], [`get`], [`get_nbi`] | [`RmaElement`] |
+//! | strided | [`iput`], [`iget`] | [`RmaElement`] |
+//! | with signal | [`put_signal`], [`put_signal_nbi`] | [`RmaElement`] |
+//! | any plain data | [`put_pod`], [`put_pod_nbi`], [`get_pod`], [`get_pod_nbi`], [`put_signal_pod`], [`put_signal_pod_nbi`] | [`bytemuck::Pod`] |
+//! | atomics | [`atomic_fetch`], [`atomic_set`], [`atomic_swap`]; [`atomic_add`], [`atomic_fetch_add`]; [`atomic_compare_swap`], [`atomic_inc`], [`atomic_fetch_inc`]; [`atomic_and`], [`atomic_or`], [`atomic_xor`] and `atomic_fetch_{and,or,xor}` | [`AmoElement`], [`AddAmoElement`], [`FetchAddAmoElement`], [`StandardAmoElement`], [`BitwiseAmoElement`] |
+//! | waiting | [`wait_until`], [`test`](fn@test), and `_all`/`_any`/`_some` (+`_vector`) of each, with [`Cmp`] | [`WaitElement`] |
+//! | signals | [`signal_op`] (with [`SignalOp`]), [`signal_fetch`], [`signal_wait_until`] | `u64` |
+//! | ordering | [`quiet`], [`fence`]; `flush` with `nvshmem-3-8` | |
+//! | job-wide | [`barrier_all`], [`sync_all`] | |
+//! | PEs | [`my_pe`], [`n_pes`], [`ptr`] (direct load/store address) | |
+//!
+//! Every RMA/pod family comes in three scopes: `put` (one thread), `put_warp`
+//! (the whole warp, `nvshmemx_*_warp`) and `put_block` (the whole block,
+//! `nvshmemx_*_block`); likewise `put_nbi_warp`, `get_pod_block`, ...
+//! [`barrier_all`] and [`sync_all`] have `_warp`/`_block` forms too.
+//!
+//! Symmetric destinations (and sources of gets) are [`SymPtr`]s; the local
+//! side is a raw pointer. Functions that touch memory through addresses are
+//! `unsafe fn` with a `# Safety` section; [`my_pe`], [`n_pes`], [`ptr`],
+//! [`quiet`], [`fence`] and the barriers are safe.
+//!
+//! # Features
+//! - `nvshmem-3-8`: NVSHMEM 3.8's extra API (`flush*`, `f32`/`f64`/`f16`
+//!   atomic add, `f32`/`f64` fetch-add). `nvshmem-builder` turns it on when it
+//!   links 3.8+ bitcode; kernels can use [`with_nvshmem_3_8!`] for code that needs it.
+//! - `debug-checks`: the typed layer traps, after printing what and where,
+//!   when a PE is out of range (`pe >= n_pes()`) or an array argument is
+//!   shorter than `nelems`. Without it the checks do not exist.
+//! - `abi-probe`: internal, for `tests/abi.rs`.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx))]
 #![warn(missing_docs)]
+#![feature(macro_metavar_expr_concat)]
 
+mod amo;
+mod debug;
+pub mod ffi;
 pub mod panic;
+mod rma;
 pub mod symmetric;
+mod sync;
 pub mod thread;
 
-pub use symmetric::{Pe, SymPtr};
+#[cfg(test)]
+mod tests;
+
+pub use amo::*;
+pub use rma::*;
+pub use symmetric::{Pe, SymPtr, my_pe, n_pes, ptr};
+pub use sync::*;
+
+/// The `bytemuck` crate, for deriving [`bytemuck::Pod`] on types sent with [`put_pod`].
+///
+/// ```
+/// #[derive(Clone, Copy, nvshmem_device::bytemuck::Pod, nvshmem_device::bytemuck::Zeroable)]
+/// #[bytemuck(crate = "nvshmem_device::bytemuck")]
+/// #[repr(C)]
+/// struct Particle { pos: [f32; 3], id: u32 }
+/// ```
+pub use bytemuck;
+/// The `half` crate: [`half::f16`] and [`half::bf16`] are NVSHMEM's `half` and `__nv_bfloat16`.
+///
+/// ```
+/// let x = nvshmem_device::half::f16::from_f32(1.5);
+/// ```
+pub use half;
+
+/// Whether this build has NVSHMEM 3.8's API (the `nvshmem-3-8` feature).
+///
+/// ```
+/// if nvshmem_device::NVSHMEM_3_8 { /* flush() and the float atomics exist */ }
+/// ```
+pub const NVSHMEM_3_8: bool = cfg!(feature = "nvshmem-3-8");
+
+/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-8`, so
+/// a kernel crate can use 3.8-only functions without a feature of its own
+/// (the builder turns the feature on when it links 3.8+ bitcode).
+///
+/// ```no_run
+/// nvshmem_device::with_nvshmem_3_8! {
+///     fn drain() { nvshmem_device::flush(); }
+/// }
+/// ```
+#[cfg(feature = "nvshmem-3-8")]
+#[macro_export]
+macro_rules! with_nvshmem_3_8 {
+    ($($item:item)*) => { $($item)* };
+}
+
+/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-8`, so
+/// a kernel crate can use 3.8-only functions without a feature of its own
+/// (the builder turns the feature on when it links 3.8+ bitcode).
+///
+/// ```no_run
+/// nvshmem_device::with_nvshmem_3_8! {
+///     fn drain() { nvshmem_device::flush(); }
+/// }
+/// ```
+#[cfg(not(feature = "nvshmem-3-8"))]
+#[macro_export]
+macro_rules! with_nvshmem_3_8 {
+    ($($item:item)*) => {};
+}
+
+/// Implementation details that public signatures have to name. Not API.
+#[doc(hidden)]
+pub mod __private {
+    /// Seals the element traits: only this crate implements them.
+    pub trait Sealed {}
+
+    /// Which group of threads calls a scoped function together.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Scope {
+        /// One thread (`nvshmem_*`).
+        Thread,
+        /// The whole warp (`nvshmemx_*_warp`).
+        Warp,
+        /// The whole block (`nvshmemx_*_block`).
+        Block,
+    }
+
+    macro_rules! sealed {
+        ($($t:ty),*) => { $(impl Sealed for $t {})* };
+    }
+    sealed!(
+        i8,
+        i16,
+        i32,
+        i64,
+        u8,
+        u16,
+        u32,
+        u64,
+        usize,
+        isize,
+        f32,
+        f64,
+        half::f16,
+        half::bf16
+    );
+}

@@ -78,14 +78,14 @@ pub fn report_and_trap(info: &PanicInfo<'_>) -> ! {
 }
 
 #[cfg(target_arch = "nvptx64")]
-use core::arch::nvptx::{trap, vprintf};
+pub(crate) use core::arch::nvptx::{trap, vprintf};
 
 #[cfg(not(target_arch = "nvptx64"))]
 unsafe extern "C" {
-    fn vprintf(format: *const u8, args: *const core::ffi::c_void) -> i32;
+    pub(crate) fn vprintf(format: *const u8, args: *const core::ffi::c_void) -> i32;
 }
 #[cfg(not(target_arch = "nvptx64"))]
-unsafe fn trap() -> ! {
+pub(crate) unsafe fn trap() -> ! {
     unsafe extern "C" {
         fn __nvshmem_device_trap() -> !;
     }

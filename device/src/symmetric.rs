@@ -63,7 +63,10 @@ impl<T> SymPtr<T> {
     /// `ptr` must point into NVSHMEM's symmetric heap, in an allocation that
     /// every PE made collectively.
     pub const unsafe fn from_raw(ptr: *mut T) -> Self {
-        Self { ptr, _marker: PhantomData }
+        Self {
+            ptr,
+            _marker: PhantomData,
+        }
     }
 
     /// The symmetric address as this PE's local pointer.
@@ -109,7 +112,10 @@ impl<T> SymPtr<T> {
     /// # fn f(buf: SymPtr<u64>) { let bytes = buf.cast::<u8>(); }
     /// ```
     pub const fn cast<U>(self) -> SymPtr<U> {
-        SymPtr { ptr: self.ptr.cast(), _marker: PhantomData }
+        SymPtr {
+            ptr: self.ptr.cast(),
+            _marker: PhantomData,
+        }
     }
 }
 
@@ -122,8 +128,19 @@ impl<T> SymPtr<T> {
 /// assert_eq!(pe.ring_prev(4), Pe::new(2));
 /// ```
 #[repr(transparent)]
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
-#[derive(bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Debug,
+    Default,
+    bytemuck::Pod,
+    bytemuck::Zeroable,
+)]
 pub struct Pe(u32);
 
 impl Pe {
@@ -176,6 +193,53 @@ impl Pe {
     pub const fn ring_prev(self, n_pes: u32) -> Self {
         Self((self.0 + n_pes - 1) % n_pes)
     }
+}
+
+/// This PE's number (`nvshmem_my_pe`).
+///
+/// ```no_run
+/// let me = nvshmem_device::my_pe();
+/// ```
+#[inline(always)]
+pub fn my_pe() -> Pe {
+    // SAFETY: reads NVSHMEM's device state; no arguments.
+    Pe(unsafe { crate::ffi::nvshmem_my_pe() } as u32)
+}
+
+/// The number of PEs in the job (`nvshmem_n_pes`).
+///
+/// ```no_run
+/// let next = nvshmem_device::my_pe().ring_next(nvshmem_device::n_pes());
+/// ```
+#[inline(always)]
+pub fn n_pes() -> u32 {
+    // SAFETY: reads NVSHMEM's device state; no arguments.
+    unsafe { crate::ffi::nvshmem_n_pes() as u32 }
+}
+
+/// A local pointer through which this thread can load and store `dest` on PE
+/// `pe` directly (`nvshmem_ptr`): `Some` when `pe` is reachable over NVLink
+/// or PCIe peer access (always for this PE), `None` otherwise.
+///
+/// Computing the address is safe; accessing through it is as `unsafe` as any
+/// raw pointer, and races with other PEs are the caller's to avoid.
+///
+/// ```no_run
+/// use nvshmem_device::{Pe, SymPtr, ptr};
+/// unsafe fn bump(counter: SymPtr<u32>, peer: Pe) {
+///     if let Some(p) = ptr(counter, peer) {
+///         unsafe { *p.as_ptr() += 1 }; // a plain store over NVLink
+///     }
+/// }
+/// ```
+#[inline(always)]
+#[cfg_attr(feature = "debug-checks", track_caller)]
+pub fn ptr<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::ptr::NonNull<T>> {
+    crate::debug::check_pe(pe);
+    // SAFETY: `nvshmem_ptr` only translates the address; it dereferences nothing.
+    let p =
+        unsafe { crate::ffi::nvshmem_ptr(dest.as_ptr() as *const core::ffi::c_void, pe.to_c()) };
+    core::ptr::NonNull::new(p.cast())
 }
 
 #[cfg(test)]

@@ -1,2 +1,72 @@
 //! Host runtime for NVSHMEM kernels written in Rust.
+//!
+//! With this crate a Rust program initializes NVSHMEM as one PE or as one of
+//! N, allocates typed symmetric buffers, loads the builder's PTX or cubin
+//! registered with NVSHMEM, launches its kernels (plain or collective), runs
+//! stream-ordered NVSHMEM operations from the host, and shuts down cleanly. It
+//! needs only the NVIDIA driver and NVSHMEM's host library (the
+//! `nvidia-nvshmem-cu13` pip wheel): no MPI, no CUDA toolkit.
+//!
+//! ```no_run
+//! use nvshmem_host::{Nvshmem, Result};
+//!
+//! fn main() -> Result<()> {
+//!     let nv = Nvshmem::init()?; // 1 PE, or one of N under nvshmem-run / srun
+//!     let stream = nv.stream();
+//!     let n = 1 << 20;
+//!     let buf = nv.alloc::<f32>(n)?; // collective: same on every PE
+//!     buf.fill(stream, 1.0)?;
+//!
+//!     let module = nv.load_module("ptx/nvshmem-3.4.5/sm_90/kernels.json")?;
+//!     let scale = module.kernel("scale")?;
+//!     // SAFETY: `scale` writes `n` floats through its first argument.
+//!     unsafe { scale.launch(stream, (n as u32).div_ceil(256), 256, (buf.sym_ptr(), n as u32))? };
+//!     nv.barrier_all_on_stream(stream)?;
+//!     println!("PE {}: {}", nv.my_pe().index(), buf.to_vec(stream)?[0]);
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # Layers
+//! As in cudarc: [`sys`] (bindgen's raw FFI, one module per NVSHMEM
+//! version, loaded at run time) → [`library`] (finding and loading the
+//! library; thin wrappers) → the safe typed layer re-exported here.
+//!
+//! # The rules that NVSHMEM imposes
+//! - **Collective calls** ([`Nvshmem::init`], [`Nvshmem::alloc`] and the
+//!   drop of a [`SymBuffer`], barriers, broadcasts, ...) must be made by every
+//!   PE, in the same order. See [the collective rule](memory#the-collective-rule).
+//! - **One thread per PE** drives NVSHMEM: [`Nvshmem`], buffers, modules and
+//!   kernels are neither `Send` nor `Sync`.
+//! - **Versions match**: the kernels' PTX must be linked against the same
+//!   NVSHMEM version as the host library that runs it; loading checks this.
+//! - **NVLink multicast stays off** by default (`NVSHMEM_DISABLE_NVLS=1`,
+//!   see [`Builder`]).
 #![warn(missing_docs)]
+
+mod driver;
+mod error;
+pub mod harness;
+pub mod launch;
+pub mod launcher;
+pub mod library;
+pub mod memory;
+mod module;
+mod nvshmem;
+mod ops;
+pub mod sys;
+mod uniqueid;
+
+pub use cudarc;
+pub use cudarc::driver::{CudaContext, CudaStream};
+pub use driver::{LOCAL_RANK_VARS, device_count as gpu_count};
+pub use error::{Error, Result};
+pub use launch::{Dim3, KernelArgs, KernelParam, LaunchConfig};
+pub use memory::{AsSymView, DevicePtr, SymBuffer, SymView};
+pub use module::{Kernel, Module, ModuleImage};
+pub use nvshmem::{Bootstrap, Builder, Nvshmem, Team, take_drop_error};
+pub use nvshmem_builder::manifest::{KernelInfo, Manifest, ParamInfo};
+pub use nvshmem_builder::nvshmem::Version;
+pub use nvshmem_device::{Pe, SymPtr};
+pub use ops::{Cmp, SignalOp};
+pub use uniqueid::UniqueId;

@@ -1,0 +1,203 @@
+//! NVSHMEM's type lists, as X-macros (crate-internal) and as tables (public).
+//!
+//! Each list is a copy, in the same order, of the list of the same name in
+//! NVSHMEM's headers; `tests/abi.rs` parses the headers and checks that they
+//! are equal. An entry is `(NAME, "C type", RustType)`: `NAME` is what goes into
+//! the function name (`nvshmem_NAME_p`).
+//!
+//! ```
+//! use nvshmem_device::ffi::lists;
+//! assert_eq!(lists::STANDARD_RMA_TYPES.len(), 25);
+//! assert!(lists::WAIT_TYPES.iter().any(|t| t.name == "uint64"));
+//! ```
+
+/// One entry of a type list.
+///
+/// ```
+/// let t = nvshmem_device::ffi::lists::STANDARD_RMA_TYPES[7];
+/// assert_eq!((t.name, t.c_type, t.size), ("int", "int", 4));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CType {
+    /// The name in NVSHMEM's function names (`int32` in `nvshmem_int32_p`).
+    pub name: &'static str,
+    /// The C type as the header spells it (`int32_t`).
+    pub c_type: &'static str,
+    /// `size_of` the Rust type the declarations use for it.
+    pub size: usize,
+}
+
+macro_rules! type_table {
+    ([$( ($n:ident, $c:literal, $t:ty) )*]) => {
+        &[$( CType { name: stringify!($n), c_type: $c, size: core::mem::size_of::<$t>() } ),*]
+    };
+}
+
+macro_rules! size_table {
+    ([$( ($bits:literal) )*]) => { &[$($bits),*] };
+}
+
+/// `NVSHMEMI_REPT_FOR_STANDARD_RMA_TYPES` (`device_host/nvshmem_common.cuh`).
+macro_rules! standard_rma_types {
+    ($m:ident! $($args:tt)*) => { $m!{ [
+        (bfloat16, "__nv_bfloat16", ::half::bf16)
+        (half, "half", ::half::f16)
+        (float, "float", ::core::ffi::c_float)
+        (double, "double", ::core::ffi::c_double)
+        (char, "char", ::core::ffi::c_char)
+        (short, "short", ::core::ffi::c_short)
+        (schar, "signed char", ::core::ffi::c_schar)
+        (int, "int", ::core::ffi::c_int)
+        (long, "long", ::core::ffi::c_long)
+        (longlong, "long long", ::core::ffi::c_longlong)
+        (uchar, "unsigned char", ::core::ffi::c_uchar)
+        (ushort, "unsigned short", ::core::ffi::c_ushort)
+        (uint, "unsigned int", ::core::ffi::c_uint)
+        (ulong, "unsigned long", ::core::ffi::c_ulong)
+        (ulonglong, "unsigned long long", ::core::ffi::c_ulonglong)
+        (int8, "int8_t", i8)
+        (int16, "int16_t", i16)
+        (int32, "int32_t", i32)
+        (int64, "int64_t", i64)
+        (uint8, "uint8_t", u8)
+        (uint16, "uint16_t", u16)
+        (uint32, "uint32_t", u32)
+        (uint64, "uint64_t", u64)
+        (size, "size_t", usize)
+        (ptrdiff, "ptrdiff_t", isize)
+    ] $($args)* } };
+}
+
+/// `NVSHMEMI_REPT_FOR_WAIT_TYPES` (`device_host/nvshmem_common.cuh`).
+macro_rules! wait_types {
+    ($m:ident! $($args:tt)*) => { $m!{ [
+        (short, "short", ::core::ffi::c_short)
+        (int, "int", ::core::ffi::c_int)
+        (long, "long", ::core::ffi::c_long)
+        (longlong, "long long", ::core::ffi::c_longlong)
+        (ushort, "unsigned short", ::core::ffi::c_ushort)
+        (uint, "unsigned int", ::core::ffi::c_uint)
+        (ulong, "unsigned long", ::core::ffi::c_ulong)
+        (ulonglong, "unsigned long long", ::core::ffi::c_ulonglong)
+        (int32, "int32_t", i32)
+        (int64, "int64_t", i64)
+        (uint32, "uint32_t", u32)
+        (uint64, "uint64_t", u64)
+        (size, "size_t", usize)
+        (ptrdiff, "ptrdiff_t", isize)
+    ] $($args)* } };
+}
+
+/// `NVSHMEMI_REPT_OPGROUP_FOR_BITWISE_AMO` (`host/nvshmem_api.h`).
+macro_rules! bitwise_amo_types {
+    ($m:ident! $($args:tt)*) => { $m!{ [
+        (uint, "unsigned int", ::core::ffi::c_uint)
+        (ulong, "unsigned long", ::core::ffi::c_ulong)
+        (ulonglong, "unsigned long long", ::core::ffi::c_ulonglong)
+        (int32, "int32_t", i32)
+        (uint32, "uint32_t", u32)
+        (int64, "int64_t", i64)
+        (uint64, "uint64_t", u64)
+    ] $($args)* } };
+}
+
+/// `NVSHMEMI_REPT_OPGROUP_FOR_STANDARD_AMO` (`host/nvshmem_api.h`).
+macro_rules! standard_amo_types {
+    ($m:ident! $($args:tt)*) => { $m!{ [
+        (int, "int", ::core::ffi::c_int)
+        (long, "long", ::core::ffi::c_long)
+        (longlong, "long long", ::core::ffi::c_longlong)
+        (size, "size_t", usize)
+        (ptrdiff, "ptrdiff_t", isize)
+    ] $($args)* } };
+}
+
+/// `NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO` (`host/nvshmem_api.h`), without
+/// 3.8's C++-only `half` entry (see `extended_amo_half_types`).
+macro_rules! extended_amo_types {
+    ($m:ident! $($args:tt)*) => { $m!{ [
+        (float, "float", ::core::ffi::c_float)
+        (double, "double", ::core::ffi::c_double)
+    ] $($args)* } };
+}
+
+/// `NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO_HALF` (`host/nvshmem_api.h`, 3.8+,
+/// C++ only): the first entry of 3.8's extended AMO list.
+#[allow(unused_macros)]
+macro_rules! extended_amo_half_types {
+    ($m:ident! $($args:tt)*) => { $m!{ [
+        (half, "__half", ::half::f16)
+    ] $($args)* } };
+}
+
+/// `NVSHMEMI_REPT_FOR_SIZES` (`device_host/nvshmem_common.cuh`): the bit
+/// widths of `nvshmem_putBITS` and the rest.
+macro_rules! sizes {
+    ($m:ident! $($args:tt)*) => { $m!{ [ (8) (16) (32) (64) (128) ] $($args)* } };
+}
+
+/// `NVSHMEMI_REPT_FOR_STANDARD_RMA_TYPES`: the element types of `p`, `g`,
+/// `put`, `get`, `iput`, `iget`, `put_signal` (all scopes, blocking and `_nbi`).
+///
+/// ```
+/// # use nvshmem_device::ffi::lists::STANDARD_RMA_TYPES;
+/// assert_eq!(STANDARD_RMA_TYPES[0].c_type, "__nv_bfloat16");
+/// ```
+pub const STANDARD_RMA_TYPES: &[CType] = standard_rma_types!(type_table!);
+
+/// `NVSHMEMI_REPT_FOR_WAIT_TYPES`: the element types of `wait_until*` and `test*`.
+///
+/// ```
+/// # use nvshmem_device::ffi::lists::WAIT_TYPES;
+/// assert!(!WAIT_TYPES.iter().any(|t| t.name == "int16"));
+/// ```
+pub const WAIT_TYPES: &[CType] = wait_types!(type_table!);
+
+/// `NVSHMEMI_REPT_OPGROUP_FOR_BITWISE_AMO`: and/or/xor, and (with the
+/// standard list) inc, add, compare_swap, fetch, set, swap.
+///
+/// ```
+/// # use nvshmem_device::ffi::lists::BITWISE_AMO_TYPES;
+/// assert!(BITWISE_AMO_TYPES.iter().any(|t| t.name == "int64"));
+/// ```
+pub const BITWISE_AMO_TYPES: &[CType] = bitwise_amo_types!(type_table!);
+
+/// `NVSHMEMI_REPT_OPGROUP_FOR_STANDARD_AMO`: inc, add, compare_swap, fetch, set, swap.
+///
+/// ```
+/// # use nvshmem_device::ffi::lists::STANDARD_AMO_TYPES;
+/// assert!(STANDARD_AMO_TYPES.iter().any(|t| t.name == "ptrdiff"));
+/// ```
+pub const STANDARD_AMO_TYPES: &[CType] = standard_amo_types!(type_table!);
+
+/// `NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO` without 3.8's `half`: fetch, set,
+/// swap (and, in 3.8, `nvshmemx_*_atomic_{add,fetch_add}`).
+///
+/// ```
+/// # use nvshmem_device::ffi::lists::EXTENDED_AMO_TYPES;
+/// assert_eq!(EXTENDED_AMO_TYPES.len(), 2);
+/// ```
+pub const EXTENDED_AMO_TYPES: &[CType] = extended_amo_types!(type_table!);
+
+/// 3.8's `NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO_HALF` (C++ only), which 3.8
+/// puts in front of [`EXTENDED_AMO_TYPES`].
+///
+/// ```
+/// # use nvshmem_device::ffi::lists::EXTENDED_AMO_HALF_TYPES;
+/// assert_eq!(EXTENDED_AMO_HALF_TYPES[0].c_type, "__half");
+/// ```
+pub const EXTENDED_AMO_HALF_TYPES: &[CType] = extended_amo_half_types!(type_table!);
+
+/// `NVSHMEMI_REPT_FOR_SIZES`: the bit widths of the sized functions (`nvshmem_put64`, ...).
+///
+/// ```
+/// assert_eq!(nvshmem_device::ffi::lists::SIZES, &[8, 16, 32, 64, 128]);
+/// ```
+pub const SIZES: &[u32] = sizes!(size_table!);
+
+#[allow(unused_imports)]
+pub(crate) use extended_amo_half_types;
+pub(crate) use {
+    bitwise_amo_types, extended_amo_types, sizes, standard_amo_types, standard_rma_types,
+    wait_types,
+};

@@ -1,0 +1,145 @@
+//! The raw NVSHMEM device ABI: `extern "C"` declarations of the functions in
+//! NVSHMEM's device bitcode (`libnvshmem_device*.bc`).
+//!
+//! Nothing here is written out one function at a time. The declarations are
+//! generated the way NVSHMEM's own headers generate them: X-macro type lists
+//! ([`lists`], copies of `NVSHMEMI_REPT_FOR_STANDARD_RMA_TYPES`,
+//! `NVSHMEMI_REPT_FOR_WAIT_TYPES`, `NVSHMEMI_REPT_OPGROUP_FOR_{BITWISE,STANDARD,EXTENDED}_AMO`
+//! and `NVSHMEMI_REPT_FOR_SIZES`) are expanded over per-family templates, over
+//! the thread, warp (`nvshmemx_*_warp`) and block (`nvshmemx_*_block`) scopes.
+//! The C types map to Rust as C does on nvptx64 (`int` → `c_int`, `long` →
+//! `c_long` = `i64`, `size_t` → `usize`, `half` → [`half::f16`],
+//! `__nv_bfloat16` → [`half::bf16`]).
+//!
+//! Prefer the typed layer at the crate root ([`crate::put`], [`crate::atomic_fetch_add`], ...):
+//! it takes [`SymPtr`](crate::SymPtr)/[`Pe`](crate::Pe), picks the right
+//! function for the element type and hides the ABI details below.
+//!
+//! ```no_run
+//! use nvshmem_device::ffi;
+//! // The raw C call behind `nvshmem_device::p::<i32>`:
+//! unsafe fn raw(dest: *mut i32) {
+//!     unsafe { ffi::nvshmem_int32_p(dest, 42, 1) };
+//! }
+//! ```
+//!
+//! # ABI notes
+//! - **`half` / `__nv_bfloat16` by value.** clang passes them as
+//!   `ptr byval(%struct.__half)`. Rust's nvptx C ABI passes a 2-byte struct
+//!   differently, so those parameters are declared as `*const f16` /
+//!   `*const bf16` (LLVM type `ptr`, as in the bitcode); the inliner applies
+//!   the callee's `byval`. Pass a pointer to a local copy.
+//! - **Returns of `%struct.__half` / `%struct.__nv_bfloat16`** have no Rust
+//!   equivalent, so those functions are not declared (see the gaps below); the
+//!   typed layer does `g` for `f16`/`bf16` with a one-element `get`.
+//! - `char` arguments carry `signext` in the bitcode; the LLVM type is still
+//!   `i8`, which is what `c_char` lowers to.
+//! - **Beware of NVSHMEM's `long`/`ulong` AMOs** (3.4.5 and 3.8.0,
+//!   `device/nvshmem_defines.h`): over load/store peers, `nvshmem_long_atomic_swap`
+//!   (and so `_set`) is a 32-bit `atomicExch` on `int`, and
+//!   `nvshmem_ulong_atomic_fetch_add` (and `_add`, `_inc`, `_fetch_inc`) a 32-bit
+//!   `atomicAdd` on `unsigned int`. The typed layer never uses those: `i64`/`u64`
+//!   go to `int64`/`uint64`, and only the add/inc of `i64`/`isize` use `long`,
+//!   whose fetch-add is a correct 64-bit one.
+//!
+//! `tests/abi.rs` checks every declaration here against the `define` lines of
+//! the bitcode of NVSHMEM 3.4.5 and 3.8.0 (LLVM function types must be equal),
+//! and checks that the gap list below is exact.
+//!
+//! # Versions
+//! The default is NVSHMEM 3.4.5's API. The `nvshmem-3-8` feature (turned on by
+//! `nvshmem-builder` when it links 3.8+ bitcode) adds what only 3.8 has:
+//! `nvshmemx_{float,double}_atomic_{add,fetch_add}`, `nvshmemx_half_atomic_add`,
+//! `nvshmemx_flush{,_warp,_block}` and `nvshmemx_put16_signal{,_nbi}_{warp,block}`.
+//!
+//! # Gaps
+//! Functions that NVSHMEM's headers name (from the type lists above) but that
+//! this module deliberately does not declare, so that none can become an
+//! unresolved symbol at link time:
+//!
+//! | Functions | Versions | Why |
+//! |---|---|---|
+//! | `nvshmem_half_g`, `nvshmem_bfloat16_g` | all | return `%struct.__half`/`%struct.__nv_bfloat16` by value: no matching Rust type. [`crate::g`] uses `get` of one element instead. |
+//! | `nvshmem_{int64,longlong,ptrdiff}_atomic_{fetch_add,add,fetch_inc,inc}` | all | listed in the AMO op groups of `host/nvshmem_api.h`, but not in the device bitcode ("not implemented for FADD because of lack of CUDA support", `device/nvshmem_defines.h`). The typed layer uses `long` (the same C type as `int64_t` and `ptrdiff_t` on nvptx64) for `i64`/`isize`. |
+//! | `nvshmemx_put16_signal_warp`, `nvshmemx_put16_signal_block`, `nvshmemx_put16_signal_nbi_warp`, `nvshmemx_put16_signal_nbi_block` | 3.4.5 | 3.4.5's `NVSHMEMI_REPT_FOR_SIZES_WITH_SCOPE2` lists `6` instead of `16` (it defines `nvshmemx_put6_signal_*`). Declared with `nvshmem-3-8`. |
+//! | `nvshmem_half_atomic_fetch`, `nvshmem_half_atomic_set`, `nvshmem_half_atomic_swap` | 3.8.0 | in 3.8's C++ `NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO`, but not in the device bitcode. |
+//! | `nvshmemx_half_atomic_fetch_add` | 3.8.0 | returns `%struct.__half` by value. |
+//!
+//! Not covered at all (yet): collectives other than `barrier_all`/`sync_all`
+//! (reductions, broadcast, fcollect, alltoall), teams, `nvshmemx_mc_ptr`, and
+//! 3.8's queue-pair (`nvshmemx_qp_*`), region and counted-signal extensions.
+
+// Each generated function gets its own `extern` block and, with `abi-probe`,
+// its own `#[used]` reference, so that `--emit=llvm-ir` prints a `declare`
+// line with the LLVM type rustc lowers it to.
+macro_rules! extern_fn {
+    ($doc:expr; fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?) => {
+        unsafe extern "C" {
+            #[doc = concat!("`", stringify!($name), "`: ", $doc)]
+            pub fn $name($($arg: $ty),*) $(-> $ret)?;
+        }
+        #[cfg(feature = "abi-probe")]
+        const _: () = {
+            #[used]
+            static PROBE: $crate::ffi::Probe = $crate::ffi::Probe($name as *const ());
+        };
+    };
+}
+
+// `each!([(a..) (b..)] m! args..)` calls `m!{args.. a..}`, `m!{args.. b..}`:
+// the X-macro `NVSHMEMI_FN_TEMPLATE` step.
+macro_rules! each {
+    ([] $m:ident! $($args:tt)*) => {};
+    ([($($e:tt)*) $($rest:tt)*] $m:ident! $($args:tt)*) => {
+        $m!{ $($args)* $($e)* }
+        each!{ [$($rest)*] $m! $($args)* }
+    };
+}
+
+// The Rust type a C parameter of type `$t` passed by value is declared with:
+// `half`/`__nv_bfloat16` are `ptr byval(...)` in clang's bitcode.
+macro_rules! byval {
+    (half $t:ty) => { *const $t };
+    (bfloat16 $t:ty) => { *const $t };
+    ($n:ident $t:ty) => { $t };
+}
+
+// The X-macro scope list `NVSHMEMI_REPT_FOR_STANDARD_RMA_TYPES_AND_SCOPES2`:
+// (prefix, suffix, scope name).
+macro_rules! scopes2 {
+    ($m:ident! $($args:tt)*) => {
+        $m!{ $($args)* nvshmem, "", "thread", }
+        $m!{ $($args)* nvshmemx, "_warp", "warp", }
+        $m!{ $($args)* nvshmemx, "_block", "block", }
+    };
+}
+
+pub mod lists;
+
+mod amo;
+mod rma;
+mod sync;
+
+pub use amo::*;
+pub use rma::*;
+pub use sync::*;
+
+/// `int` in NVSHMEM's signatures (PE numbers, comparison and signal operators).
+pub use core::ffi::c_int;
+/// `void *` in NVSHMEM's signatures.
+pub use core::ffi::c_void;
+
+/// A reference to a declared function, kept alive by `#[used]` (feature `abi-probe` only).
+///
+/// ```ignore
+/// // generated next to each declaration:
+/// #[used] static PROBE: Probe = Probe(nvshmem_int_p as *const ());
+/// ```
+#[cfg(feature = "abi-probe")]
+#[doc(hidden)]
+#[repr(transparent)]
+pub struct Probe(pub *const ());
+
+// SAFETY: a function address, never dereferenced.
+#[cfg(feature = "abi-probe")]
+unsafe impl Sync for Probe {}

@@ -1,0 +1,554 @@
+//! Remote memory access: `p`/`g`, `put`/`get` (blocking and `_nbi`), strided
+//! `iput`/`iget`, `put_signal`, and their byte-wise `_pod` forms for any
+//! [`bytemuck::Pod`] type.
+//!
+//! Scopes follow NVSHMEM's names: `put` is called by one thread, `put_warp`
+//! by every thread of a warp together (NVSHMEM's `nvshmemx_*_warp`), and
+//! `put_block` by every thread of a block together (`nvshmemx_*_block`); the
+//! group shares the copy.
+//!
+//! ```no_run
+//! use nvshmem_device::{Pe, SymPtr, put_block, quiet, thread};
+//! // Every thread of the block calls it with the same arguments.
+//! unsafe fn send_tile(dest: SymPtr<f32>, tile: *const f32, to: Pe) {
+//!     unsafe { put_block(dest, tile, 1024, to) };
+//!     if thread::block_thread_rank() == 0 {
+//!         quiet();
+//!     }
+//! }
+//! ```
+
+use crate::__private::{Scope, Sealed};
+use crate::debug::check_pe;
+use crate::{Pe, SignalOp, SymPtr, ffi};
+use core::ffi::{c_int, c_void};
+use half::{bf16, f16};
+
+/// An element type of NVSHMEM's typed RMA functions (`NVSHMEMI_REPT_FOR_STANDARD_RMA_TYPES`).
+///
+/// Implemented for `i8`, `i16`, `i32`, `i64`, `u8`, `u16`, `u32`, `u64`,
+/// `usize`, `isize`, `f32`, `f64`, [`half::f16`] and [`half::bf16`], each
+/// mapped to one NVSHMEM name ([`RMA_NAME`](Self::RMA_NAME)). Other plain data
+/// goes through the byte-wise [`put_pod`]/[`get_pod`] family.
+///
+/// ```
+/// use nvshmem_device::RmaElement;
+/// assert_eq!(<u64 as RmaElement>::RMA_NAME, "uint64");
+/// assert_eq!(<half::bf16 as RmaElement>::RMA_NAME, "bfloat16");
+/// ```
+pub trait RmaElement: Copy + Sealed {
+    /// The NVSHMEM type name used (`int32` in `nvshmem_int32_put`).
+    const RMA_NAME: &'static str;
+    #[doc(hidden)]
+    unsafe fn __p(dest: *mut Self, value: Self, pe: c_int);
+    #[doc(hidden)]
+    unsafe fn __g(source: *const Self, pe: c_int) -> Self;
+    #[doc(hidden)]
+    unsafe fn __put(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int);
+    #[doc(hidden)]
+    unsafe fn __put_nbi(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int);
+    #[doc(hidden)]
+    unsafe fn __get(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int);
+    #[doc(hidden)]
+    unsafe fn __get_nbi(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int);
+    #[doc(hidden)]
+    unsafe fn __iput(
+        s: Scope,
+        dest: *mut Self,
+        source: *const Self,
+        dst: isize,
+        sst: isize,
+        n: usize,
+        pe: c_int,
+    );
+    #[doc(hidden)]
+    unsafe fn __iget(
+        s: Scope,
+        dest: *mut Self,
+        source: *const Self,
+        dst: isize,
+        sst: isize,
+        n: usize,
+        pe: c_int,
+    );
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn __put_signal(
+        s: Scope,
+        dest: *mut Self,
+        source: *const Self,
+        nelems: usize,
+        sig: *mut u64,
+        signal: u64,
+        op: c_int,
+        pe: c_int,
+    );
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn __put_signal_nbi(
+        s: Scope,
+        dest: *mut Self,
+        source: *const Self,
+        nelems: usize,
+        sig: *mut u64,
+        signal: u64,
+        op: c_int,
+        pe: c_int,
+    );
+}
+
+// `nvshmem_<n><op>` / `nvshmemx_<n><op>_warp` / `nvshmemx_<n><op>_block`.
+macro_rules! scoped_call {
+    ($s:expr, $n:ident, $op:ident, $($a:expr),*) => {
+        match $s {
+            Scope::Thread => ffi::${concat(nvshmem_, $n, $op)}($($a),*),
+            Scope::Warp => ffi::${concat(nvshmemx_, $n, $op, _warp)}($($a),*),
+            Scope::Block => ffi::${concat(nvshmemx_, $n, $op, _block)}($($a),*),
+        }
+    };
+}
+
+macro_rules! rma_p {
+    // `half`/`__nv_bfloat16` values travel as `ptr byval`: pass a pointer to a copy.
+    (half, $d:expr, $v:expr, $pe:expr) => { ffi::nvshmem_half_p($d, &$v, $pe) };
+    (bfloat16, $d:expr, $v:expr, $pe:expr) => { ffi::nvshmem_bfloat16_p($d, &$v, $pe) };
+    ($n:ident, $d:expr, $v:expr, $pe:expr) => { ffi::${concat(nvshmem_, $n, _p)}($d, $v, $pe) };
+}
+
+macro_rules! rma_g {
+    // `nvshmem_half_g` returns `%struct.__half`, which Rust cannot match: a
+    // blocking one-element get does the same.
+    (half, $s:expr, $pe:expr) => { g_by_get::<f16>($s, $pe) };
+    (bfloat16, $s:expr, $pe:expr) => { g_by_get::<bf16>($s, $pe) };
+    ($n:ident, $s:expr, $pe:expr) => { ffi::${concat(nvshmem_, $n, _g)}($s, $pe) };
+}
+
+#[inline(always)]
+unsafe fn g_by_get<T: RmaElement>(source: *const T, pe: c_int) -> T {
+    let mut value = core::mem::MaybeUninit::<T>::uninit();
+    // SAFETY: the caller's contract for `g`; `get` returns once `value` is written.
+    unsafe {
+        T::__get(Scope::Thread, value.as_mut_ptr(), source, 1, pe);
+        value.assume_init()
+    }
+}
+
+macro_rules! impl_rma {
+    ($($t:ty => $n:ident),* $(,)?) => {$(
+        impl RmaElement for $t {
+            const RMA_NAME: &'static str = stringify!($n);
+            #[inline(always)]
+            unsafe fn __p(dest: *mut Self, value: Self, pe: c_int) {
+                unsafe { rma_p!($n, dest, value, pe) }
+            }
+            #[inline(always)]
+            unsafe fn __g(source: *const Self, pe: c_int) -> Self {
+                unsafe { rma_g!($n, source, pe) }
+            }
+            #[inline(always)]
+            unsafe fn __put(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int) {
+                unsafe { scoped_call!(s, $n, _put, dest, source, nelems, pe) }
+            }
+            #[inline(always)]
+            unsafe fn __put_nbi(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int) {
+                unsafe { scoped_call!(s, $n, _put_nbi, dest, source, nelems, pe) }
+            }
+            #[inline(always)]
+            unsafe fn __get(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int) {
+                unsafe { scoped_call!(s, $n, _get, dest, source, nelems, pe) }
+            }
+            #[inline(always)]
+            unsafe fn __get_nbi(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int) {
+                unsafe { scoped_call!(s, $n, _get_nbi, dest, source, nelems, pe) }
+            }
+            #[inline(always)]
+            unsafe fn __iput(
+                s: Scope, dest: *mut Self, source: *const Self, dst: isize, sst: isize, n: usize, pe: c_int,
+            ) {
+                unsafe { scoped_call!(s, $n, _iput, dest, source, dst, sst, n, pe) }
+            }
+            #[inline(always)]
+            unsafe fn __iget(
+                s: Scope, dest: *mut Self, source: *const Self, dst: isize, sst: isize, n: usize, pe: c_int,
+            ) {
+                unsafe { scoped_call!(s, $n, _iget, dest, source, dst, sst, n, pe) }
+            }
+            #[inline(always)]
+            unsafe fn __put_signal(
+                s: Scope, dest: *mut Self, source: *const Self, nelems: usize,
+                sig: *mut u64, signal: u64, op: c_int, pe: c_int,
+            ) {
+                unsafe { scoped_call!(s, $n, _put_signal, dest, source, nelems, sig, signal, op, pe) }
+            }
+            #[inline(always)]
+            unsafe fn __put_signal_nbi(
+                s: Scope, dest: *mut Self, source: *const Self, nelems: usize,
+                sig: *mut u64, signal: u64, op: c_int, pe: c_int,
+            ) {
+                unsafe { scoped_call!(s, $n, _put_signal_nbi, dest, source, nelems, sig, signal, op, pe) }
+            }
+        }
+    )*};
+}
+
+impl_rma! {
+    i8 => int8, i16 => int16, i32 => int32, i64 => int64,
+    u8 => uint8, u16 => uint16, u32 => uint32, u64 => uint64,
+    usize => size, isize => ptrdiff,
+    f32 => float, f64 => double, f16 => half, bf16 => bfloat16,
+}
+
+// Three functions (thread, warp, block scope) from one template. The body sees
+// the scope as `$scope`.
+macro_rules! scoped {
+    (
+        $(#[$doc:meta])*
+        safety: $safety:literal;
+        example: ($ex_params:literal, $ex_call:literal);
+        pub unsafe fn [$thread:ident, $warp:ident, $block:ident]
+            $(<$T:ident: $bound:path>)? ($($arg:ident: $argty:ty),* $(,)?)
+        |$scope:ident| $body:block
+    ) => {
+        scoped! { @one $(#[$doc])* safety: $safety; example: ($ex_params, $ex_call);
+            scope: ("Thread scope: the calling thread does the whole operation. NVSHMEM: `nvshmem_*`.",
+                $warp, $block);
+            pub unsafe fn $thread $(<$T: $bound>)? ($($arg: $argty),*) |$scope = Thread| $body }
+        scoped! { @one $(#[$doc])* safety: $safety; example: ($ex_params, $ex_call);
+            scope: ("**Warp scope**: every thread of the warp calls it, converged and with the same \
+                arguments, and the warp shares the work. NVSHMEM: `nvshmemx_*_warp`.",
+                $thread, $block);
+            pub unsafe fn $warp $(<$T: $bound>)? ($($arg: $argty),*) |$scope = Warp| $body }
+        scoped! { @one $(#[$doc])* safety: $safety; example: ($ex_params, $ex_call);
+            scope: ("**Block scope**: every thread of the block calls it with the same arguments, \
+                and the block shares the work. NVSHMEM: `nvshmemx_*_block`.",
+                $thread, $warp);
+            pub unsafe fn $block $(<$T: $bound>)? ($($arg: $argty),*) |$scope = Block| $body }
+    };
+    (
+        @one $(#[$doc:meta])* safety: $safety:literal; example: ($ex_params:literal, $ex_call:literal);
+        scope: ($scope_doc:literal, $o1:ident, $o2:ident);
+        pub unsafe fn $name:ident $(<$T:ident: $bound:path>)? ($($arg:ident: $argty:ty),*)
+        |$scope:ident = $kind:ident| $body:block
+    ) => {
+        $(#[$doc])*
+        ///
+        #[doc = $scope_doc]
+        #[doc = concat!("The other scopes: [`", stringify!($o1), "`], [`", stringify!($o2), "`].")]
+        ///
+        /// # Safety
+        #[doc = $safety]
+        ///
+        /// # Example
+        /// ```no_run
+        /// # #![allow(unused)]
+        /// use nvshmem_device::*;
+        #[doc = concat!("unsafe fn kernel(", $ex_params, ") {")]
+        #[doc = concat!("    unsafe { ", stringify!($name), $ex_call, " };")]
+        /// }
+        /// ```
+        #[inline(always)]
+        #[cfg_attr(feature = "debug-checks", track_caller)]
+        pub unsafe fn $name $(<$T: $bound>)? ($($arg: $argty),*) {
+            let $scope = Scope::$kind;
+            $body
+        }
+    };
+}
+
+/// Writes `value` to `dest` on PE `pe` (`nvshmem_TYPE_p`): the cheapest way
+/// to send one element.
+///
+/// Returns once the store is issued; [`quiet`](crate::quiet) waits for it to
+/// complete, [`fence`](crate::fence) orders it before later puts to the same PE.
+///
+/// # Safety
+/// `dest` must be a live symmetric allocation holding a `T`, on every PE;
+/// no other access may race with the write unless it is atomic.
+///
+/// # Example
+/// ```no_run
+/// use nvshmem_device::{Pe, SymPtr, p};
+/// unsafe fn kernel(flag: SymPtr<u32>) {
+///     unsafe { p(flag, 1, Pe::new(0)) };
+/// }
+/// ```
+#[inline(always)]
+#[cfg_attr(feature = "debug-checks", track_caller)]
+pub unsafe fn p<T: RmaElement>(dest: SymPtr<T>, value: T, pe: Pe) {
+    check_pe(pe);
+    // SAFETY: the caller's contract.
+    unsafe { T::__p(dest.as_ptr(), value, pe.to_c()) }
+}
+
+/// Reads one element from `source` on PE `pe` (`nvshmem_TYPE_g`); blocks until
+/// it arrives.
+///
+/// For `f16`/`bf16` this is a one-element [`get`] (NVSHMEM's `nvshmem_half_g`
+/// returns a struct by value, which Rust cannot call).
+///
+/// # Safety
+/// `source` must be a live symmetric allocation holding an initialized `T`, on every PE.
+///
+/// # Example
+/// ```no_run
+/// use nvshmem_device::{Pe, SymPtr, g};
+/// unsafe fn kernel(counter: SymPtr<u64>) -> u64 {
+///     unsafe { g(counter, Pe::new(1)) }
+/// }
+/// ```
+#[inline(always)]
+#[cfg_attr(feature = "debug-checks", track_caller)]
+pub unsafe fn g<T: RmaElement>(source: SymPtr<T>, pe: Pe) -> T {
+    check_pe(pe);
+    // SAFETY: the caller's contract.
+    unsafe { T::__g(source.as_ptr(), pe.to_c()) }
+}
+
+scoped! {
+    /// Copies `nelems` elements from this PE's `source` to `dest` on PE `pe`
+    /// (`nvshmem_TYPE_put`). Returns once `source` may be reused; the data is
+    /// delivered by the next [`quiet`](crate::quiet).
+    safety: "`dest` must be a live symmetric allocation of at least `nelems` elements; `source` must \
+        be readable for `nelems` elements in GPU memory and not change until the call returns. Nothing \
+        may race with the writes to `dest` on PE `pe`.";
+    example: ("dest: SymPtr<f32>, src: *const f32", "(dest, src, 256, Pe::new(1))");
+    pub unsafe fn [put, put_warp, put_block]<T: RmaElement>(
+        dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        // SAFETY: the caller's contract.
+        unsafe { T::__put(scope, dest.as_ptr(), source, nelems, pe.to_c()) }
+    }
+}
+
+scoped! {
+    /// Starts copying `nelems` elements from `source` to `dest` on PE `pe` and
+    /// returns at once (`nvshmem_TYPE_put_nbi`). `source` may be reused, and
+    /// the data is delivered, after the next [`quiet`](crate::quiet).
+    safety: "As for [`put`], and `source` must stay unchanged until the next `quiet`.";
+    example: ("dest: SymPtr<u64>, src: *const u64", "(dest, src, 64, Pe::new(0))");
+    pub unsafe fn [put_nbi, put_nbi_warp, put_nbi_block]<T: RmaElement>(
+        dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        // SAFETY: the caller's contract.
+        unsafe { T::__put_nbi(scope, dest.as_ptr(), source, nelems, pe.to_c()) }
+    }
+}
+
+scoped! {
+    /// Copies `nelems` elements from `source` on PE `pe` to this PE's `dest`
+    /// (`nvshmem_TYPE_get`); returns when `dest` holds them.
+    safety: "`source` must be a live symmetric allocation of at least `nelems` initialized elements; \
+        `dest` must be writable for `nelems` elements in GPU memory, with no other access racing.";
+    example: ("dest: *mut f64, src: SymPtr<f64>", "(dest, src, 32, Pe::new(2))");
+    pub unsafe fn [get, get_warp, get_block]<T: RmaElement>(
+        dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        // SAFETY: the caller's contract.
+        unsafe { T::__get(scope, dest, source.as_ptr(), nelems, pe.to_c()) }
+    }
+}
+
+scoped! {
+    /// Starts copying `nelems` elements from `source` on PE `pe` to `dest` and
+    /// returns at once (`nvshmem_TYPE_get_nbi`); `dest` is valid after the next
+    /// [`quiet`](crate::quiet).
+    safety: "As for [`get`], and `dest` must not be read or written until the next `quiet`.";
+    example: ("dest: *mut i32, src: SymPtr<i32>", "(dest, src, 8, Pe::new(1))");
+    pub unsafe fn [get_nbi, get_nbi_warp, get_nbi_block]<T: RmaElement>(
+        dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        // SAFETY: the caller's contract.
+        unsafe { T::__get_nbi(scope, dest, source.as_ptr(), nelems, pe.to_c()) }
+    }
+}
+
+scoped! {
+    /// Strided put (`nvshmem_TYPE_iput`): element `i` goes from
+    /// `source[i * source_stride]` to `dest[i * dest_stride]` on PE `pe`, for
+    /// `i < nelems`. Strides count elements.
+    ///
+    /// NVSHMEM implements it over direct load/store only (NVLink/PCIe peers);
+    /// over a network transport it prints an error and asserts.
+    safety: "Every addressed element must lie in `dest`'s symmetric allocation and in readable GPU \
+        memory at `source`; nothing may race with the writes.";
+    example: ("dest: SymPtr<f32>, src: *const f32", "(dest, src, 4, 1, 16, Pe::new(1))");
+    pub unsafe fn [iput, iput_warp, iput_block]<T: RmaElement>(
+        dest: SymPtr<T>, source: *const T, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        // SAFETY: the caller's contract.
+        unsafe { T::__iput(scope, dest.as_ptr(), source, dest_stride, source_stride, nelems, pe.to_c()) }
+    }
+}
+
+scoped! {
+    /// Strided get (`nvshmem_TYPE_iget`): element `i` comes from
+    /// `source[i * source_stride]` on PE `pe` into `dest[i * dest_stride]`.
+    /// Strides count elements. Direct load/store peers only, as [`iput`].
+    safety: "Every addressed element must lie in `source`'s symmetric allocation and in writable GPU \
+        memory at `dest`; nothing may race with the writes.";
+    example: ("dest: *mut u32, src: SymPtr<u32>", "(dest, src, 1, 8, 16, Pe::new(0))");
+    pub unsafe fn [iget, iget_warp, iget_block]<T: RmaElement>(
+        dest: *mut T, source: SymPtr<T>, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        // SAFETY: the caller's contract.
+        unsafe { T::__iget(scope, dest, source.as_ptr(), dest_stride, source_stride, nelems, pe.to_c()) }
+    }
+}
+
+scoped! {
+    /// Copies `nelems` elements to `dest` on PE `pe`, then updates the signal
+    /// word `signal` there with `op` and `value` (`nvshmem_TYPE_put_signal`):
+    /// a receiver that sees the signal (see
+    /// [`signal_wait_until`](crate::signal_wait_until)) sees the data.
+    safety: "As for [`put`]; `signal` must be a live symmetric `u64` that is only updated by \
+        signal operations and atomics while in use.";
+    example: (
+        "dest: SymPtr<f32>, src: *const f32, flag: SymPtr<u64>",
+        "(dest, src, 256, flag, 1, SignalOp::Set, Pe::new(1))"
+    );
+    pub unsafe fn [put_signal, put_signal_warp, put_signal_block]<T: RmaElement>(
+        dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        // SAFETY: the caller's contract.
+        unsafe {
+            T::__put_signal(scope, dest.as_ptr(), source, nelems, signal.as_ptr(), value, op.to_c(), pe.to_c())
+        }
+    }
+}
+
+scoped! {
+    /// [`put_signal`] that returns at once (`nvshmem_TYPE_put_signal_nbi`);
+    /// `source` may be reused after the next [`quiet`](crate::quiet).
+    safety: "As for [`put_signal`], and `source` must stay unchanged until the next `quiet`.";
+    example: (
+        "dest: SymPtr<i64>, src: *const i64, flag: SymPtr<u64>",
+        "(dest, src, 16, flag, 1, SignalOp::Add, Pe::new(3))"
+    );
+    pub unsafe fn [put_signal_nbi, put_signal_nbi_warp, put_signal_nbi_block]<T: RmaElement>(
+        dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        // SAFETY: the caller's contract.
+        unsafe {
+            T::__put_signal_nbi(scope, dest.as_ptr(), source, nelems, signal.as_ptr(), value, op.to_c(), pe.to_c())
+        }
+    }
+}
+
+// The byte-wise forms, for any plain-data type.
+
+macro_rules! mem_call {
+    ($s:expr, $op:ident, $($a:expr),*) => {
+        match $s {
+            Scope::Thread => ffi::${concat(nvshmem_, $op)}($($a),*),
+            Scope::Warp => ffi::${concat(nvshmemx_, $op, _warp)}($($a),*),
+            Scope::Block => ffi::${concat(nvshmemx_, $op, _block)}($($a),*),
+        }
+    };
+}
+
+#[inline(always)]
+const fn bytes<T>(nelems: usize) -> usize {
+    nelems * core::mem::size_of::<T>()
+}
+
+scoped! {
+    /// Copies `nelems` values of any plain-data type `T` to `dest` on PE `pe`,
+    /// byte-wise (`nvshmem_putmem`). Otherwise as [`put`].
+    safety: "As for [`put`], for `nelems * size_of::<T>()` bytes.";
+    example: ("dest: SymPtr<[f32; 4]>, src: *const [f32; 4]", "(dest, src, 10, Pe::new(1))");
+    pub unsafe fn [put_pod, put_pod_warp, put_pod_block]<T: bytemuck::Pod>(
+        dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
+        // SAFETY: the caller's contract.
+        unsafe { mem_call!(scope, putmem, d, s, bytes::<T>(nelems), pe.to_c()) }
+    }
+}
+
+scoped! {
+    /// [`put_pod`] that returns at once (`nvshmem_putmem_nbi`); as [`put_nbi`].
+    safety: "As for [`put_nbi`], for `nelems * size_of::<T>()` bytes.";
+    example: ("dest: SymPtr<u8>, src: *const u8", "(dest, src, 4096, Pe::new(1))");
+    pub unsafe fn [put_pod_nbi, put_pod_nbi_warp, put_pod_nbi_block]<T: bytemuck::Pod>(
+        dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
+        // SAFETY: the caller's contract.
+        unsafe { mem_call!(scope, putmem_nbi, d, s, bytes::<T>(nelems), pe.to_c()) }
+    }
+}
+
+scoped! {
+    /// Copies `nelems` plain-data values from `source` on PE `pe` to `dest`,
+    /// byte-wise (`nvshmem_getmem`). Otherwise as [`get`].
+    safety: "As for [`get`], for `nelems * size_of::<T>()` bytes.";
+    example: ("dest: *mut [u16; 3], src: SymPtr<[u16; 3]>", "(dest, src, 5, Pe::new(0))");
+    pub unsafe fn [get_pod, get_pod_warp, get_pod_block]<T: bytemuck::Pod>(
+        dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        let (d, s) = (dest as *mut c_void, source.as_ptr() as *const c_void);
+        // SAFETY: the caller's contract.
+        unsafe { mem_call!(scope, getmem, d, s, bytes::<T>(nelems), pe.to_c()) }
+    }
+}
+
+scoped! {
+    /// [`get_pod`] that returns at once (`nvshmem_getmem_nbi`); as [`get_nbi`].
+    safety: "As for [`get_nbi`], for `nelems * size_of::<T>()` bytes.";
+    example: ("dest: *mut u8, src: SymPtr<u8>", "(dest, src, 512, Pe::new(1))");
+    pub unsafe fn [get_pod_nbi, get_pod_nbi_warp, get_pod_nbi_block]<T: bytemuck::Pod>(
+        dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        let (d, s) = (dest as *mut c_void, source.as_ptr() as *const c_void);
+        // SAFETY: the caller's contract.
+        unsafe { mem_call!(scope, getmem_nbi, d, s, bytes::<T>(nelems), pe.to_c()) }
+    }
+}
+
+scoped! {
+    /// [`put_signal`] for any plain-data type, byte-wise (`nvshmem_putmem_signal`).
+    safety: "As for [`put_signal`], for `nelems * size_of::<T>()` bytes.";
+    example: (
+        "dest: SymPtr<[u32; 2]>, src: *const [u32; 2], flag: SymPtr<u64>",
+        "(dest, src, 8, flag, 1, SignalOp::Set, Pe::new(1))"
+    );
+    pub unsafe fn [put_signal_pod, put_signal_pod_warp, put_signal_pod_block]<T: bytemuck::Pod>(
+        dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
+        let n = bytes::<T>(nelems);
+        // SAFETY: the caller's contract.
+        unsafe { mem_call!(scope, putmem_signal, d, s, n, signal.as_ptr(), value, op.to_c(), pe.to_c()) }
+    }
+}
+
+scoped! {
+    /// [`put_signal_nbi`] for any plain-data type, byte-wise (`nvshmem_putmem_signal_nbi`).
+    safety: "As for [`put_signal_nbi`], for `nelems * size_of::<T>()` bytes.";
+    example: (
+        "dest: SymPtr<u8>, src: *const u8, flag: SymPtr<u64>",
+        "(dest, src, 100, flag, 1, SignalOp::Add, Pe::new(1))"
+    );
+    pub unsafe fn [put_signal_pod_nbi, put_signal_pod_nbi_warp, put_signal_pod_nbi_block]<T: bytemuck::Pod>(
+        dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
+        let n = bytes::<T>(nelems);
+        // SAFETY: the caller's contract.
+        unsafe { mem_call!(scope, putmem_signal_nbi, d, s, n, signal.as_ptr(), value, op.to_c(), pe.to_c()) }
+    }
+}

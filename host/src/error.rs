@@ -1,0 +1,343 @@
+//! The runtime's one error type. Every message says what went wrong and what
+//! to do about it.
+
+use cudarc::driver::DriverError;
+use std::path::PathBuf;
+
+/// Shorthand for the runtime's results.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The install hint repeated by the errors about a missing or unusable NVSHMEM.
+const INSTALL_HINT: &str = "Fix: `pip install nvidia-nvshmem-cu13==3.4.5` (or the version your \
+                            kernels were built against), or run `./x setup` in this repository, or \
+                            set NVSHMEM_HOME to the folder that holds NVSHMEM's include/ and lib/";
+
+/// Everything that can go wrong in the host runtime.
+///
+/// ```
+/// use nvshmem_host::Error;
+/// let e = Error::InvalidPe { pe: 4, n_pes: 2 };
+/// assert!(e.to_string().contains("0..2"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The CUDA driver library (`libcuda.so.1`) could not be loaded.
+    #[error(
+        "no CUDA driver: libcuda.so.1 could not be loaded. This needs an NVIDIA GPU with its \
+         driver installed (nvidia-smi should list the GPU); the CUDA toolkit is not needed"
+    )]
+    NoCudaDriver,
+
+    /// The driver loaded, but there is no usable GPU.
+    #[error(
+        "no usable CUDA GPU: {source}. Fix: check that nvidia-smi lists a GPU, and that \
+         CUDA_VISIBLE_DEVICES (if set) names one"
+    )]
+    NoGpu {
+        /// What the driver said.
+        source: DriverError,
+    },
+
+    /// The GPU asked for does not exist.
+    #[error(
+        "GPU {ordinal} was asked for{from}, but this machine has {count} GPU(s) (0..{count}). \
+         Fix: choose a GPU below {count}, or leave it unset to use the local rank mod {count}"
+    )]
+    InvalidGpu {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many GPUs the driver sees.
+        count: usize,
+        /// Where the ordinal came from (`" by NVSHMEM_RUN_GPU"`, ...), or empty.
+        from: String,
+    },
+
+    /// No NVSHMEM installation was found (or `NVSHMEM_HOME` is not one).
+    #[error("{source}{}", missing_install_hint(source))]
+    NvshmemNotFound {
+        /// The discovery error, which lists where it looked and how to install NVSHMEM.
+        source: nvshmem_builder::Error,
+    },
+
+    /// A host library was found but could not be loaded or lacks a function.
+    #[error("cannot load the NVSHMEM host library {}: {reason}. {INSTALL_HINT}", path.display())]
+    NvshmemUnusable {
+        /// The library file.
+        path: PathBuf,
+        /// What failed (dlopen's message or the missing symbol).
+        reason: String,
+    },
+
+    /// The host library's version has no bindings in this crate.
+    #[error(
+        "NVSHMEM {version} (at {}) is not supported by this runtime, which has bindings for \
+         {supported}. {INSTALL_HINT}",
+        path.display()
+    )]
+    UnsupportedNvshmemVersion {
+        /// The library's version.
+        version: String,
+        /// The library file.
+        path: PathBuf,
+        /// The versions this crate was generated for.
+        supported: String,
+    },
+
+    /// NVSHMEM is already initialized in this process.
+    #[error(
+        "NVSHMEM is already initialized in this process: only one `Nvshmem` may exist at a time. \
+         Fix: pass the existing `Nvshmem` around instead of initializing again"
+    )]
+    AlreadyInitialized,
+
+    /// The `Nvshmem` this object belongs to has been finalized.
+    #[error(
+        "NVSHMEM has been finalized: {what} cannot be used any more. Fix: drop buffers, modules \
+         and kernels before calling `Nvshmem::finalize`"
+    )]
+    Finalized {
+        /// What was used.
+        what: &'static str,
+    },
+
+    /// `nvshmemx_hostlib_init_attr` failed.
+    #[error(
+        "NVSHMEM initialization ({bootstrap}) failed with status {status}. Fix: rerun with \
+         NVSHMEM_DEBUG=INFO to see NVSHMEM's own messages; {hint}"
+    )]
+    InitFailed {
+        /// How it was bootstrapped.
+        bootstrap: String,
+        /// NVSHMEM's return code.
+        status: i32,
+        /// What usually causes it for this bootstrap.
+        hint: &'static str,
+    },
+
+    /// Two NVSHMEM versions that must match do not.
+    #[error(
+        "NVSHMEM version mismatch: {what} was built against NVSHMEM {expected}, but the host \
+         library {} is NVSHMEM {found}. Fix: rebuild the kernels against NVSHMEM {found}, or \
+         run with NVSHMEM {expected} (set NVSHMEM_HOME to it, or `pip install \
+         nvidia-nvshmem-cu13=={expected}`)",
+        library.display()
+    )]
+    VersionMismatch {
+        /// What carries the other version (a module, manifest or request).
+        what: String,
+        /// The version it needs.
+        expected: String,
+        /// The host library's version.
+        found: String,
+        /// The host library file.
+        library: PathBuf,
+    },
+
+    /// A PE number outside `0..n_pes`.
+    #[error("PE {pe} does not exist: this job has PEs 0..{n_pes}")]
+    InvalidPe {
+        /// The PE asked for.
+        pe: u32,
+        /// The number of PEs.
+        n_pes: u32,
+    },
+
+    /// A size or length that cannot work (zero, overflowing, mismatched, out of range).
+    #[error("bad size: {reason}")]
+    BadSize {
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// The symmetric heap has no room for an allocation.
+    #[error(
+        "the symmetric heap is exhausted: {bytes} bytes were asked for, with {used} bytes in \
+         live buffers and a limit of {limit} bytes (from {limit_from}). Fix: free buffers first, \
+         or raise the limit (`Builder::max_memory_per_gpu` / NVSHMEM_MAX_MEMORY_PER_GPU, or \
+         `Builder::symmetric_size` / NVSHMEM_SYMMETRIC_SIZE without CUDA VMM), up to the GPU's \
+         memory; every PE must use the same sizes"
+    )]
+    HeapExhausted {
+        /// The bytes asked for.
+        bytes: usize,
+        /// Bytes in live buffers of this PE.
+        used: usize,
+        /// The runtime's limit for live buffers.
+        limit: usize,
+        /// What sets the limit.
+        limit_from: &'static str,
+    },
+
+    /// A module file or image could not be loaded.
+    #[error("cannot load module {what}: {reason}")]
+    ModuleLoad {
+        /// The file or image.
+        what: String,
+        /// What failed.
+        reason: String,
+    },
+
+    /// `nvshmemx_cumodule_init` failed for a module with NVSHMEM device code.
+    #[error(
+        "module {what} has NVSHMEM device code but could not be registered with NVSHMEM \
+         (nvshmemx_cumodule_init returned {status}); its kernels would read a zeroed NVSHMEM \
+         state. Fix: rebuild it against the host library's NVSHMEM version"
+    )]
+    ModuleNotRegistered {
+        /// The module.
+        what: String,
+        /// NVSHMEM's return code.
+        status: i32,
+    },
+
+    /// The module has no kernel of that name.
+    #[error("module {module} has no kernel `{kernel}` (it has: {available})")]
+    KernelNotFound {
+        /// The kernel asked for.
+        kernel: String,
+        /// The module.
+        module: String,
+        /// The kernels it has.
+        available: String,
+    },
+
+    /// Launch arguments that do not match the kernel's parameters in the manifest.
+    #[error("kernel `{kernel}`: {reason}")]
+    ArgumentMismatch {
+        /// The kernel.
+        kernel: String,
+        /// Which parameter is wrong and how.
+        reason: String,
+    },
+
+    /// A plain launch of a kernel that calls NVSHMEM barriers or collectives.
+    #[error(
+        "kernel `{kernel}` calls NVSHMEM barriers or collectives, so all its blocks must run at \
+         once: a plain launch could hang. Fix: use `Kernel::launch_collective`"
+    )]
+    CollectiveLaunchRequired {
+        /// The kernel.
+        kernel: String,
+    },
+
+    /// A collective launch whose blocks cannot all be resident at once.
+    #[error(
+        "kernel `{kernel}`: a collective launch of {blocks} blocks cannot run, because at most \
+         {max_blocks} blocks of {threads} threads ({per_sm} per SM x {sms} SMs) fit on the GPU \
+         at once. Fix: launch at most {max_blocks} blocks (`Kernel::max_collective_blocks`), or \
+         use fewer threads or less shared memory per block"
+    )]
+    GridTooLarge {
+        /// The kernel.
+        kernel: String,
+        /// Blocks asked for.
+        blocks: u64,
+        /// Threads per block.
+        threads: u32,
+        /// Co-resident blocks per SM.
+        per_sm: u32,
+        /// SMs on the GPU.
+        sms: u32,
+        /// `per_sm * sms`.
+        max_blocks: u64,
+    },
+
+    /// The driver refused to launch a kernel.
+    #[error("kernel `{kernel}` could not be launched: {source}")]
+    LaunchFailed {
+        /// The kernel.
+        kernel: String,
+        /// What the driver said.
+        source: DriverError,
+    },
+
+    /// A kernel faulted on the GPU (illegal address, trap, ...).
+    #[error(
+        "kernel `{kernel}` faulted on the GPU: {source}. The CUDA context is unusable now; \
+         restart the process. Fix: check the kernel's pointers and indices (run it under \
+         compute-sanitizer to find the access)"
+    )]
+    KernelFault {
+        /// The kernel last launched on the stream (or anywhere, if none there).
+        kernel: String,
+        /// What the driver said.
+        source: DriverError,
+    },
+
+    /// Any other CUDA driver call failed.
+    #[error("CUDA driver call {call} failed: {source}")]
+    Driver {
+        /// The call, such as `cuMemcpyHtoDAsync`.
+        call: &'static str,
+        /// What the driver said.
+        source: DriverError,
+    },
+
+    /// An NVSHMEM host call returned an error code.
+    #[error("NVSHMEM call {call} failed with status {status}")]
+    NvshmemCall {
+        /// The function.
+        call: &'static str,
+        /// Its return code.
+        status: i32,
+    },
+
+    /// A unique id that is not 256 hex digits (128 bytes).
+    #[error("invalid NVSHMEM unique id: {reason}; expected 256 hex digits")]
+    InvalidUniqueId {
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// An environment variable with a value that cannot be used.
+    #[error("environment variable {var}={value:?} is invalid: {reason}")]
+    InvalidEnv {
+        /// The variable.
+        var: String,
+        /// Its value.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// NVSHMEM does not support this operation in the current setup.
+    #[error("{what} is not supported here: {reason}")]
+    Unsupported {
+        /// The operation.
+        what: &'static str,
+        /// Why, and what to do.
+        reason: &'static str,
+    },
+
+    /// An argument that cannot be used (a stream of another context, ...).
+    #[error("invalid argument: {reason}")]
+    InvalidArgument {
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// The install hint, for discovery errors whose own message lacks it.
+fn missing_install_hint(source: &nvshmem_builder::Error) -> String {
+    if source.to_string().contains("pip install nvidia-nvshmem") {
+        String::new()
+    } else {
+        format!(
+            ". Or install NVSHMEM: {}",
+            INSTALL_HINT.trim_start_matches("Fix: ")
+        )
+    }
+}
+
+impl Error {
+    pub(crate) fn bad_size(reason: impl Into<String>) -> Self {
+        Error::BadSize {
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn driver(call: &'static str) -> impl FnOnce(DriverError) -> Error {
+        move |source| Error::Driver { call, source }
+    }
+}

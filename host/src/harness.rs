@@ -1,0 +1,457 @@
+//! Per-kernel GPU tests over N PEs: write the check, list the PE counts, run.
+//!
+//! A test is a function that runs on every PE with NVSHMEM initialized, and a
+//! list of PE counts. [`main`] is a test binary's whole `main` (use
+//! `harness = false` in `Cargo.toml`): it starts each test on each PE count
+//! through the [launcher](crate::launcher), collects every PE's verdict, and
+//! prints one line per run and a summary `N passed, N failed, N skipped`.
+//!
+//! ```no_run
+//! use nvshmem_host::harness::{self, GpuTest, Pe, TestResult, check_eq};
+//!
+//! fn ring(pe: &mut Pe) -> TestResult {
+//!     let nv = pe.nvshmem();
+//!     let buf = nv.alloc_zeroed::<i32>(1)?;
+//!     let kernels = pe.module("my-kernels")?;
+//!     let k = kernels.kernel("put_rank_to_next")?;
+//!     // SAFETY: the kernel writes one i32 through its argument.
+//!     unsafe { k.launch(nv.stream(), 1, 1, (buf.sym_ptr(),))? };
+//!     nv.barrier_all_on_stream(nv.stream())?;
+//!     let prev = nv.my_pe().ring_prev(nv.n_pes()).index() as i32;
+//!     check_eq("put_rank_to_next", &buf.to_vec(nv.stream())?, &[prev])
+//! }
+//!
+//! fn main() {
+//!     harness::main(env!("CARGO_MANIFEST_DIR"), &[GpuTest::new("ring", ring).pes(&[1, 2, 4])]);
+//! }
+//! ```
+//!
+//! # Without a GPU
+//! Every run is reported `SKIPPED` with the reason, never passed, and the
+//! binary exits 0 — unless `NVSHMEM_RS_REQUIRE_GPU=1`, which makes a missing
+//! GPU a failure (GPU runners set it). Runs of 3 or more PEs on fewer GPUs
+//! need CUDA MPS and are skipped with that reason when it is not running.
+//!
+//! # Reports
+//! Besides the lines on stdout, a JSON report goes to `$NVSHMEM_RS_TEST_REPORT`
+//! when set. Command-line arguments that don't start with `-` filter tests by
+//! substring, as with libtest.
+//!
+//! # Environment
+//! | Variable | Effect |
+//! |---|---|
+//! | `NVSHMEM_RS_REQUIRE_GPU=1` | no GPU (or no MPS where needed) is a failure, not a skip |
+//! | `NVSHMEM_RS_TEST_REPORT=path` | write a JSON report there |
+//! | `NVSHMEM_RS_TEST_TIMEOUT=secs` | per-run timeout (default 120) |
+//! | `NVSHMEM_RS_PTX_DIR=dir` | where [`Pe::module`] finds manifests (default: the one given to [`main`]) |
+
+use crate::launcher::{self, LaunchPlan, Outcome};
+use crate::{Error, Module, Nvshmem, UniqueId};
+use std::fmt::{Debug, Display};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The variable that tells a process it is a PE of test `NAME`.
+const WORKER: &str = "NVSHMEM_RS_HARNESS_TEST";
+/// Where each PE writes its verdict, `<dir>/<rank>.txt`.
+const VERDICTS: &str = "NVSHMEM_RS_HARNESS_VERDICTS";
+/// The manifest folder handed from the orchestrator to its PEs.
+const PTX_DIR: &str = "NVSHMEM_RS_PTX_DIR";
+
+/// What a test returns on each PE.
+pub type TestResult = std::result::Result<(), Failure>;
+
+/// Why a test failed on one PE: a message naming the kernel and the first wrong value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure(pub String);
+
+impl Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+impl From<String> for Failure {
+    fn from(s: String) -> Self {
+        Failure(s)
+    }
+}
+
+/// Fails with the kernel's name, the first index where `got` and `expected`
+/// differ, and both values.
+///
+/// ```
+/// use nvshmem_host::harness::check_eq;
+/// assert!(check_eq("scale", &[1, 2], &[1, 2]).is_ok());
+/// let e = check_eq("scale", &[1, 5], &[1, 2]).unwrap_err();
+/// assert_eq!(e.0, "kernel `scale`: element 1 is 5, expected 2 (1 of 2 elements wrong)");
+/// ```
+pub fn check_eq<T: PartialEq + Debug>(kernel: &str, got: &[T], expected: &[T]) -> TestResult {
+    if got.len() != expected.len() {
+        return Err(Failure(format!(
+            "kernel `{kernel}`: {} elements, expected {}",
+            got.len(),
+            expected.len()
+        )));
+    }
+    let wrong = got.iter().zip(expected).filter(|(g, e)| g != e).count();
+    match got.iter().zip(expected).position(|(g, e)| g != e) {
+        None => Ok(()),
+        Some(i) => Err(Failure(format!(
+            "kernel `{kernel}`: element {i} is {:?}, expected {:?} ({wrong} of {} elements wrong)",
+            got[i],
+            expected[i],
+            got.len()
+        ))),
+    }
+}
+
+/// Fails with `message` unless `condition` holds.
+///
+/// ```
+/// use nvshmem_host::harness::ensure;
+/// assert!(ensure(1 + 1 == 2, || "arithmetic").is_ok());
+/// ```
+pub fn ensure<M: Display>(condition: bool, message: impl FnOnce() -> M) -> TestResult {
+    if condition {
+        Ok(())
+    } else {
+        Err(Failure(message().to_string()))
+    }
+}
+
+/// One GPU test: a function every PE runs, and the PE counts to run it with.
+#[derive(Clone, Copy)]
+pub struct GpuTest {
+    name: &'static str,
+    run: fn(&mut Pe) -> TestResult,
+    pes: &'static [u32],
+    timeout: Option<Duration>,
+}
+
+impl GpuTest {
+    /// A test run with 1 and 2 PEs unless [`pes`](Self::pes) says otherwise.
+    ///
+    /// ```
+    /// use nvshmem_host::harness::{GpuTest, Pe, TestResult};
+    /// fn noop(_: &mut Pe) -> TestResult { Ok(()) }
+    /// let t = GpuTest::new("noop", noop).pes(&[1, 2, 4]);
+    /// assert_eq!(t.name(), "noop");
+    /// ```
+    pub const fn new(name: &'static str, run: fn(&mut Pe) -> TestResult) -> Self {
+        GpuTest {
+            name,
+            run,
+            pes: &[1, 2],
+            timeout: None,
+        }
+    }
+
+    /// The PE counts to run it with.
+    pub const fn pes(mut self, pes: &'static [u32]) -> Self {
+        self.pes = pes;
+        self
+    }
+
+    /// A timeout for each run (default `NVSHMEM_RS_TEST_TIMEOUT` or 120 s).
+    pub const fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The test's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// What a test gets on each PE: NVSHMEM, initialized, and the project's modules.
+pub struct Pe {
+    nv: Nvshmem,
+    ptx_dir: PathBuf,
+}
+
+impl Pe {
+    /// This PE's NVSHMEM.
+    pub fn nvshmem(&self) -> &Nvshmem {
+        &self.nv
+    }
+
+    /// Loads `<ptx dir>/<crate>.json` (registered with NVSHMEM).
+    pub fn module(&self, crate_name: &str) -> crate::Result<Module> {
+        self.nv.load_module_in(&self.ptx_dir, crate_name)
+    }
+
+    /// The folder of manifests [`module`](Self::module) reads.
+    pub fn ptx_dir(&self) -> &Path {
+        &self.ptx_dir
+    }
+}
+
+/// The outcome of one test on one PE count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every PE passed.
+    Passed,
+    /// A PE failed, crashed or timed out: the message says which and why.
+    Failed(String),
+    /// Not run, and why.
+    Skipped(String),
+}
+
+/// The whole `main` of a GPU test binary. `ptx_dir` is the folder of
+/// manifests (usually `env!("NVSHMEM_RS_PTX_DIR")` from the root build
+/// script); `NVSHMEM_RS_PTX_DIR` at run time overrides it. Exits the process.
+pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
+    let ptx_dir = std::env::var_os(PTX_DIR)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ptx_dir.into());
+    if let Ok(name) = std::env::var(WORKER) {
+        std::process::exit(run_worker(&name, tests, &ptx_dir));
+    }
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let selected: Vec<&GpuTest> = tests
+        .iter()
+        .filter(|t| filters.is_empty() || filters.iter().any(|f| t.name.contains(f.as_str())))
+        .collect();
+    let require_gpu = std::env::var_os("NVSHMEM_RS_REQUIRE_GPU").is_some_and(|v| v == "1");
+    let gpus = crate::gpu_count();
+
+    let mut rows = Vec::new();
+    for test in &selected {
+        for &n in test.pes {
+            let started = Instant::now();
+            let verdict = match &gpus {
+                Err(e) => Verdict::Skipped(format!("no GPU: {}", first_line(&e.to_string()))),
+                Ok(count) if n as usize > *count && n > 2 && !mps_running() => {
+                    Verdict::Skipped(format!(
+                        "{n} PEs on {count} GPU(s) need CUDA MPS, which is not running (see README: several PEs on one GPU)"
+                    ))
+                }
+                Ok(_) => run_orchestrated(test, n, &ptx_dir),
+            };
+            let verdict = match verdict {
+                Verdict::Skipped(why) if require_gpu => {
+                    Verdict::Failed(format!("NVSHMEM_RS_REQUIRE_GPU=1: {why}"))
+                }
+                v => v,
+            };
+            let secs = started.elapsed().as_secs_f64();
+            match &verdict {
+                Verdict::Passed => println!("test {} [{n} PE] ... ok ({secs:.2} s)", test.name),
+                Verdict::Failed(why) => println!(
+                    "test {} [{n} PE] ... FAILED ({secs:.2} s)\n    {why}",
+                    test.name
+                ),
+                Verdict::Skipped(why) => println!("test {} [{n} PE] ... SKIPPED: {why}", test.name),
+            }
+            rows.push((test.name, n, verdict, secs));
+        }
+    }
+    let count = |f: fn(&Verdict) -> bool| rows.iter().filter(|r| f(&r.2)).count();
+    let (passed, failed, skipped) = (
+        count(|v| matches!(v, Verdict::Passed)),
+        count(|v| matches!(v, Verdict::Failed(_))),
+        count(|v| matches!(v, Verdict::Skipped(_))),
+    );
+    println!("\n{passed} passed, {failed} failed, {skipped} skipped");
+    if skipped > 0 && passed == 0 && failed == 0 {
+        println!("(every GPU test was SKIPPED: nothing ran on a GPU)");
+    }
+    if let Some(path) = std::env::var_os("NVSHMEM_RS_TEST_REPORT") {
+        let report = json_report(&rows, passed, failed, skipped);
+        if let Err(e) = std::fs::write(&path, report) {
+            eprintln!(
+                "cannot write the report to {}: {e}",
+                Path::new(&path).display()
+            );
+            std::process::exit(1);
+        }
+    }
+    std::process::exit(if failed > 0 { 1 } else { 0 });
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or(s)
+}
+
+/// CUDA MPS is running when its control pipe exists.
+fn mps_running() -> bool {
+    let dir = std::env::var_os("CUDA_MPS_PIPE_DIRECTORY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/tmp/nvidia-mps".into());
+    dir.join("control").exists()
+}
+
+/// Runs `test` on `n` PEs of this same binary and collects their verdicts.
+fn run_orchestrated(test: &GpuTest, n: u32, ptx_dir: &Path) -> Verdict {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return Verdict::Failed(format!("cannot find this test binary: {e}")),
+    };
+    let verdicts = std::env::temp_dir().join(format!(
+        "nvshmem-harness-{}-{}-{n}",
+        std::process::id(),
+        test.name
+    ));
+    let _ = std::fs::remove_dir_all(&verdicts);
+    if let Err(e) = std::fs::create_dir_all(&verdicts) {
+        return Verdict::Failed(format!("cannot create {}: {e}", verdicts.display()));
+    }
+    let uid = match UniqueId::generate() {
+        Ok(id) => id,
+        Err(e) => return Verdict::Failed(format!("cannot create the NVSHMEM unique id: {e}")),
+    };
+    let timeout = test.timeout.unwrap_or_else(|| {
+        Duration::from_secs(
+            std::env::var("NVSHMEM_RS_TEST_TIMEOUT")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(120),
+        )
+    });
+    let plan = LaunchPlan::new(n as usize, exe.into_os_string(), uid.to_hex())
+        .with_timeout(timeout)
+        .with_env(WORKER, test.name)
+        .with_env(VERDICTS, verdicts.as_os_str())
+        .with_env(PTX_DIR, ptx_dir.as_os_str());
+    let outcome = launcher::run(&plan);
+    let mut failures = Vec::new();
+    for rank in 0..n {
+        match std::fs::read_to_string(verdicts.join(format!("{rank}.txt"))) {
+            Ok(v) if v == "ok" => {}
+            Ok(v) => failures.push(format!("PE {rank}: {v}")),
+            Err(_) => failures.push(format!("PE {rank}: no verdict (it crashed or was stopped)")),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&verdicts);
+    match outcome {
+        Ok(Outcome::Success) if failures.is_empty() => Verdict::Passed,
+        Ok(Outcome::Success) => Verdict::Failed(failures.join("\n    ")),
+        Ok(other) => {
+            failures.insert(0, format!("{other:?}"));
+            Verdict::Failed(failures.join("\n    "))
+        }
+        Err(e) => Verdict::Failed(format!("launch failed: {e}")),
+    }
+}
+
+/// One PE: initialize, run the test, record the verdict, finalize.
+fn run_worker(name: &str, tests: &[GpuTest], ptx_dir: &Path) -> i32 {
+    let verdicts = std::env::var_os(VERDICTS).map(PathBuf::from);
+    let rank = std::env::var(crate::launcher::env::RANK).unwrap_or_else(|_| "0".into());
+    let record = |v: &str| {
+        if let Some(dir) = &verdicts {
+            let _ = std::fs::write(dir.join(format!("{rank}.txt")), v);
+        }
+    };
+    let Some(test) = tests.iter().find(|t| t.name == name) else {
+        record(&format!("no test named `{name}` in this binary"));
+        return 1;
+    };
+    let nv = match Nvshmem::init() {
+        Ok(nv) => nv,
+        Err(e) => {
+            record(&format!("NVSHMEM init failed: {e}"));
+            return 1;
+        }
+    };
+    let mut pe = Pe {
+        nv,
+        ptx_dir: ptx_dir.to_path_buf(),
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (test.run)(&mut pe)));
+    let (text, code) = match result {
+        Ok(Ok(())) => ("ok".to_string(), 0),
+        Ok(Err(f)) => (f.0, 1),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            (format!("panicked: {msg}"), 1)
+        }
+    };
+    let finalized = pe.nv.finalize();
+    match finalized {
+        Err(e) if code == 0 => {
+            record(&format!("finalize failed: {e}"));
+            1
+        }
+        _ => {
+            record(&text);
+            code
+        }
+    }
+}
+
+fn json_report(
+    rows: &[(&str, u32, Verdict, f64)],
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+) -> String {
+    let esc = |s: &str| serde_json::Value::String(s.to_string()).to_string();
+    let items: Vec<String> = rows
+        .iter()
+        .map(|(name, n, v, secs)| {
+            let (status, detail) = match v {
+                Verdict::Passed => ("passed", ""),
+                Verdict::Failed(d) => ("failed", d.as_str()),
+                Verdict::Skipped(d) => ("skipped", d.as_str()),
+            };
+            format!(
+                "{{\"test\":{},\"pes\":{n},\"status\":\"{status}\",\"detail\":{},\"seconds\":{secs:.3}}}",
+                esc(name),
+                esc(detail)
+            )
+        })
+        .collect();
+    format!(
+        "{{\"passed\":{passed},\"failed\":{failed},\"skipped\":{skipped},\"runs\":[\n{}\n]}}\n",
+        items.join(",\n")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_eq_names_the_first_wrong_value() {
+        assert_eq!(check_eq("k", &[1.0f32], &[1.0]), Ok(()));
+        let e = check_eq("k", &[0, 9, 9], &[0, 1, 2]).unwrap_err();
+        assert_eq!(
+            e.0,
+            "kernel `k`: element 1 is 9, expected 1 (2 of 3 elements wrong)"
+        );
+        assert!(
+            check_eq("k", &[1], &[1, 2])
+                .unwrap_err()
+                .0
+                .contains("1 elements, expected 2")
+        );
+    }
+
+    #[test]
+    fn report_is_json() {
+        let rows = vec![
+            ("a", 2, Verdict::Passed, 0.5),
+            ("b\"", 4, Verdict::Skipped("no \"GPU\"".into()), 0.0),
+        ];
+        let v: serde_json::Value = serde_json::from_str(&json_report(&rows, 1, 0, 1)).unwrap();
+        assert_eq!(v["runs"][1]["status"], "skipped");
+        assert_eq!(v["runs"][1]["detail"], "no \"GPU\"");
+        assert_eq!(v["passed"], 1);
+    }
+}

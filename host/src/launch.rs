@@ -1,0 +1,400 @@
+//! Kernel arguments and launch shapes.
+//!
+//! A kernel's arguments are a tuple of [`KernelParam`] values, such as
+//! `(buf.sym_ptr(), n as u32, nv.my_pe())`. Before a launch they are checked
+//! against the kernel's parameters in the builder's manifest (count and size
+//! of each), so a wrong argument is an error, not a corrupted launch.
+
+use crate::error::{Error, Result};
+use crate::memory::DevicePtr;
+use nvshmem_builder::manifest::KernelInfo;
+use nvshmem_device::{Pe, SymPtr};
+use std::ffi::c_void;
+
+/// A grid or block shape. Converts from `u32`, `(u32, u32)` and `(u32, u32, u32)`.
+///
+/// ```
+/// use nvshmem_host::Dim3;
+/// assert_eq!(Dim3::from(128).count(), 128);
+/// assert_eq!(Dim3::from((4, 2)).count(), 8);
+/// assert_eq!(Dim3::from((2, 2, 2)), Dim3 { x: 2, y: 2, z: 2 });
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Dim3 {
+    /// Extent in x.
+    pub x: u32,
+    /// Extent in y.
+    pub y: u32,
+    /// Extent in z.
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// `x * y * z`.
+    pub fn count(self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Self {
+        Dim3 { x, y: 1, z: 1 }
+    }
+}
+
+impl From<(u32, u32)> for Dim3 {
+    fn from((x, y): (u32, u32)) -> Self {
+        Dim3 { x, y, z: 1 }
+    }
+}
+
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Self {
+        Dim3 { x, y, z }
+    }
+}
+
+/// A launch's shape: grid, block and dynamic shared memory.
+///
+/// ```
+/// use nvshmem_host::LaunchConfig;
+/// let cfg = LaunchConfig::new(132, 256).shared_mem_bytes(16 << 10);
+/// assert_eq!(cfg.block.x, 256);
+/// let cfg = LaunchConfig::for_elements(1000, 256);
+/// assert_eq!(cfg.grid.x, 4);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LaunchConfig {
+    /// Blocks in the grid.
+    pub grid: Dim3,
+    /// Threads in a block.
+    pub block: Dim3,
+    /// Bytes of dynamic shared memory per block.
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// `grid` blocks of `block` threads, no dynamic shared memory.
+    pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
+        LaunchConfig {
+            grid: grid.into(),
+            block: block.into(),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// Enough blocks of `threads` (1-D) to cover `n` elements, one per thread.
+    pub fn for_elements(n: u32, threads: u32) -> Self {
+        let threads = threads.max(1);
+        Self::new(n.div_ceil(threads).max(1), threads)
+    }
+
+    /// With `bytes` of dynamic shared memory per block.
+    pub fn shared_mem_bytes(mut self, bytes: u32) -> Self {
+        self.shared_mem_bytes = bytes;
+        self
+    }
+
+    pub(crate) fn check(&self, kernel: &str) -> Result<()> {
+        let zero = |d: Dim3| d.x == 0 || d.y == 0 || d.z == 0;
+        if zero(self.grid) || zero(self.block) {
+            return Err(Error::ArgumentMismatch {
+                kernel: kernel.into(),
+                reason: format!(
+                    "grid {:?} and block {:?} must have no zero extent",
+                    self.grid, self.block
+                ),
+            });
+        }
+        if self.block.count() > 1024 {
+            return Err(Error::ArgumentMismatch {
+                kernel: kernel.into(),
+                reason: format!(
+                    "a block of {} threads is over CUDA's 1024",
+                    self.block.count()
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A value that can be passed to a kernel parameter of the same size.
+///
+/// Implemented for the integer and float primitives, `bool`, `half::f16` and
+/// `half::bf16`, [`SymPtr`], [`DevicePtr`] and [`Pe`].
+///
+/// # Safety
+/// The type must have the ABI of the PTX parameter it is passed to: a plain
+/// `#[repr(C)]` or `#[repr(transparent)]` value with no pointers to host
+/// memory, passed by value. Implement it for your own `#[repr(C)]` structs
+/// only when the kernel takes that struct by value.
+pub unsafe trait KernelParam: Copy {
+    /// The type's name, for error messages.
+    fn type_name() -> &'static str {
+        std::any::type_name::<Self>()
+    }
+}
+
+macro_rules! kernel_params {
+    ($($t:ty),* $(,)?) => { $(
+        // SAFETY: a primitive passed by value has its C ABI.
+        unsafe impl KernelParam for $t {}
+    )* };
+}
+kernel_params!(
+    i8,
+    u8,
+    i16,
+    u16,
+    i32,
+    u32,
+    i64,
+    u64,
+    isize,
+    usize,
+    f32,
+    f64,
+    bool,
+    half::f16,
+    half::bf16
+);
+
+// SAFETY: `#[repr(transparent)]` over `*mut T`: the ABI of `T*`.
+unsafe impl<T> KernelParam for SymPtr<T> {}
+// SAFETY: `#[repr(transparent)]` over `u64`: the ABI of `T*`.
+unsafe impl<T> KernelParam for DevicePtr<T> {}
+// SAFETY: `#[repr(transparent)]` over `u32`.
+unsafe impl KernelParam for Pe {}
+
+/// A kernel's arguments: a tuple of up to 16 [`KernelParam`]s (`()` for none,
+/// `(x,)` for one).
+pub trait KernelArgs {
+    /// Each argument's size in bytes and type name, in order.
+    fn layout(&self) -> Vec<(usize, &'static str)>;
+
+    /// Calls `f` with a pointer to each argument, as `cuLaunchKernel` takes them.
+    fn with_params<R>(&self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R;
+}
+
+impl KernelArgs for () {
+    fn layout(&self) -> Vec<(usize, &'static str)> {
+        Vec::new()
+    }
+    fn with_params<R>(&self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
+        f(&mut [])
+    }
+}
+
+macro_rules! kernel_args_tuple {
+    ($($name:ident $idx:tt),+) => {
+        impl<$($name: KernelParam),+> KernelArgs for ($($name,)+) {
+            fn layout(&self) -> Vec<(usize, &'static str)> {
+                vec![$((std::mem::size_of::<$name>(), $name::type_name())),+]
+            }
+            fn with_params<R>(&self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
+                // The driver copies the values during the launch call, so
+                // pointers into `self` are enough.
+                let mut params = [$(&self.$idx as *const $name as *mut c_void),+];
+                f(&mut params)
+            }
+        }
+    };
+}
+kernel_args_tuple!(A 0);
+kernel_args_tuple!(A 0, B 1);
+kernel_args_tuple!(A 0, B 1, C 2);
+kernel_args_tuple!(A 0, B 1, C 2, D 3);
+kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4);
+kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5);
+kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12);
+kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
+kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14);
+kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15);
+
+/// Checks `args` against the kernel's parameters in its manifest: the count,
+/// and each argument's size. Works without a GPU.
+///
+/// ```
+/// use nvshmem_builder::manifest::{KernelInfo, ParamInfo};
+/// use nvshmem_host::launch::check_kernel_args;
+/// let param = |name: &str, ty: &str, size| ParamInfo {
+///     name: name.into(), rust_type: ty.into(), c_type: String::new(), size, align: size,
+/// };
+/// let info = KernelInfo {
+///     name: "scale".into(),
+///     params: vec![param("data", "SymPtr<f32>", 8), param("n", "u32", 4)],
+///     collective: false, registers: None, spill_stores: None, spill_loads: None, stack_frame: None,
+/// };
+/// let data = unsafe { nvshmem_host::SymPtr::from_raw(std::ptr::null_mut::<f32>()) };
+/// assert!(check_kernel_args(&info, &(data, 10u32)).is_ok());
+/// assert!(check_kernel_args(&info, &(data, 10u64)).is_err()); // n is 4 bytes
+/// assert!(check_kernel_args(&info, &(data,)).is_err());       // one argument missing
+/// ```
+pub fn check_kernel_args<A: KernelArgs>(info: &KernelInfo, args: &A) -> Result<()> {
+    let given = args.layout();
+    let mismatch = |reason: String| Error::ArgumentMismatch {
+        kernel: info.name.clone(),
+        reason,
+    };
+    let describe = |p: &nvshmem_builder::manifest::ParamInfo| {
+        if p.rust_type.is_empty() {
+            format!("`{}`", p.name)
+        } else {
+            format!("`{}: {}`", p.name, p.rust_type)
+        }
+    };
+    if given.len() != info.params.len() {
+        let expected: Vec<String> = info.params.iter().map(describe).collect();
+        return Err(mismatch(format!(
+            "it takes {} argument(s) ({}), but {} were given",
+            info.params.len(),
+            expected.join(", "),
+            given.len()
+        )));
+    }
+    for (i, (param, (size, type_name))) in info.params.iter().zip(given).enumerate() {
+        if param.size as usize != size {
+            return Err(mismatch(format!(
+                "argument {i} ({}) is {} bytes, but a {type_name} of {size} bytes was given",
+                describe(param),
+                param.size
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `blocks` blocks can all be resident at once, given how many
+/// fit on one SM (the driver's occupancy for this kernel and block) and the
+/// number of SMs. Works without a GPU.
+///
+/// ```
+/// use nvshmem_host::launch::check_co_resident;
+/// assert!(check_co_resident("k", 264, 256, 2, 132).is_ok());
+/// assert!(check_co_resident("k", 265, 256, 2, 132).is_err());
+/// ```
+pub fn check_co_resident(
+    kernel: &str,
+    blocks: u64,
+    threads: u32,
+    per_sm: u32,
+    sms: u32,
+) -> Result<()> {
+    let max_blocks = per_sm as u64 * sms as u64;
+    if blocks <= max_blocks {
+        Ok(())
+    } else {
+        Err(Error::GridTooLarge {
+            kernel: kernel.into(),
+            blocks,
+            threads,
+            per_sm,
+            sms,
+            max_blocks,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nvshmem_builder::manifest::ParamInfo;
+
+    fn info(params: &[(&str, &str, u32)], collective: bool) -> KernelInfo {
+        KernelInfo {
+            name: "k".into(),
+            params: params
+                .iter()
+                .map(|(n, t, s)| ParamInfo {
+                    name: (*n).into(),
+                    rust_type: (*t).into(),
+                    c_type: String::new(),
+                    size: *s,
+                    align: *s,
+                })
+                .collect(),
+            collective,
+            registers: None,
+            spill_stores: None,
+            spill_loads: None,
+            stack_frame: None,
+        }
+    }
+
+    #[test]
+    fn arguments_are_checked_by_count_and_size() {
+        let k = info(
+            &[("dst", "SymPtr<u64>", 8), ("n", "u32", 4), ("pe", "Pe", 4)],
+            false,
+        );
+        let dst = unsafe { SymPtr::from_raw(std::ptr::null_mut::<u64>()) };
+        assert!(check_kernel_args(&k, &(dst, 4u32, Pe::new(1))).is_ok());
+        assert!(
+            check_kernel_args(&k, &(DevicePtr::<u64>::new(0), 4i32, 1u32)).is_ok(),
+            "sizes match"
+        );
+
+        let err = check_kernel_args(&k, &(dst, 4u32)).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("takes 3 argument(s)") && msg.contains("`n: u32`"),
+            "{msg}"
+        );
+
+        let err = check_kernel_args(&k, &(dst, 4u64, Pe::new(1))).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("argument 1 (`n: u32`) is 4 bytes") && msg.contains("u64 of 8 bytes"),
+            "{msg}"
+        );
+
+        assert!(check_kernel_args(&info(&[], false), &()).is_ok());
+        assert!(check_kernel_args(&info(&[], false), &(1u8,)).is_err());
+    }
+
+    #[test]
+    fn argument_pointers_point_at_the_values() {
+        let args = (1u8, 2u32, 3.0f64);
+        args.with_params(|p| {
+            assert_eq!(p.len(), 3);
+            assert_eq!(unsafe { *(p[1] as *const u32) }, 2);
+            assert_eq!(unsafe { *(p[2] as *const f64) }, 3.0);
+        });
+        assert_eq!(args.layout(), vec![(1, "u8"), (4, "u32"), (8, "f64")]);
+    }
+
+    #[test]
+    fn sixteen_arguments_fit() {
+        let args = (
+            0u8, 1u8, 2u8, 3u8, 4u8, 5u8, 6u8, 7u8, 8u8, 9u8, 10u8, 11u8, 12u8, 13u8, 14u8, 15u8,
+        );
+        assert_eq!(args.layout().len(), 16);
+    }
+
+    #[test]
+    fn launch_shapes_are_checked() {
+        assert!(LaunchConfig::new(1, 1024).check("k").is_ok());
+        assert!(LaunchConfig::new(1, 1025).check("k").is_err());
+        assert!(LaunchConfig::new(0, 32).check("k").is_err());
+        assert!(LaunchConfig::new((1, 0), 32).check("k").is_err());
+        assert_eq!(LaunchConfig::for_elements(0, 128).grid.x, 1);
+        assert_eq!(LaunchConfig::for_elements(257, 128).grid.x, 3);
+    }
+
+    #[test]
+    fn a_grid_too_large_for_a_collective_launch_says_how_many_fit() {
+        let err = check_co_resident("allreduce", 1000, 512, 4, 132).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("allreduce") && msg.contains("1000 blocks") && msg.contains("at most 528"),
+            "{msg}"
+        );
+    }
+}

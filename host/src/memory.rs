@@ -1,0 +1,629 @@
+//! Typed buffers in NVSHMEM's symmetric heap.
+//!
+//! # The collective rule
+//! **Allocation and free are collective: every PE must allocate the same
+//! buffers, of the same sizes, in the same order, and free them in the same
+//! order.** NVSHMEM gives each allocation the same symmetric address on every
+//! PE only because the calls match; a PE that allocates, frees or sizes
+//! differently hangs the job or corrupts its peers' memory.
+//!
+//! This API makes the rule easy to keep:
+//! - the only ways to allocate are [`Nvshmem::alloc`], [`Nvshmem::alloc_zeroed`]
+//!   and [`Nvshmem::alloc_from`], on the PE's one `Nvshmem` (it is neither
+//!   `Send` nor `Sync`, and neither are buffers, so one thread per PE makes
+//!   every collective call);
+//! - a buffer is freed when it is dropped (or by [`SymBuffer::free`]), so
+//!   the same program frees in the same order on every PE. Keep control flow
+//!   that allocates or drops buffers the same on all PEs: a PE that returns
+//!   early with an error drops its buffers alone. On an error, prefer ending
+//!   the whole job;
+//! - sizes are checked before NVSHMEM sees them (zero, overflow and element
+//!   size), with the same outcome on every PE when they agree.
+//!
+//! Copies between host and symmetric memory are ordered on a stream and wait
+//! for it, so the host slice is free to reuse when they return.
+
+use crate::error::{Error, Result};
+use crate::nvshmem::{Inner, Nvshmem, record_drop_error};
+use bytemuck::Pod;
+use cudarc::driver::{CudaStream, result, sys};
+use nvshmem_device::{Pe, SymPtr};
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+use std::rc::Rc;
+
+/// The alignment of every allocation: CUDA's own for `cudaMalloc`, enough for
+/// vector loads of any element type.
+const MIN_ALIGN: usize = 256;
+
+/// A device address that is not symmetric: memory of a peer as this GPU
+/// addresses it ([`SymBuffer::peer_ptr`]) or any other device allocation.
+/// A valid kernel argument (`T*` in C).
+///
+/// ```
+/// use nvshmem_host::DevicePtr;
+/// let p = DevicePtr::<f32>::new(0x7f00_0000_0000);
+/// assert_eq!(p.addr(), 0x7f00_0000_0000);
+/// ```
+#[repr(transparent)]
+pub struct DevicePtr<T> {
+    addr: u64,
+    _marker: PhantomData<*mut T>,
+}
+
+impl<T> DevicePtr<T> {
+    /// Wraps a device address. Dereferencing it is up to the kernel that receives it.
+    pub const fn new(addr: u64) -> Self {
+        DevicePtr {
+            addr,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The address.
+    pub const fn addr(self) -> u64 {
+        self.addr
+    }
+}
+
+impl<T> Clone for DevicePtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for DevicePtr<T> {}
+impl<T> PartialEq for DevicePtr<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.addr == other.addr
+    }
+}
+impl<T> Eq for DevicePtr<T> {}
+impl<T> std::fmt::Debug for DevicePtr<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DevicePtr({:#x})", self.addr)
+    }
+}
+
+/// `len` elements of `T` as bytes, or an error when that overflows.
+pub(crate) fn byte_len<T>(len: usize) -> Result<usize> {
+    let size = std::mem::size_of::<T>();
+    if size == 0 {
+        return Err(Error::bad_size(format!(
+            "{} is zero-sized; symmetric buffers need elements of at least one byte",
+            std::any::type_name::<T>()
+        )));
+    }
+    if len == 0 {
+        return Err(Error::bad_size(
+            "a symmetric buffer needs at least one element",
+        ));
+    }
+    len.checked_mul(size)
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(|| {
+            Error::bad_size(format!(
+                "{len} elements of {} ({size} bytes each) overflow the address space",
+                std::any::type_name::<T>()
+            ))
+        })
+}
+
+/// The element range `range` of a buffer of `len`, or an error when out of bounds.
+pub(crate) fn element_range(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => Some(s),
+        Bound::Excluded(&s) => s.checked_add(1),
+        Bound::Unbounded => Some(0),
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1),
+        Bound::Excluded(&e) => Some(e),
+        Bound::Unbounded => Some(len),
+    };
+    match (start, end) {
+        (Some(s), Some(e)) if s <= e && e <= len => Ok((s, e - s)),
+        _ => Err(Error::bad_size(format!(
+            "range {:?}..{:?} is outside the buffer of {len} elements",
+            range.start_bound(),
+            range.end_bound()
+        ))),
+    }
+}
+
+/// A typed allocation in the symmetric heap: the same address holds a `[T; len]`
+/// on every PE. Freed (collectively) when dropped; see [the collective
+/// rule](crate::memory#the-collective-rule).
+///
+/// ```no_run
+/// use nvshmem_host::Nvshmem;
+/// let nv = Nvshmem::init()?;
+/// let data: Vec<u32> = (0..256).collect();
+/// let buf = nv.alloc_from(&data)?;
+/// let ptr = buf.sym_ptr(); // a kernel argument
+/// assert_eq!(buf.to_vec(nv.stream())?, data);
+/// # Ok::<(), nvshmem_host::Error>(())
+/// ```
+pub struct SymBuffer<T: Pod> {
+    ptr: *mut T,
+    len: usize,
+    nv: Rc<Inner>,
+}
+
+impl<T: Pod> std::fmt::Debug for SymBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "SymBuffer<{}>({:p}, len {})",
+            std::any::type_name::<T>(),
+            self.ptr,
+            self.len
+        )
+    }
+}
+
+/// A range of a [`SymBuffer`]: symmetric too, and accepted wherever a buffer is.
+///
+/// ```no_run
+/// # let nv = nvshmem_host::Nvshmem::init()?;
+/// let buf = nv.alloc_zeroed::<u64>(100)?;
+/// let tail = buf.view(90..)?;
+/// assert_eq!(tail.len(), 10);
+/// # Ok::<(), nvshmem_host::Error>(())
+/// ```
+pub struct SymView<'a, T: Pod> {
+    ptr: *mut T,
+    len: usize,
+    nv: &'a Rc<Inner>,
+}
+
+impl<T: Pod> Clone for SymView<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Pod> Copy for SymView<'_, T> {}
+
+impl<T: Pod> std::fmt::Debug for SymView<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "SymView<{}>({:p}, len {})",
+            std::any::type_name::<T>(),
+            self.ptr,
+            self.len
+        )
+    }
+}
+
+/// Symmetric memory of `T`s: a [`SymBuffer`] or a [`SymView`] of one.
+pub trait AsSymView<T: Pod> {
+    /// The whole of it as a view.
+    fn as_sym_view(&self) -> SymView<'_, T>;
+}
+
+impl<T: Pod> AsSymView<T> for SymBuffer<T> {
+    fn as_sym_view(&self) -> SymView<'_, T> {
+        SymView {
+            ptr: self.ptr,
+            len: self.len,
+            nv: &self.nv,
+        }
+    }
+}
+
+impl<T: Pod> AsSymView<T> for SymView<'_, T> {
+    fn as_sym_view(&self) -> SymView<'_, T> {
+        *self
+    }
+}
+
+impl Nvshmem {
+    /// Allocates `len` elements of `T` in the symmetric heap. **Collective**:
+    /// every PE makes the same call in the same order ([the
+    /// rule](crate::memory#the-collective-rule)). The contents are whatever the
+    /// heap held (`T: Pod`, so any bytes are a valid `T`).
+    ///
+    /// Errors: [`Error::BadSize`] for zero elements, zero-sized `T` or a size
+    /// that overflows; [`Error::HeapExhausted`] when the heap has no room.
+    /// NVSHMEM cannot recover from an allocation it fails to serve (it faults),
+    /// so the runtime refuses one that would take the live buffers past a
+    /// limit that is the same on every PE: `NVSHMEM_MAX_MEMORY_PER_GPU`
+    /// (128 GiB by default) or the GPU's memory, whichever is less
+    /// (`NVSHMEM_SYMMETRIC_SIZE` when CUDA VMM is disabled). Other programs'
+    /// memory on the GPU, or other PEs sharing it, can still exhaust it first.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let buf = nv.alloc::<f32>(1 << 20)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn alloc<T: Pod>(&self, len: usize) -> Result<SymBuffer<T>> {
+        let bytes = byte_len::<T>(len)?;
+        self.inner.enter("Nvshmem::alloc")?;
+        let align = MIN_ALIGN.max(std::mem::align_of::<T>());
+        let charged = bytes.next_multiple_of(align);
+        let (used, limit) = (self.inner.heap_used.get(), self.inner.heap_limit);
+        if used.saturating_add(charged) > limit.bytes {
+            // NVSHMEM faults on an allocation it cannot serve; refuse it first,
+            // the same way on every PE (see HeapLimit).
+            return Err(Error::HeapExhausted {
+                bytes,
+                used,
+                limit: limit.bytes,
+                limit_from: limit.from,
+            });
+        }
+        // SAFETY: initialized; the caller keeps the collective rule, and the
+        // size and alignment are valid.
+        let ptr = unsafe { self.inner.lib.nvshmem_align(align, bytes) };
+        if ptr.is_null() {
+            return Err(Error::HeapExhausted {
+                bytes,
+                used,
+                limit: limit.bytes,
+                limit_from: limit.from,
+            });
+        }
+        self.inner.heap_used.set(used + charged);
+        Ok(SymBuffer {
+            ptr: ptr.cast(),
+            len,
+            nv: self.inner.clone(),
+        })
+    }
+
+    /// [`Nvshmem::alloc`], then zeroes the buffer (and waits for that).
+    /// **Collective.**
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let counters = nv.alloc_zeroed::<u64>(64)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn alloc_zeroed<T: Pod>(&self, len: usize) -> Result<SymBuffer<T>> {
+        let buf = self.alloc::<T>(len)?;
+        let stream = self.stream();
+        buf.as_sym_view().memset_bytes(stream, 0)?;
+        buf.as_sym_view().wait(stream)?;
+        Ok(buf)
+    }
+
+    /// [`Nvshmem::alloc`] of `data.len()` elements, then copies `data` in.
+    /// **Collective** (every PE passes a slice of the same length).
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let buf = nv.alloc_from(&[1.0f32, 2.0, 3.0])?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn alloc_from<T: Pod>(&self, data: &[T]) -> Result<SymBuffer<T>> {
+        let buf = self.alloc::<T>(data.len())?;
+        buf.copy_from_host(self.stream(), data)?;
+        Ok(buf)
+    }
+}
+
+/// Methods shared by buffers and views, written once.
+macro_rules! sym_memory_methods {
+    () => {
+        /// The number of elements.
+        pub fn len(&self) -> usize {
+            self.len
+        }
+
+        /// Always false: symmetric memory holds at least one element.
+        pub fn is_empty(&self) -> bool {
+            self.len == 0
+        }
+
+        /// The size in bytes.
+        pub fn size_bytes(&self) -> usize {
+            self.len * std::mem::size_of::<T>()
+        }
+
+        /// The symmetric address, for kernel arguments and device-side
+        /// NVSHMEM calls: the same on every PE.
+        pub fn sym_ptr(&self) -> SymPtr<T> {
+            // SAFETY: the address is in the symmetric heap, from a collective
+            // allocation (or a range of one).
+            unsafe { SymPtr::from_raw(self.ptr) }
+        }
+
+        /// This PE's copy as a plain device address.
+        pub fn device_ptr(&self) -> DevicePtr<T> {
+            DevicePtr::new(self.ptr as u64)
+        }
+
+        /// Copies `src` (exactly [`len`](Self::len) elements) from the host into
+        /// this PE's copy, ordered on `stream`, and waits for it.
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// let buf = nv.alloc::<i32>(4)?;
+        /// buf.copy_from_host(nv.stream(), &[1, 2, 3, 4])?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        pub fn copy_from_host(&self, stream: &CudaStream, src: &[T]) -> Result<()> {
+            let v = self.as_sym_view();
+            v.check_len("copy_from_host", src.len())?;
+            v.enter(stream, "copy_from_host")?;
+            // SAFETY: the destination holds `len` elements (checked); the wait
+            // below keeps `src` borrowed until the copy is done.
+            unsafe {
+                result::memcpy_htod_async(v.ptr as sys::CUdeviceptr, src, stream.cu_stream())
+            }
+            .map_err(|e| v.nv.classify("cuMemcpyHtoDAsync", Some(stream), e))?;
+            v.wait(stream)
+        }
+
+        /// Copies this PE's copy into `dst` (exactly [`len`](Self::len) elements),
+        /// ordered on `stream`, and waits for it.
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// # let buf = nv.alloc::<i32>(4)?;
+        /// let mut out = [0; 4];
+        /// buf.copy_to_host(nv.stream(), &mut out)?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        pub fn copy_to_host(&self, stream: &CudaStream, dst: &mut [T]) -> Result<()> {
+            let v = self.as_sym_view();
+            v.check_len("copy_to_host", dst.len())?;
+            v.enter(stream, "copy_to_host")?;
+            // SAFETY: the source holds `len` elements; `dst` stays borrowed until the wait.
+            unsafe {
+                result::memcpy_dtoh_async(dst, v.ptr as sys::CUdeviceptr, stream.cu_stream())
+            }
+            .map_err(|e| v.nv.classify("cuMemcpyDtoHAsync", Some(stream), e))?;
+            v.wait(stream)
+        }
+
+        /// This PE's copy as a `Vec`, read on `stream`.
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// # let buf = nv.alloc_zeroed::<f64>(8)?;
+        /// let values: Vec<f64> = buf.to_vec(nv.stream())?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        pub fn to_vec(&self, stream: &CudaStream) -> Result<Vec<T>> {
+            let mut out = vec![T::zeroed(); self.len];
+            self.copy_to_host(stream, &mut out)?;
+            Ok(out)
+        }
+
+        /// Sets every element of this PE's copy to `value`, ordered on `stream`
+        /// (without waiting, unless `T` is not 1, 2 or 4 bytes: then it copies
+        /// from the host and waits).
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// # let buf = nv.alloc::<f32>(8)?;
+        /// buf.fill(nv.stream(), 0.5)?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        pub fn fill(&self, stream: &CudaStream, value: T) -> Result<()> {
+            let v = self.as_sym_view();
+            v.enter(stream, "fill")?;
+            let bytes = bytemuck::bytes_of(&value);
+            let (dst, stream_raw) = (v.ptr as sys::CUdeviceptr, stream.cu_stream());
+            // SAFETY: `len` elements of `bytes.len()` bytes each are in the allocation.
+            let status = unsafe {
+                match *bytes {
+                    [b] => sys::cuMemsetD8Async(dst, b, v.len, stream_raw),
+                    [a, b] => {
+                        sys::cuMemsetD16Async(dst, u16::from_ne_bytes([a, b]), v.len, stream_raw)
+                    }
+                    [a, b, c, d] => sys::cuMemsetD32Async(
+                        dst,
+                        u32::from_ne_bytes([a, b, c, d]),
+                        v.len,
+                        stream_raw,
+                    ),
+                    _ => return self.copy_from_host(stream, &vec![value; v.len]),
+                }
+            };
+            status
+                .result()
+                .map_err(|e| v.nv.classify("cuMemsetAsync", Some(stream), e))
+        }
+
+        /// Elements `range` as a [`SymView`] (symmetric as well).
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// # let buf = nv.alloc::<u8>(64)?;
+        /// let head = buf.view(..16)?;
+        /// assert!(buf.view(60..70).is_err());
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        pub fn view(&self, range: impl RangeBounds<usize>) -> Result<SymView<'_, T>> {
+            let v = self.as_sym_view();
+            let (start, len) = element_range(range, v.len)?;
+            if len == 0 {
+                return Err(Error::bad_size("an empty view of symmetric memory"));
+            }
+            // SAFETY: start + len <= self.len, so it stays in the allocation.
+            Ok(SymView {
+                ptr: unsafe { v.ptr.add(start) },
+                len,
+                nv: v.nv,
+            })
+        }
+
+        /// Element `index` as a one-element [`SymView`] (a signal word, say).
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// # let flags = nv.alloc_zeroed::<u64>(8)?;
+        /// let third = flags.at(2)?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        pub fn at(&self, index: usize) -> Result<SymView<'_, T>> {
+            self.view(index..=index)
+        }
+
+        /// The address of `pe`'s copy as this GPU can load and store it
+        /// directly (`nvshmem_ptr`): `Some` for this PE and peers reachable over
+        /// NVLink/PCIe P2P, `None` when only NVSHMEM's put/get reach it.
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// # let buf = nv.alloc::<f32>(8)?;
+        /// if let Some(peer) = buf.peer_ptr(nv.my_pe().ring_next(nv.n_pes()))? {
+        ///     // pass `peer` to a kernel that stores to it
+        /// }
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        pub fn peer_ptr(&self, pe: Pe) -> Result<Option<DevicePtr<T>>> {
+            let v = self.as_sym_view();
+            v.nv.check_active("peer_ptr")?;
+            v.nv.check_pe(pe)?;
+            // SAFETY: a symmetric address and a valid PE.
+            let p = unsafe { v.nv.lib.nvshmem_ptr(v.ptr.cast(), pe.to_c()) };
+            Ok((!p.is_null()).then(|| DevicePtr::new(p as u64)))
+        }
+    };
+}
+
+impl<T: Pod> SymBuffer<T> {
+    sym_memory_methods!();
+
+    /// Frees the buffer now. **Collective**, like its allocation; waits for
+    /// the GPU first so no queued work still uses it. Dropping does the same,
+    /// recording an error instead of returning it.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let buf = nv.alloc::<u8>(1024)?;
+    /// buf.free()?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn free(mut self) -> Result<()> {
+        self.free_now()
+    }
+
+    fn free_now(&mut self) -> Result<()> {
+        let ptr = std::mem::replace(&mut self.ptr, std::ptr::null_mut());
+        if !ptr.is_null() {
+            let charged = self
+                .size_bytes()
+                .next_multiple_of(MIN_ALIGN.max(std::mem::align_of::<T>()));
+            self.nv
+                .heap_used
+                .set(self.nv.heap_used.get().saturating_sub(charged));
+        }
+        if ptr.is_null() || self.nv.check_active("SymBuffer::free").is_err() {
+            // Already freed, or NVSHMEM finalized (which released the heap).
+            return Ok(());
+        }
+        if self.nv.poisoned() {
+            // NVSHMEM's free aborts the process on a faulted context.
+            return Ok(());
+        }
+        let synced = self.nv.sync_context();
+        if self.nv.poisoned() {
+            return synced;
+        }
+        // SAFETY: from nvshmem_align, freed once (the pointer is taken above);
+        // the collective rule is the caller's, as documented.
+        unsafe { self.nv.lib.nvshmem_free(ptr.cast()) };
+        synced
+    }
+}
+
+impl<T: Pod> Drop for SymBuffer<T> {
+    fn drop(&mut self) {
+        record_drop_error(self.free_now());
+    }
+}
+
+impl<'a, T: Pod> SymView<'a, T> {
+    sym_memory_methods!();
+
+    fn check_len(&self, what: &str, host_len: usize) -> Result<()> {
+        if host_len == self.len {
+            Ok(())
+        } else {
+            Err(Error::bad_size(format!(
+                "{what}: the host slice has {host_len} elements, the symmetric memory {}",
+                self.len
+            )))
+        }
+    }
+
+    /// Checks the state and the stream, and makes the context current.
+    pub(crate) fn enter(&self, stream: &CudaStream, what: &'static str) -> Result<()> {
+        self.nv.enter(what)?;
+        self.nv.check_stream(stream)
+    }
+
+    pub(crate) fn inner(&self) -> &'a Rc<Inner> {
+        self.nv
+    }
+
+    pub(crate) fn raw(&self) -> *mut T {
+        self.ptr
+    }
+
+    fn memset_bytes(&self, stream: &CudaStream, byte: u8) -> Result<()> {
+        self.enter(stream, "alloc_zeroed")?;
+        // SAFETY: the whole allocation, in bytes.
+        unsafe {
+            sys::cuMemsetD8Async(
+                self.ptr as sys::CUdeviceptr,
+                byte,
+                self.size_bytes(),
+                stream.cu_stream(),
+            )
+        }
+        .result()
+        .map_err(|e| self.nv.classify("cuMemsetD8Async", Some(stream), e))
+    }
+
+    fn wait(&self, stream: &CudaStream) -> Result<()> {
+        stream
+            .synchronize()
+            .map_err(|e| self.nv.classify("cuStreamSynchronize", Some(stream), e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_checked_before_nvshmem_sees_them() {
+        assert_eq!(byte_len::<f32>(10).unwrap(), 40);
+        assert!(matches!(byte_len::<f32>(0), Err(Error::BadSize { .. })));
+        assert!(matches!(byte_len::<()>(4), Err(Error::BadSize { .. })));
+        let err = byte_len::<u64>(usize::MAX / 4).unwrap_err();
+        assert!(err.to_string().contains("overflow"), "{err}");
+        assert!(byte_len::<u8>(isize::MAX as usize + 1).is_err());
+    }
+
+    #[test]
+    fn ranges_are_checked() {
+        assert_eq!(element_range(.., 10).unwrap(), (0, 10));
+        assert_eq!(element_range(2..5, 10).unwrap(), (2, 3));
+        assert_eq!(element_range(3..=3, 10).unwrap(), (3, 1));
+        assert_eq!(element_range(8.., 10).unwrap(), (8, 2));
+        for bad in [
+            element_range(5..11, 10),
+            element_range(11.., 10),
+            element_range(..=usize::MAX, 10),
+        ] {
+            assert!(matches!(bad, Err(Error::BadSize { .. })), "{bad:?}");
+        }
+        #[allow(clippy::reversed_empty_ranges)]
+        let reversed = element_range(6..2, 10);
+        assert!(reversed.is_err());
+    }
+
+    #[test]
+    fn device_ptr_is_a_plain_address() {
+        assert_eq!(std::mem::size_of::<DevicePtr<f64>>(), 8);
+        let p = DevicePtr::<u8>::new(0x1000);
+        assert_eq!(format!("{p:?}"), "DevicePtr(0x1000)");
+    }
+}

@@ -1,0 +1,790 @@
+//! Loading the builder's PTX or cubin, registered with NVSHMEM, and launching
+//! its kernels.
+//!
+//! A module with NVSHMEM device code holds NVSHMEM's device state
+//! (`nvshmemi_device_state_d`), which NVSHMEM fills in only when the module is
+//! registered (`nvshmemx_cumodule_init`); a kernel of an unregistered module
+//! reads a zeroed state and faults. So the only way to get a [`Module`] is
+//! [`Nvshmem::load_module`] (and its siblings), which checks the module's
+//! NVSHMEM version against the host library's and registers it, and the only
+//! way to get a [`Kernel`] is from a `Module`. A module without NVSHMEM code
+//! (no `nvshmemi_device_lib_version_d`) loads without registration.
+
+use crate::driver;
+use crate::error::{Error, Result};
+use crate::launch::{KernelArgs, LaunchConfig, check_co_resident, check_kernel_args};
+use crate::nvshmem::{Inner, Nvshmem, record_drop_error};
+use cudarc::driver::{CudaStream, DriverError, result, sys};
+use nvshmem_builder::manifest::{KernelInfo, Manifest};
+use nvshmem_builder::nvshmem::{Version, sm_number};
+use std::ffi::{CString, c_void};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// The global every NVSHMEM device library defines: `{major, minor, patch}` as i32s.
+const DEVICE_VERSION_GLOBAL: &str = "nvshmemi_device_lib_version_d";
+
+/// Which image of a manifest's module to load.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ModuleImage {
+    /// The cubin when the manifest has one for this GPU's architecture, else the PTX.
+    #[default]
+    Auto,
+    /// The PTX (the driver compiles it, which takes a moment).
+    Ptx,
+    /// The cubin; an error if there is none.
+    Cubin,
+}
+
+struct ModuleInner {
+    nv: Rc<Inner>,
+    module: sys::CUmodule,
+    what: String,
+    manifest: Manifest,
+    nvshmem: Option<Version>,
+}
+
+impl Drop for ModuleInner {
+    fn drop(&mut self) {
+        // After finalize, NVSHMEM has let go of the module, and the context
+        // stays, so only the unload is left.
+        if self.nv.poisoned() {
+            // The context is unusable after a kernel fault; leave the module to the process exit.
+            return;
+        }
+        let result = (|| {
+            self.nv
+                .ctx
+                .bind_to_thread()
+                .map_err(Error::driver("cuCtxSetCurrent"))?;
+            if self.nvshmem.is_some() && self.nv.check_active("Module").is_ok() {
+                // SAFETY: registered at load; finalized once, here.
+                let status = unsafe { self.nv.lib.nvshmemx_cumodule_finalize(self.module) };
+                if status != 0 {
+                    return Err(Error::NvshmemCall {
+                        call: "nvshmemx_cumodule_finalize",
+                        status,
+                    });
+                }
+            }
+            // SAFETY: loaded at load; unloaded once, here; no kernel of it is
+            // alive (kernels hold this module).
+            unsafe { result::module::unload(self.module) }.map_err(Error::driver("cuModuleUnload"))
+        })();
+        record_drop_error(result);
+    }
+}
+
+/// A loaded module: the kernels of one kernel crate, registered with NVSHMEM
+/// when it has NVSHMEM device code. Unloaded (and unregistered) when it and
+/// its kernels are dropped.
+///
+/// ```no_run
+/// use nvshmem_host::Nvshmem;
+/// let nv = Nvshmem::init()?;
+/// let module = nv.load_module("ptx/nvshmem-3.4.5/sm_90/kernels.json")?;
+/// let ring = module.kernel("ring_put")?;
+/// # Ok::<(), nvshmem_host::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Module {
+    inner: Rc<ModuleInner>,
+}
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Module")
+            .field("what", &self.inner.what)
+            .field("nvshmem", &self.inner.nvshmem.map(|v| v.to_string()))
+            .field("kernels", &self.inner.manifest.kernels.len())
+            .finish()
+    }
+}
+
+impl Nvshmem {
+    /// Loads the module described by a builder manifest (`<crate>.json`
+    /// beside the PTX), or by the one manifest in a folder. Checks the
+    /// manifest's and the module's NVSHMEM version against the host library's,
+    /// then registers it with NVSHMEM. Prefers the cubin when it matches this
+    /// GPU's architecture.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let module = nv.load_module("ptx/nvshmem-3.4.5/sm_90/kernels.json")?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn load_module(&self, manifest: impl AsRef<Path>) -> Result<Module> {
+        self.load_module_with(manifest, ModuleImage::Auto)
+    }
+
+    /// [`Nvshmem::load_module`] for the kernel crate `crate_name` in `dir`
+    /// (`dir/<crate_name>.json`, with `-` or `_`).
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let module = nv.load_module_in("ptx/nvshmem-3.4.5/sm_90", "kernels")?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn load_module_in(&self, dir: impl AsRef<Path>, crate_name: &str) -> Result<Module> {
+        let dir = dir.as_ref();
+        let candidates = [
+            crate_name.to_string(),
+            crate_name.replace('-', "_"),
+            crate_name.replace('_', "-"),
+        ];
+        let found = candidates
+            .iter()
+            .map(|n| dir.join(format!("{n}.json")))
+            .find(|p| p.is_file());
+        match found {
+            Some(path) => self.load_module(path),
+            None => Err(Error::ModuleLoad {
+                what: format!("`{crate_name}` in {}", dir.display()),
+                reason: format!(
+                    "there is no {crate_name}.json there; build the kernel crate with nvshmem-builder first"
+                ),
+            }),
+        }
+    }
+
+    /// [`Nvshmem::load_module`], choosing the image.
+    ///
+    /// ```no_run
+    /// use nvshmem_host::ModuleImage;
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let module = nv.load_module_with("ptx/nvshmem-3.4.5/sm_90/kernels.json", ModuleImage::Ptx)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn load_module_with(
+        &self,
+        manifest: impl AsRef<Path>,
+        image: ModuleImage,
+    ) -> Result<Module> {
+        let path = manifest_path(manifest.as_ref())?;
+        let manifest = Manifest::read(&path).map_err(|reason| Error::ModuleLoad {
+            what: path.display().to_string(),
+            reason,
+        })?;
+        self.check_manifest_version(&manifest, &path.display().to_string())?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let cubin = manifest
+            .cubin
+            .as_ref()
+            .map(|c| dir.join(c))
+            .filter(|p| p.is_file());
+        let arch_matches = Some(self.gpu_arch()?) == sm_number(&manifest.arch);
+        let file = match (image, cubin) {
+            (ModuleImage::Cubin, None) => {
+                return Err(Error::ModuleLoad {
+                    what: path.display().to_string(),
+                    reason: "the manifest names no cubin (or the file is missing): ptxas was not found when it was built".into(),
+                });
+            }
+            (ModuleImage::Cubin, Some(c)) => c,
+            (ModuleImage::Auto, Some(c)) if arch_matches => c,
+            _ => dir.join(&manifest.ptx),
+        };
+        let bytes = std::fs::read(&file).map_err(|e| Error::ModuleLoad {
+            what: file.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        self.load_image(bytes, manifest, file.display().to_string())
+    }
+
+    /// Loads a module from an image in memory (PTX text or a cubin, say from
+    /// `include_bytes!`) with its manifest. Checks and registers as
+    /// [`Nvshmem::load_module`] does.
+    ///
+    /// ```no_run
+    /// use nvshmem_builder::manifest::Manifest;
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let manifest = Manifest::read("kernels.json".as_ref()).unwrap();
+    /// let module = nv.load_module_image(include_bytes!("../../Cargo.toml"), manifest)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn load_module_image(&self, image: &[u8], manifest: Manifest) -> Result<Module> {
+        let what = format!("`{}` (image in memory)", manifest.crate_name);
+        self.check_manifest_version(&manifest, &what)?;
+        self.load_image(image.to_vec(), manifest, what)
+    }
+
+    fn check_manifest_version(&self, manifest: &Manifest, what: &str) -> Result<()> {
+        let built: Version =
+            manifest
+                .nvshmem_version
+                .parse()
+                .map_err(|reason| Error::ModuleLoad {
+                    what: what.to_string(),
+                    reason: format!("the manifest's nvshmem_version: {reason}"),
+                })?;
+        if built != self.version() {
+            return Err(Error::VersionMismatch {
+                what: format!("the manifest {what}"),
+                expected: built.to_string(),
+                found: self.version().to_string(),
+                library: self.library_path().to_path_buf(),
+            });
+        }
+        Ok(())
+    }
+
+    /// This GPU's `sm_NN` number.
+    fn gpu_arch(&self) -> Result<u32> {
+        self.inner.enter("Nvshmem::load_module")?;
+        let (major, minor) = self
+            .inner
+            .ctx
+            .compute_capability()
+            .map_err(Error::driver("cuDeviceGetAttribute"))?;
+        Ok(major as u32 * 10 + minor as u32)
+    }
+
+    fn load_image(&self, mut image: Vec<u8>, manifest: Manifest, what: String) -> Result<Module> {
+        self.inner.enter("Nvshmem::load_module")?;
+        let load_err = |reason: String| Error::ModuleLoad {
+            what: what.clone(),
+            reason,
+        };
+        let gpu = self.gpu_arch()?;
+        if let Some(built) = sm_number(&manifest.arch)
+            && built > gpu
+        {
+            return Err(load_err(format!(
+                "it was built for {}, newer than this GPU (sm_{gpu})",
+                manifest.arch
+            )));
+        }
+        // PTX is text that the driver reads up to a NUL; a cubin is an ELF file.
+        if !image.starts_with(b"\x7fELF") && image.last() != Some(&0) {
+            image.push(0);
+        }
+        let module = load_with_log(&image).map_err(load_err)?;
+        let unload = |e: Error| {
+            // SAFETY: loaded above and not handed out.
+            let _ = unsafe { result::module::unload(module) };
+            e
+        };
+
+        let nvshmem = device_version(module).map_err(|e| unload(load_err(e)))?;
+        if let Some(device) = nvshmem {
+            if device != self.version() {
+                return Err(unload(Error::VersionMismatch {
+                    what: format!("module {what} (its {DEVICE_VERSION_GLOBAL})"),
+                    expected: device.to_string(),
+                    found: self.version().to_string(),
+                    library: self.library_path().to_path_buf(),
+                }));
+            }
+            // SAFETY: NVSHMEM is initialized (enter) and the module is loaded
+            // in its context.
+            let status = unsafe { self.inner.lib.nvshmemx_cumodule_init(module) };
+            if status != 0 {
+                return Err(unload(Error::ModuleNotRegistered { what, status }));
+            }
+        }
+        Ok(Module {
+            inner: Rc::new(ModuleInner {
+                nv: self.inner.clone(),
+                module,
+                what,
+                manifest,
+                nvshmem,
+            }),
+        })
+    }
+}
+
+/// The manifest file: `path` itself, or the one `*.json` manifest in folder `path`.
+fn manifest_path(path: &Path) -> Result<PathBuf> {
+    let err = |reason: String| Error::ModuleLoad {
+        what: path.display().to_string(),
+        reason,
+    };
+    if !path.is_dir() {
+        return if path.is_file() {
+            Ok(path.to_path_buf())
+        } else {
+            Err(err("no such file".into()))
+        };
+    }
+    let entries = std::fs::read_dir(path).map_err(|e| err(e.to_string()))?;
+    let mut manifests: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && Manifest::read(p).is_ok())
+        .collect();
+    manifests.sort();
+    match manifests.len() {
+        1 => Ok(manifests.remove(0)),
+        0 => Err(err("the folder holds no builder manifest (*.json)".into())),
+        _ => Err(err(format!(
+            "the folder holds {} manifests; name one, or use load_module_in(dir, crate_name)",
+            manifests.len()
+        ))),
+    }
+}
+
+/// `cuModuleLoadDataEx` with the JIT's error log, so a PTX that does not
+/// compile says why.
+fn load_with_log(image: &[u8]) -> std::result::Result<sys::CUmodule, String> {
+    let mut log = vec![0u8; 16 << 10];
+    let mut options = [
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
+    let mut module = std::ptr::null_mut();
+    // SAFETY: the image is a NUL-terminated PTX or a cubin; the option arrays
+    // match, and the log buffer outlives the call.
+    let status = unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut module,
+            image.as_ptr().cast(),
+            options.len() as u32,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    status.result().map(|_| module).map_err(|e| {
+        let log = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(0)])
+            .trim()
+            .to_string();
+        if log.is_empty() {
+            e.to_string()
+        } else {
+            format!("{e}: {log}")
+        }
+    })
+}
+
+/// The NVSHMEM version compiled into a module, or `None` when it has no NVSHMEM code.
+fn device_version(module: sys::CUmodule) -> std::result::Result<Option<Version>, String> {
+    let name = CString::new(DEVICE_VERSION_GLOBAL).expect("no NUL in the name");
+    // SAFETY: a loaded module.
+    let (ptr, bytes) = match unsafe { result::module::get_global(module, name) } {
+        Ok(found) => found,
+        Err(DriverError(sys::cudaError_enum::CUDA_ERROR_NOT_FOUND)) => return Ok(None),
+        Err(e) => return Err(format!("reading {DEVICE_VERSION_GLOBAL}: {e}")),
+    };
+    if bytes < 12 {
+        return Err(format!(
+            "{DEVICE_VERSION_GLOBAL} is {bytes} bytes, not 3 x i32"
+        ));
+    }
+    let mut version = [0i32; 3];
+    // SAFETY: the global holds at least 12 bytes.
+    unsafe { result::memcpy_dtoh_sync(&mut version, ptr) }
+        .map_err(|e| format!("reading {DEVICE_VERSION_GLOBAL}: {e}"))?;
+    let part =
+        |v: i32| u32::try_from(v).map_err(|_| format!("{DEVICE_VERSION_GLOBAL} holds {version:?}"));
+    Ok(Some(Version {
+        major: part(version[0])?,
+        minor: part(version[1])?,
+        patch: part(version[2])?,
+    }))
+}
+
+impl Module {
+    /// The kernel `name`, with its parameters from the manifest.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// # let module = nv.load_module("kernels.json")?;
+    /// let k = module.kernel("ring_put")?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        let m = &self.inner;
+        m.nv.enter("Module::kernel")?;
+        let info = m
+            .manifest
+            .kernel(name)
+            .cloned()
+            .ok_or_else(|| Error::KernelNotFound {
+                kernel: name.into(),
+                module: m.what.clone(),
+                available: self.kernel_names().join(", "),
+            })?;
+        let cname = CString::new(name).map_err(|_| Error::KernelNotFound {
+            kernel: name.into(),
+            module: m.what.clone(),
+            available: self.kernel_names().join(", "),
+        })?;
+        // SAFETY: a loaded module.
+        let func =
+            unsafe { result::module::get_function(m.module, cname) }.map_err(|e| match e.0 {
+                sys::cudaError_enum::CUDA_ERROR_NOT_FOUND => Error::ModuleLoad {
+                    what: m.what.clone(),
+                    reason: format!(
+                        "the manifest lists `{name}` but the module has no such entry: rebuild it"
+                    ),
+                },
+                _ => Error::Driver {
+                    call: "cuModuleGetFunction",
+                    source: e,
+                },
+            })?;
+        Ok(Kernel {
+            module: self.inner.clone(),
+            func,
+            info,
+        })
+    }
+
+    /// The kernels the manifest lists.
+    pub fn kernel_names(&self) -> Vec<&str> {
+        self.inner
+            .manifest
+            .kernels
+            .iter()
+            .map(|k| k.name.as_str())
+            .collect()
+    }
+
+    /// The builder's manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.inner.manifest
+    }
+
+    /// The NVSHMEM version of the module's device code, when it has any (and
+    /// then it is registered with NVSHMEM).
+    pub fn nvshmem_version(&self) -> Option<Version> {
+        self.inner.nvshmem
+    }
+
+    /// Whether the module has NVSHMEM device code, registered with NVSHMEM.
+    pub fn is_registered(&self) -> bool {
+        self.inner.nvshmem.is_some()
+    }
+}
+
+/// A kernel of a loaded [`Module`] (which it keeps loaded).
+///
+/// Launching is `unsafe`: the runtime checks the arguments' count and sizes
+/// against the manifest, the launch shape, the stream, and co-residency for
+/// collective launches, but what the kernel does with its arguments (which
+/// memory it touches, how far) is the kernel's own contract.
+pub struct Kernel {
+    module: Rc<ModuleInner>,
+    func: sys::CUfunction,
+    info: KernelInfo,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.info.name)
+            .field("collective", &self.info.collective)
+            .finish()
+    }
+}
+
+impl Kernel {
+    /// The entry name.
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    /// Its parameters and properties from the manifest.
+    pub fn info(&self) -> &KernelInfo {
+        &self.info
+    }
+
+    /// Whether it calls NVSHMEM barriers or collectives, so needs
+    /// [`Kernel::launch_collective`].
+    pub fn is_collective(&self) -> bool {
+        self.info.collective
+    }
+
+    /// Launches `grid` blocks of `block` threads on `stream` with `args`.
+    /// Refused for a collective kernel ([`Error::CollectiveLaunchRequired`]).
+    ///
+    /// # Safety
+    /// The arguments must satisfy the kernel's own contract (the memory it
+    /// reads and writes through them must be valid for that, for as long as
+    /// it runs). Count and sizes are checked against the manifest.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// # let module = nv.load_module("kernels.json")?;
+    /// let n = 1 << 20;
+    /// let buf = nv.alloc::<f32>(n)?;
+    /// let k = module.kernel("scale")?;
+    /// unsafe { k.launch(nv.stream(), (n as u32).div_ceil(256), 256, (buf.sym_ptr(), n as u32))? };
+    /// nv.synchronize(nv.stream())?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub unsafe fn launch<A: KernelArgs>(
+        &self,
+        stream: &CudaStream,
+        grid: impl Into<crate::Dim3>,
+        block: impl Into<crate::Dim3>,
+        args: A,
+    ) -> Result<()> {
+        // SAFETY: the caller's.
+        unsafe { self.launch_with(stream, LaunchConfig::new(grid, block), args) }
+    }
+
+    /// [`Kernel::launch`] with a [`LaunchConfig`] (dynamic shared memory).
+    ///
+    /// # Safety
+    /// As [`Kernel::launch`].
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// # let k = nv.load_module("kernels.json")?.kernel("tile")?;
+    /// let cfg = nvshmem_host::LaunchConfig::new(132, 256).shared_mem_bytes(64 << 10);
+    /// unsafe { k.launch_with(nv.stream(), cfg, ())? };
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub unsafe fn launch_with<A: KernelArgs>(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        if self.info.collective {
+            return Err(Error::CollectiveLaunchRequired {
+                kernel: self.info.name.clone(),
+            });
+        }
+        self.prepare(stream, &config, &args)?;
+        let launched = args.with_params(|params| {
+            // SAFETY: a function of a loaded module, a stream of its context,
+            // arguments checked against the manifest; the rest is the caller's.
+            unsafe {
+                result::launch_kernel(
+                    self.func,
+                    (config.grid.x, config.grid.y, config.grid.z),
+                    (config.block.x, config.block.y, config.block.z),
+                    config.shared_mem_bytes,
+                    stream.cu_stream(),
+                    params,
+                )
+            }
+        });
+        self.finish(stream, launched)
+    }
+
+    /// Launches with every block resident at once (`cuLaunchCooperativeKernel`),
+    /// as kernels that call NVSHMEM barriers or collectives need. Checks first
+    /// that the grid fits on the GPU at once ([`Error::GridTooLarge`]
+    /// otherwise, rather than a hang).
+    ///
+    /// # Safety
+    /// As [`Kernel::launch`].
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// # let k = nv.load_module("kernels.json")?.kernel("allreduce")?;
+    /// let blocks = k.max_collective_blocks(256, 0)?.min(132);
+    /// unsafe { k.launch_collective(nv.stream(), blocks, 256, ())? };
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub unsafe fn launch_collective<A: KernelArgs>(
+        &self,
+        stream: &CudaStream,
+        grid: impl Into<crate::Dim3>,
+        block: impl Into<crate::Dim3>,
+        args: A,
+    ) -> Result<()> {
+        // SAFETY: the caller's.
+        unsafe { self.launch_collective_with(stream, LaunchConfig::new(grid, block), args) }
+    }
+
+    /// [`Kernel::launch_collective`] with a [`LaunchConfig`].
+    ///
+    /// # Safety
+    /// As [`Kernel::launch`].
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// # let k = nv.load_module("kernels.json")?.kernel("allreduce")?;
+    /// unsafe { k.launch_collective_with(nv.stream(), nvshmem_host::LaunchConfig::new(4, 128), ())? };
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub unsafe fn launch_collective_with<A: KernelArgs>(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        self.prepare(stream, &config, &args)?;
+        let nv = &self.module.nv;
+        let cooperative = nv
+            .ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)
+            .map_err(Error::driver("cuDeviceGetAttribute"))?;
+        if cooperative == 0 {
+            return Err(Error::InvalidArgument {
+                reason: format!(
+                    "kernel `{}`: this GPU does not support cooperative launches",
+                    self.info.name
+                ),
+            });
+        }
+        let (per_sm, sms) = self.occupancy(config.block.count() as u32, config.shared_mem_bytes)?;
+        check_co_resident(
+            &self.info.name,
+            config.grid.count(),
+            config.block.count() as u32,
+            per_sm,
+            sms,
+        )?;
+        let launched = args.with_params(|params| {
+            // SAFETY: as in launch_with.
+            unsafe {
+                result::launch_cooperative_kernel(
+                    self.func,
+                    (config.grid.x, config.grid.y, config.grid.z),
+                    (config.block.x, config.block.y, config.block.z),
+                    config.shared_mem_bytes,
+                    stream.cu_stream(),
+                    params,
+                )
+            }
+        });
+        self.finish(stream, launched)
+    }
+
+    /// The most blocks of `block` threads (with `shared_mem_bytes` of dynamic
+    /// shared memory each) that can be resident at once: the largest grid
+    /// [`Kernel::launch_collective`] accepts.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// # let k = nv.load_module("kernels.json")?.kernel("allreduce")?;
+    /// println!("up to {} blocks", k.max_collective_blocks(256, 0)?);
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn max_collective_blocks(
+        &self,
+        block: impl Into<crate::Dim3>,
+        shared_mem_bytes: u32,
+    ) -> Result<u32> {
+        self.module.nv.enter("Kernel::max_collective_blocks")?;
+        let config = LaunchConfig::new(1, block).shared_mem_bytes(shared_mem_bytes);
+        config.check(&self.info.name)?;
+        self.set_shared_mem(shared_mem_bytes)?;
+        let (per_sm, sms) = self.occupancy(config.block.count() as u32, shared_mem_bytes)?;
+        Ok(per_sm.saturating_mul(sms))
+    }
+
+    /// Blocks per SM for this block size, and the SM count.
+    fn occupancy(&self, threads: u32, shared_mem_bytes: u32) -> Result<(u32, u32)> {
+        // SAFETY: a function of a loaded module.
+        let per_sm = unsafe {
+            result::occupancy::max_active_block_per_multiprocessor(
+                self.func,
+                threads as i32,
+                shared_mem_bytes as usize,
+            )
+        }
+        .map_err(Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?;
+        let sms = self
+            .module
+            .nv
+            .ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(Error::driver("cuDeviceGetAttribute"))?;
+        Ok((per_sm.max(0) as u32, sms.max(0) as u32))
+    }
+
+    /// More than 48 KiB of dynamic shared memory must be opted into per function.
+    fn set_shared_mem(&self, bytes: u32) -> Result<()> {
+        if bytes > 48 << 10 {
+            // SAFETY: a function of a loaded module; a valid attribute.
+            unsafe {
+                result::function::set_function_attribute(
+                    self.func,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes as i32,
+                )
+            }
+            .map_err(|source| Error::LaunchFailed {
+                kernel: self.info.name.clone(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The checks every launch makes.
+    fn prepare<A: KernelArgs>(
+        &self,
+        stream: &CudaStream,
+        config: &LaunchConfig,
+        args: &A,
+    ) -> Result<()> {
+        let nv = &self.module.nv;
+        nv.enter("Kernel::launch")?;
+        nv.check_stream(stream)?;
+        config.check(&self.info.name)?;
+        check_kernel_args(&self.info, args)?;
+        self.set_shared_mem(config.shared_mem_bytes)
+    }
+
+    /// Turns the launch's driver status into the runtime's error, and records
+    /// the kernel so that a later fault on the stream can name it.
+    fn finish(
+        &self,
+        stream: &CudaStream,
+        launched: std::result::Result<(), DriverError>,
+    ) -> Result<()> {
+        let nv = &self.module.nv;
+        match launched {
+            Ok(()) => {
+                nv.record_launch(stream, &self.info.name);
+                Ok(())
+            }
+            // A sticky fault reported here comes from an earlier kernel.
+            Err(e) if driver::is_kernel_fault(&e) => {
+                Err(nv.classify("cuLaunchKernel", Some(stream), e))
+            }
+            Err(source) => Err(Error::LaunchFailed {
+                kernel: self.info.name.clone(),
+                source,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_paths_are_resolved_or_explained() {
+        let dir =
+            std::env::temp_dir().join(format!("nvshmem-host-manifests-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let err = manifest_path(&dir).unwrap_err();
+        assert!(err.to_string().contains("no builder manifest"), "{err}");
+
+        let manifest = r#"{"format":1,"crate_name":"k","nvshmem_version":"3.4.5","arch":"sm_90",
+            "ptx_isa":"8.3","ptx":"k.ptx","cubin":null,"kernels":[]}"#;
+        std::fs::write(dir.join("k.json"), manifest).unwrap();
+        std::fs::write(dir.join("other.json"), "{}").unwrap(); // not a manifest
+        assert_eq!(manifest_path(&dir).unwrap(), dir.join("k.json"));
+        assert_eq!(
+            manifest_path(&dir.join("k.json")).unwrap(),
+            dir.join("k.json")
+        );
+
+        std::fs::write(dir.join("k2.json"), manifest).unwrap();
+        assert!(
+            manifest_path(&dir)
+                .unwrap_err()
+                .to_string()
+                .contains("2 manifests")
+        );
+        assert!(
+            manifest_path(&dir.join("missing.json"))
+                .unwrap_err()
+                .to_string()
+                .contains("no such file")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

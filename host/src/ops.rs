@@ -1,0 +1,672 @@
+//! NVSHMEM operations issued from the host: stream-ordered (`*_on_stream`, the
+//! usual way, ordered with kernels on the same stream) and host-blocking.
+
+use crate::error::{Error, Result};
+use crate::library::HostLibrary;
+use crate::memory::{AsSymView, SymView};
+use crate::nvshmem::{Nvshmem, Team};
+use bytemuck::Pod;
+use cudarc::driver::CudaStream;
+use nvshmem_device::Pe;
+
+/// How a signal word is updated by a put-with-signal or a signal op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SignalOp {
+    /// `NVSHMEM_SIGNAL_SET`: the signal becomes the value.
+    Set,
+    /// `NVSHMEM_SIGNAL_ADD`: the value is added to the signal.
+    Add,
+}
+
+impl SignalOp {
+    fn to_c(self) -> i32 {
+        use crate::sys::v3_4_5 as c;
+        // Same values in every supported version (sys tests).
+        match self {
+            SignalOp::Set => c::NVSHMEM_SIGNAL_SET as i32,
+            SignalOp::Add => c::NVSHMEM_SIGNAL_ADD as i32,
+        }
+    }
+}
+
+/// A comparison for waits (`NVSHMEM_CMP_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Cmp {
+    /// Equal.
+    Eq,
+    /// Not equal.
+    Ne,
+    /// Greater than.
+    Gt,
+    /// Greater than or equal.
+    Ge,
+    /// Less than.
+    Lt,
+    /// Less than or equal.
+    Le,
+}
+
+impl Cmp {
+    fn to_c(self) -> i32 {
+        use crate::sys::v3_4_5 as c;
+        (match self {
+            Cmp::Eq => c::NVSHMEM_CMP_EQ,
+            Cmp::Ne => c::NVSHMEM_CMP_NE,
+            Cmp::Gt => c::NVSHMEM_CMP_GT,
+            Cmp::Ge => c::NVSHMEM_CMP_GE,
+            Cmp::Lt => c::NVSHMEM_CMP_LT,
+            Cmp::Le => c::NVSHMEM_CMP_LE,
+        }) as i32
+    }
+}
+
+/// Checks a stream operation's arguments and makes the context current.
+fn enter_on(nv: &Nvshmem, stream: &CudaStream, what: &'static str) -> Result<()> {
+    nv.inner.enter(what)?;
+    nv.inner.check_stream(stream)
+}
+
+/// Checks that `view` belongs to this `Nvshmem` (not a finalized earlier one).
+fn own<'a, T: Pod>(
+    nv: &Nvshmem,
+    view: SymView<'a, T>,
+    what: &'static str,
+) -> Result<SymView<'a, T>> {
+    if std::rc::Rc::ptr_eq(view.inner(), &nv.inner) {
+        Ok(view)
+    } else {
+        Err(Error::Finalized { what })
+    }
+}
+
+fn same_len<T: Pod>(what: &str, dst: &SymView<'_, T>, src: &SymView<'_, T>) -> Result<()> {
+    if dst.len() == src.len() {
+        Ok(())
+    } else {
+        Err(Error::bad_size(format!(
+            "{what}: destination has {} elements, source {}",
+            dst.len(),
+            src.len()
+        )))
+    }
+}
+
+fn signal_word<'a>(
+    nv: &Nvshmem,
+    signal: &'a impl AsSymView<u64>,
+    what: &'static str,
+) -> Result<SymView<'a, u64>> {
+    let sig = own(nv, signal.as_sym_view(), what)?;
+    if sig.len() != 1 {
+        return Err(Error::bad_size(format!(
+            "{what}: a signal is one u64, but {} were given; pick one with SymBuffer::at",
+            sig.len()
+        )));
+    }
+    Ok(sig)
+}
+
+/// Generates the stream-ordered collectives that take only a stream.
+macro_rules! collective_on_stream {
+    ($($(#[$doc:meta])* $name:ident => $ffi:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self, stream: &CudaStream) -> Result<()> {
+            enter_on(self, stream, stringify!($name))?;
+            // SAFETY: initialized; a stream of this context. The collective
+            // rule (every PE calls it) is NVSHMEM's, as documented.
+            unsafe { self.inner.lib.$ffi(stream.cu_stream()) };
+            Ok(())
+        }
+    )*};
+}
+
+/// Generates the put and get variants: (dest, source) in the C argument order.
+macro_rules! rma_on_stream {
+    ($($(#[$doc:meta])* $name:ident => $ffi:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name<T: Pod>(
+            &self,
+            stream: &CudaStream,
+            dst: &impl AsSymView<T>,
+            src: &impl AsSymView<T>,
+            pe: Pe,
+        ) -> Result<()> {
+            enter_on(self, stream, stringify!($name))?;
+            self.inner.check_pe(pe)?;
+            let (dst, src) = (own(self, dst.as_sym_view(), stringify!($name))?, own(self, src.as_sym_view(), stringify!($name))?);
+            same_len(stringify!($name), &dst, &src)?;
+            // SAFETY: both are symmetric ranges of equal length in this PE's
+            // heap; `pe` is valid.
+            unsafe {
+                self.inner.lib.$ffi(dst.raw().cast(), src.raw().cast(), dst.size_bytes(), pe.to_c(), stream.cu_stream())
+            };
+            Ok(())
+        }
+    )*};
+}
+
+impl Nvshmem {
+    collective_on_stream! {
+        /// `nvshmemx_barrier_all_on_stream`: when the stream reaches it, waits
+        /// until every PE's stream has, with all their earlier puts complete.
+        /// **Collective.**
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// nv.barrier_all_on_stream(nv.stream())?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        barrier_all_on_stream => nvshmemx_barrier_all_on_stream;
+        /// `nvshmemx_sync_all_on_stream`: like the barrier, without completing
+        /// puts first. **Collective.**
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// nv.sync_all_on_stream(nv.stream())?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        sync_all_on_stream => nvshmemx_sync_all_on_stream;
+        /// `nvshmemx_quiet_on_stream`: completes this PE's earlier puts,
+        /// gets and atomics, in stream order.
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// nv.quiet_on_stream(nv.stream())?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        quiet_on_stream => nvshmemx_quiet_on_stream;
+    }
+
+    rma_on_stream! {
+        /// `nvshmemx_putmem_on_stream`: copies this PE's `src` into `pe`'s `dst`
+        /// (same length), in stream order; complete when the stream passes it.
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// let (src, dst) = (nv.alloc_from(&[1u32; 64])?, nv.alloc_zeroed::<u32>(64)?);
+        /// let next = nv.my_pe().ring_next(nv.n_pes());
+        /// nv.put_on_stream(nv.stream(), &dst, &src, next)?;
+        /// nv.barrier_all_on_stream(nv.stream())?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        put_on_stream => nvshmemx_putmem_on_stream;
+        /// `nvshmemx_getmem_on_stream`: copies `pe`'s `src` into this PE's `dst`.
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// # let (src, dst) = (nv.alloc_from(&[1u32; 64])?, nv.alloc_zeroed::<u32>(64)?);
+        /// nv.get_on_stream(nv.stream(), &dst, &src, nvshmem_host::Pe::new(0))?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        get_on_stream => nvshmemx_getmem_on_stream;
+        /// `nvshmemx_putmem_nbi_on_stream`: a put that completes at the next
+        /// quiet or barrier rather than in stream order.
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// # let (src, dst) = (nv.alloc_from(&[1u32; 64])?, nv.alloc_zeroed::<u32>(64)?);
+        /// nv.put_nbi_on_stream(nv.stream(), &dst, &src, nv.my_pe())?;
+        /// nv.quiet_on_stream(nv.stream())?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        put_nbi_on_stream => nvshmemx_putmem_nbi_on_stream;
+        /// `nvshmemx_getmem_nbi_on_stream`: a get that completes at the next quiet.
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// # let (src, dst) = (nv.alloc_from(&[1u32; 64])?, nv.alloc_zeroed::<u32>(64)?);
+        /// nv.get_nbi_on_stream(nv.stream(), &dst, &src, nv.my_pe())?;
+        /// nv.quiet_on_stream(nv.stream())?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        get_nbi_on_stream => nvshmemx_getmem_nbi_on_stream;
+    }
+
+    /// `nvshmemx_putmem_signal_on_stream`: puts `src` into `pe`'s `dst`, then
+    /// updates `pe`'s `signal` word (one `u64`, see [`SymBuffer::at`](crate::SymBuffer::at))
+    /// with `op` and `value`, so that the receiver can wait on the signal.
+    ///
+    /// ```no_run
+    /// use nvshmem_host::{Cmp, SignalOp};
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// # let (src, dst) = (nv.alloc_from(&[1u32; 64])?, nv.alloc_zeroed::<u32>(64)?);
+    /// let signal = nv.alloc_zeroed::<u64>(1)?;
+    /// let next = nv.my_pe().ring_next(nv.n_pes());
+    /// nv.put_signal_on_stream(nv.stream(), &dst, &src, &signal, 1, SignalOp::Set, next)?;
+    /// nv.signal_wait_until_on_stream(nv.stream(), &signal, Cmp::Eq, 1)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn put_signal_on_stream<T: Pod>(
+        &self,
+        stream: &CudaStream,
+        dst: &impl AsSymView<T>,
+        src: &impl AsSymView<T>,
+        signal: &impl AsSymView<u64>,
+        value: u64,
+        op: SignalOp,
+        pe: Pe,
+    ) -> Result<()> {
+        self.put_signal(
+            stream,
+            dst.as_sym_view(),
+            src.as_sym_view(),
+            signal,
+            value,
+            op,
+            pe,
+            false,
+        )
+    }
+
+    /// `nvshmemx_putmem_signal_nbi_on_stream`: [`Nvshmem::put_signal_on_stream`]
+    /// that completes at the next quiet or barrier rather than in stream order
+    /// (the signal still arrives after the data).
+    ///
+    /// ```no_run
+    /// use nvshmem_host::SignalOp;
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// # let (src, dst) = (nv.alloc_from(&[1u32; 64])?, nv.alloc_zeroed::<u32>(64)?);
+    /// # let signal = nv.alloc_zeroed::<u64>(1)?;
+    /// nv.put_signal_nbi_on_stream(nv.stream(), &dst, &src, &signal, 1, SignalOp::Add, nv.my_pe())?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn put_signal_nbi_on_stream<T: Pod>(
+        &self,
+        stream: &CudaStream,
+        dst: &impl AsSymView<T>,
+        src: &impl AsSymView<T>,
+        signal: &impl AsSymView<u64>,
+        value: u64,
+        op: SignalOp,
+        pe: Pe,
+    ) -> Result<()> {
+        self.put_signal(
+            stream,
+            dst.as_sym_view(),
+            src.as_sym_view(),
+            signal,
+            value,
+            op,
+            pe,
+            true,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn put_signal<T: Pod>(
+        &self,
+        stream: &CudaStream,
+        dst: SymView<'_, T>,
+        src: SymView<'_, T>,
+        signal: &impl AsSymView<u64>,
+        value: u64,
+        op: SignalOp,
+        pe: Pe,
+        nbi: bool,
+    ) -> Result<()> {
+        const WHAT: &str = "put_signal_on_stream";
+        enter_on(self, stream, WHAT)?;
+        self.inner.check_pe(pe)?;
+        let (dst, src) = (own(self, dst, WHAT)?, own(self, src, WHAT)?);
+        same_len(WHAT, &dst, &src)?;
+        let sig = signal_word(self, signal, WHAT)?;
+        let lib = self.inner.lib;
+        let put = if nbi {
+            HostLibrary::nvshmemx_putmem_signal_nbi_on_stream
+        } else {
+            HostLibrary::nvshmemx_putmem_signal_on_stream
+        };
+        // SAFETY: symmetric ranges of equal length, a symmetric u64, a valid PE.
+        unsafe {
+            put(
+                lib,
+                dst.raw().cast(),
+                src.raw().cast(),
+                dst.size_bytes(),
+                sig.raw(),
+                value,
+                op.to_c(),
+                pe.to_c(),
+                stream.cu_stream(),
+            )
+        };
+        Ok(())
+    }
+
+    /// `nvshmemx_signal_op_on_stream`: updates `pe`'s `signal` word with `op`
+    /// and `value`, in stream order.
+    ///
+    /// ```no_run
+    /// # use nvshmem_host::SignalOp;
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let signal = nv.alloc_zeroed::<u64>(1)?;
+    /// nv.signal_op_on_stream(nv.stream(), &signal, 1, SignalOp::Add, nv.my_pe())?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn signal_op_on_stream(
+        &self,
+        stream: &CudaStream,
+        signal: &impl AsSymView<u64>,
+        value: u64,
+        op: SignalOp,
+        pe: Pe,
+    ) -> Result<()> {
+        const WHAT: &str = "signal_op_on_stream";
+        enter_on(self, stream, WHAT)?;
+        self.inner.check_pe(pe)?;
+        let sig = signal_word(self, signal, WHAT)?;
+        // SAFETY: a symmetric u64 and a valid PE.
+        unsafe {
+            self.inner.lib.nvshmemx_signal_op_on_stream(
+                sig.raw(),
+                value,
+                op.to_c(),
+                pe.to_c(),
+                stream.cu_stream(),
+            )
+        };
+        Ok(())
+    }
+
+    /// `nvshmemx_signal_wait_until_on_stream`: the stream waits until this
+    /// PE's `signal` word compares true with `value`.
+    ///
+    /// Refused with [`Error::Unsupported`] in limited MPG ([`Nvshmem::limited_mpg`]:
+    /// several PEs on one GPU without MPS), where NVSHMEM would end the process.
+    ///
+    /// ```no_run
+    /// # use nvshmem_host::Cmp;
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// # let signal = nv.alloc_zeroed::<u64>(1)?;
+    /// nv.signal_wait_until_on_stream(nv.stream(), &signal, Cmp::Ge, 1)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn signal_wait_until_on_stream(
+        &self,
+        stream: &CudaStream,
+        signal: &impl AsSymView<u64>,
+        cmp: Cmp,
+        value: u64,
+    ) -> Result<()> {
+        const WHAT: &str = "signal_wait_until_on_stream";
+        enter_on(self, stream, WHAT)?;
+        let sig = signal_word(self, signal, WHAT)?;
+        self.inner.check_full_mpg(WHAT)?;
+        // SAFETY: a symmetric u64 of this PE.
+        unsafe {
+            self.inner.lib.nvshmemx_signal_wait_until_on_stream(
+                sig.raw(),
+                cmp.to_c(),
+                value,
+                stream.cu_stream(),
+            )
+        };
+        Ok(())
+    }
+
+    /// `nvshmemx_broadcastmem_on_stream` over every PE: `root`'s `src` lands in
+    /// every PE's `dst` (same length). **Collective.**
+    ///
+    /// Refused with [`Error::Unsupported`] in limited MPG ([`Nvshmem::limited_mpg`]:
+    /// several PEs on one GPU without MPS), where NVSHMEM would end the process.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// # let (src, dst) = (nv.alloc_from(&[1u32; 64])?, nv.alloc_zeroed::<u32>(64)?);
+    /// nv.broadcast_on_stream(nv.stream(), &dst, &src, nvshmem_host::Pe::new(0))?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn broadcast_on_stream<T: Pod>(
+        &self,
+        stream: &CudaStream,
+        dst: &impl AsSymView<T>,
+        src: &impl AsSymView<T>,
+        root: Pe,
+    ) -> Result<()> {
+        const WHAT: &str = "broadcast_on_stream";
+        enter_on(self, stream, WHAT)?;
+        self.inner.check_pe(root)?;
+        let (dst, src) = (
+            own(self, dst.as_sym_view(), WHAT)?,
+            own(self, src.as_sym_view(), WHAT)?,
+        );
+        same_len(WHAT, &dst, &src)?;
+        self.inner.check_full_mpg(WHAT)?;
+        // SAFETY: symmetric ranges of equal length; a valid root.
+        let status = unsafe {
+            self.inner.lib.nvshmemx_broadcastmem_on_stream(
+                Team::World.to_c(),
+                dst.raw().cast(),
+                src.raw().cast(),
+                dst.size_bytes(),
+                root.to_c(),
+                stream.cu_stream(),
+            )
+        };
+        check_status("nvshmemx_broadcastmem_on_stream", status)
+    }
+
+    /// `nvshmemx_fcollectmem_on_stream` over every PE: each PE's `src` lands
+    /// at offset `pe * src.len()` of every PE's `dst` (`n_pes * src.len()`
+    /// elements). **Collective.**
+    ///
+    /// Refused with [`Error::Unsupported`] in limited MPG ([`Nvshmem::limited_mpg`]:
+    /// several PEs on one GPU without MPS), where NVSHMEM would end the process.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let mine = nv.alloc_from(&[nv.my_pe().index(); 4])?;
+    /// let all = nv.alloc_zeroed::<u32>(4 * nv.n_pes() as usize)?;
+    /// nv.fcollect_on_stream(nv.stream(), &all, &mine)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn fcollect_on_stream<T: Pod>(
+        &self,
+        stream: &CudaStream,
+        dst: &impl AsSymView<T>,
+        src: &impl AsSymView<T>,
+    ) -> Result<()> {
+        const WHAT: &str = "fcollect_on_stream";
+        enter_on(self, stream, WHAT)?;
+        let (dst, src) = (
+            own(self, dst.as_sym_view(), WHAT)?,
+            own(self, src.as_sym_view(), WHAT)?,
+        );
+        self.check_gathered(WHAT, &dst, &src)?;
+        self.inner.check_full_mpg(WHAT)?;
+        // SAFETY: dst holds n_pes blocks of src's size.
+        let status = unsafe {
+            self.inner.lib.nvshmemx_fcollectmem_on_stream(
+                Team::World.to_c(),
+                dst.raw().cast(),
+                src.raw().cast(),
+                src.size_bytes(),
+                stream.cu_stream(),
+            )
+        };
+        check_status("nvshmemx_fcollectmem_on_stream", status)
+    }
+
+    /// `nvshmemx_alltoallmem_on_stream` over every PE: block `j` of PE `i`'s
+    /// `src` lands in block `i` of PE `j`'s `dst`; both hold `n_pes` blocks of
+    /// equal size. **Collective.**
+    ///
+    /// Refused with [`Error::Unsupported`] in limited MPG ([`Nvshmem::limited_mpg`]:
+    /// several PEs on one GPU without MPS), where NVSHMEM would end the process.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let n = nv.n_pes() as usize;
+    /// let (src, dst) = (nv.alloc_zeroed::<f32>(8 * n)?, nv.alloc_zeroed::<f32>(8 * n)?);
+    /// nv.alltoall_on_stream(nv.stream(), &dst, &src)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn alltoall_on_stream<T: Pod>(
+        &self,
+        stream: &CudaStream,
+        dst: &impl AsSymView<T>,
+        src: &impl AsSymView<T>,
+    ) -> Result<()> {
+        const WHAT: &str = "alltoall_on_stream";
+        enter_on(self, stream, WHAT)?;
+        let (dst, src) = (
+            own(self, dst.as_sym_view(), WHAT)?,
+            own(self, src.as_sym_view(), WHAT)?,
+        );
+        same_len(WHAT, &dst, &src)?;
+        let n = self.n_pes() as usize;
+        if src.len() % n != 0 {
+            return Err(Error::bad_size(format!(
+                "{WHAT}: {} elements do not split into {n} equal blocks",
+                src.len()
+            )));
+        }
+        self.inner.check_full_mpg(WHAT)?;
+        // SAFETY: both hold n_pes blocks of size_bytes / n_pes.
+        let status = unsafe {
+            self.inner.lib.nvshmemx_alltoallmem_on_stream(
+                Team::World.to_c(),
+                dst.raw().cast(),
+                src.raw().cast(),
+                src.size_bytes() / n,
+                stream.cu_stream(),
+            )
+        };
+        check_status("nvshmemx_alltoallmem_on_stream", status)
+    }
+
+    /// `nvshmemx_barrier_on_stream` over `team`: a barrier among its PEs, with
+    /// their puts complete. **Collective over the team.**
+    ///
+    /// Refused with [`Error::Unsupported`] in limited MPG ([`Nvshmem::limited_mpg`]:
+    /// several PEs on one GPU without MPS), where NVSHMEM would end the process.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// nv.team_barrier_on_stream(nv.stream(), nvshmem_host::Team::Node)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn team_barrier_on_stream(&self, stream: &CudaStream, team: Team) -> Result<()> {
+        enter_on(self, stream, "team_barrier_on_stream")?;
+        self.inner.check_full_mpg("team_barrier_on_stream")?;
+        // SAFETY: a predefined team and a stream of this context.
+        let status = unsafe {
+            self.inner
+                .lib
+                .nvshmemx_barrier_on_stream(team.to_c(), stream.cu_stream())
+        };
+        check_status("nvshmemx_barrier_on_stream", status)
+    }
+
+    /// `nvshmemx_team_sync_on_stream`: a sync among `team`'s PEs.
+    /// **Collective over the team.**
+    ///
+    /// Refused with [`Error::Unsupported`] in limited MPG ([`Nvshmem::limited_mpg`]:
+    /// several PEs on one GPU without MPS), where NVSHMEM would end the process.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// nv.team_sync_on_stream(nv.stream(), nvshmem_host::Team::World)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn team_sync_on_stream(&self, stream: &CudaStream, team: Team) -> Result<()> {
+        enter_on(self, stream, "team_sync_on_stream")?;
+        self.inner.check_full_mpg("team_sync_on_stream")?;
+        // SAFETY: as above.
+        let status = unsafe {
+            self.inner
+                .lib
+                .nvshmemx_team_sync_on_stream(team.to_c(), stream.cu_stream())
+        };
+        check_status("nvshmemx_team_sync_on_stream", status)
+    }
+
+    fn check_gathered<T: Pod>(
+        &self,
+        what: &str,
+        dst: &SymView<'_, T>,
+        src: &SymView<'_, T>,
+    ) -> Result<()> {
+        let want = src.len().checked_mul(self.n_pes() as usize);
+        if want == Some(dst.len()) {
+            Ok(())
+        } else {
+            Err(Error::bad_size(format!(
+                "{what}: the destination needs n_pes ({}) x {} elements, it has {}",
+                self.n_pes(),
+                src.len(),
+                dst.len()
+            )))
+        }
+    }
+
+    /// `nvshmem_barrier_all`, from the host: waits for every PE, with all
+    /// puts complete. Blocks this thread. **Collective.**
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// nv.barrier_all()?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn barrier_all(&self) -> Result<()> {
+        self.inner.enter("barrier_all")?;
+        // SAFETY: initialized.
+        unsafe { self.inner.lib.nvshmem_barrier_all() };
+        Ok(())
+    }
+
+    /// `nvshmem_sync_all`, from the host: waits for every PE. **Collective.**
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// nv.sync_all()?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn sync_all(&self) -> Result<()> {
+        self.inner.enter("sync_all")?;
+        // SAFETY: initialized.
+        unsafe { self.inner.lib.nvshmem_sync_all() };
+        Ok(())
+    }
+
+    /// `nvshmem_quiet`, from the host: completes this PE's host-issued operations.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// nv.quiet()?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn quiet(&self) -> Result<()> {
+        self.inner.enter("quiet")?;
+        // SAFETY: initialized.
+        unsafe { self.inner.lib.nvshmem_quiet() };
+        Ok(())
+    }
+}
+
+fn check_status(call: &'static str, status: i32) -> Result<()> {
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(Error::NvshmemCall { call, status })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enums_map_to_the_header_constants() {
+        assert_eq!(SignalOp::Set.to_c(), 9);
+        assert_eq!(SignalOp::Add.to_c(), 10);
+        assert_eq!(
+            [Cmp::Eq, Cmp::Ne, Cmp::Gt, Cmp::Le, Cmp::Lt, Cmp::Ge].map(Cmp::to_c),
+            [0, 1, 2, 3, 4, 5]
+        );
+        assert_eq!(Team::World.to_c(), 0);
+        assert_eq!(Team::Node.to_c(), 2);
+    }
+}

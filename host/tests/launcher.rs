@@ -1,0 +1,617 @@
+//! Tests of the `nvshmem-run` binary with small shell programs as PEs. They
+//! need no GPU and no NVSHMEM: each passes a made-up unique id with
+//! `--uniqueid` (except `creates_a_unique_id_or_says_why_not`, which accepts
+//! both outcomes).
+
+use std::borrow::BorrowMut;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nvshmem-run");
+/// No test should take anywhere near this long; past it the launcher is hung.
+const HANG: Duration = Duration::from_secs(20);
+
+fn uid() -> String {
+    "0123456789abcdef".repeat(16)
+}
+
+/// `nvshmem-run --uniqueid <uid> ARGS…`
+fn launcher(args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("--uniqueid").arg(uid()).args(args);
+    cmd
+}
+
+struct Ran {
+    code: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: String,
+    elapsed: Duration,
+}
+
+impl Ran {
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+}
+
+fn start(mut cmd: impl BorrowMut<Command>) -> Child {
+    cmd.borrow_mut()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start nvshmem-run")
+}
+
+/// Waits for a started launcher (killing it after [`HANG`]) and collects its output.
+fn finish(mut child: Child, started: Instant) -> Ran {
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out = thread::spawn(move || {
+        let mut v = Vec::new();
+        out.read_to_end(&mut v).unwrap();
+        v
+    });
+    let err = thread::spawn(move || {
+        let mut v = Vec::new();
+        err.read_to_end(&mut v).unwrap();
+        v
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > HANG {
+            let _ = child.kill();
+            panic!("nvshmem-run did not finish within {HANG:?}");
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = started.elapsed();
+    let stdout = out.join().unwrap();
+    let stderr = String::from_utf8_lossy(&err.join().unwrap()).into_owned();
+    Ran {
+        code: status.code(),
+        stdout,
+        stderr,
+        elapsed,
+    }
+}
+
+fn run(cmd: impl BorrowMut<Command>) -> Ran {
+    let started = Instant::now();
+    finish(start(cmd), started)
+}
+
+/// A fresh path in the temporary folder, removed when this drops.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str) -> TempFile {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        let path = std::env::temp_dir().join(format!(
+            "nvshmem-run-test-{}-{n}-{name}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&path);
+        TempFile(path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+impl std::ops::Deref for TempFile {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempFile {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+fn read_pids(path: &Path) -> Vec<i32> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|p| p.parse().expect("a pid"))
+        .collect()
+}
+
+/// Whether `pid` is a running (not dead, not zombie) process.
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses.
+        Ok(stat) => !matches!(
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().as_bytes()[0]),
+            Some(b'Z' | b'X')
+        ),
+        Err(_) => false,
+    }
+}
+
+fn wait_for_pids(path: &Path, n: usize) -> Vec<i32> {
+    let t = Instant::now();
+    loop {
+        let pids = read_pids(path);
+        if pids.len() >= n {
+            return pids;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "only {} of {n} pids in {path:?}",
+            pids.len()
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn assert_all_dead(pids: &[i32]) {
+    assert!(!pids.is_empty());
+    // The launcher has exited, so everything should be gone already; a
+    // process killed by PR_SET_PDEATHSIG may take a moment.
+    let t = Instant::now();
+    while pids.iter().any(|&p| alive(p)) && t.elapsed() < Duration::from_secs(2) {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let survivors: Vec<_> = pids.iter().filter(|&&p| alive(p)).collect();
+    for &&p in &survivors {
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+    assert!(survivors.is_empty(), "processes left behind: {survivors:?}");
+}
+
+#[test]
+fn all_ranks_succeed_with_their_environment() {
+    let script = r#"
+        echo "rank=$NVSHMEM_RUN_RANK nranks=$NVSHMEM_RUN_NRANKS gpu=$NVSHMEM_RUN_GPU uid=$NVSHMEM_RUN_UNIQUEID ifname=$NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME nvls=$NVSHMEM_DISABLE_NVLS user=$LAUNCHER_TEST_VAR"
+        echo "on stderr $NVSHMEM_RUN_RANK" >&2
+    "#;
+    let r = run(
+        launcher(&["-n", "4", "--gpus", "0,1", "--", "sh", "-c", script])
+            .env("LAUNCHER_TEST_VAR", "passed through")
+            .env_remove("NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME")
+            .env_remove("NVSHMEM_DISABLE_NVLS"),
+    );
+    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    let stdout = r.stdout();
+    let mut ranks: Vec<usize> = Vec::new();
+    for line in stdout.lines() {
+        let (prefix, rest) = line.split_once(' ').unwrap();
+        let rank: usize = rest
+            .strip_prefix("rank=")
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            prefix,
+            format!("[{rank}]"),
+            "line {line:?} has the wrong prefix"
+        );
+        let gpu = [0, 1, 0, 1][rank];
+        let expected = format!(
+            "rank={rank} nranks=4 gpu={gpu} uid={} ifname=lo nvls=1 user=passed through",
+            uid()
+        );
+        assert_eq!(rest, expected);
+        ranks.push(rank);
+    }
+    ranks.sort();
+    assert_eq!(ranks, [0, 1, 2, 3], "stdout: {stdout}");
+    let mut err_lines: Vec<&str> = r.stderr.lines().collect();
+    err_lines.sort();
+    assert_eq!(
+        err_lines,
+        [
+            "[0] on stderr 0",
+            "[1] on stderr 1",
+            "[2] on stderr 2",
+            "[3] on stderr 3"
+        ]
+    );
+    assert!(!stdout.contains("on stderr"));
+}
+
+#[test]
+fn users_settings_win_over_the_defaults() {
+    let script = r#"echo "$NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME $NVSHMEM_DISABLE_NVLS $NVSHMEM_RUN_RANK $NVSHMEM_RUN_NRANKS""#;
+    let r = run(launcher(&["-n", "1", "--", "sh", "-c", script])
+        .env("NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME", "eth7")
+        .env("NVSHMEM_DISABLE_NVLS", "0")
+        .env("NVSHMEM_RUN_RANK", "99")
+        .env("NVSHMEM_RUN_NRANKS", "99"));
+    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    // The launcher's own variables always win; NVSHMEM's defaults never do.
+    assert_eq!(r.stdout(), "[0] eth7 0 0 1\n");
+}
+
+#[test]
+fn default_gpus_follow_cuda_visible_devices() {
+    let r = run(
+        launcher(&["-n", "4", "--", "sh", "-c", "echo $NVSHMEM_RUN_GPU"])
+            .env("CUDA_VISIBLE_DEVICES", "3,5,7"),
+    );
+    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    let mut lines: Vec<String> = r.stdout().lines().map(String::from).collect();
+    lines.sort();
+    assert_eq!(lines, ["[0] 0", "[1] 1", "[2] 2", "[3] 0"]);
+}
+
+#[test]
+fn partial_lines_and_bytes_that_are_not_utf8() {
+    let script = r#"printf 'one\n\377\376 bytes\n\nno newline'; printf 'err partial' >&2"#;
+    let r = run(launcher(&["-n", "1", "--", "sh", "-c", script]));
+    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        b"[0] one\n[0] \xff\xfe bytes\n[0] \n[0] no newline\n"
+    );
+    assert_eq!(r.stderr, "[0] err partial\n");
+}
+
+#[test]
+fn lines_never_mix() {
+    // Four ranks each write 1500 lines of 300 copies of their rank digit to
+    // both streams at once.
+    let script = r#"
+        line=$(printf '%0300d' 0 | tr 0 "$NVSHMEM_RUN_RANK")
+        i=0
+        while [ $i -lt 1500 ]; do echo "$line"; echo "$line" >&2; i=$((i+1)); done
+    "#;
+    let r = run(launcher(&["-n", "4", "--", "sh", "-c", script]));
+    assert_eq!(r.code, Some(0));
+    for text in [r.stdout(), r.stderr.clone()] {
+        let mut counts = [0; 4];
+        for line in text.lines() {
+            let rank = (line.as_bytes()[1] - b'0') as usize;
+            let expected = format!("[{rank}] {}", rank.to_string().repeat(300));
+            assert_eq!(line, expected);
+            counts[rank] += 1;
+        }
+        assert_eq!(counts, [1500; 4]);
+    }
+}
+
+#[test]
+fn a_failing_rank_stops_the_others() {
+    let pid_file = TempFile::new("pids");
+    let script = r#"
+        if [ "$NVSHMEM_RUN_RANK" = 1 ]; then echo "rank 1 fails"; exit 3; fi
+        echo $$ >> "$PIDS"
+        sleep 1000 &
+        echo $! >> "$PIDS"
+        sleep 1000
+    "#;
+    // Rank 1 fails after a moment, so that ranks 0, 2 and 3 have written their pids.
+    let script = format!("[ \"$NVSHMEM_RUN_RANK\" = 1 ] && sleep 0.3; {script}");
+    let r = run(launcher(&["-n", "4", "--", "sh", "-c", &script]).env("PIDS", &pid_file));
+    assert_eq!(r.code, Some(3), "stderr: {}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("nvshmem-run: rank 1 exited with status 3; stopping the other 3 ranks"),
+        "stderr: {}",
+        r.stderr
+    );
+    assert!(r.stdout().contains("[1] rank 1 fails\n"));
+    assert!(r.elapsed < Duration::from_secs(3), "took {:?}", r.elapsed);
+    let pids = read_pids(&pid_file);
+    assert_eq!(pids.len(), 6, "3 ranks and a child each");
+    assert_all_dead(&pids);
+}
+
+#[test]
+fn a_rank_killed_by_a_signal_is_named() {
+    let script = r#"if [ "$NVSHMEM_RUN_RANK" = 2 ]; then sleep 0.2; kill -9 $$; fi; sleep 1000"#;
+    let r = run(launcher(&["-n", "3", "--", "sh", "-c", script]));
+    assert_eq!(r.code, Some(128 + 9), "stderr: {}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "nvshmem-run: rank 2 was killed by signal 9 (SIGKILL); stopping the other 2 ranks"
+        ),
+        "stderr: {}",
+        r.stderr
+    );
+    assert!(r.elapsed < Duration::from_secs(3), "took {:?}", r.elapsed);
+}
+
+#[test]
+fn a_timeout_stops_everything() {
+    let pid_file = TempFile::new("pids");
+    let script = r#"echo $$ >> "$PIDS"; sleep 1000"#;
+    let r = run(
+        launcher(&["-n", "2", "--timeout", "1", "--", "sh", "-c", script]).env("PIDS", &pid_file),
+    );
+    assert_eq!(r.code, Some(124), "stderr: {}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("nvshmem-run: timed out after 1s; stopping 2 ranks"),
+        "stderr: {}",
+        r.stderr
+    );
+    assert!(
+        r.elapsed >= Duration::from_secs(1) && r.elapsed < Duration::from_secs(4),
+        "took {:?}",
+        r.elapsed
+    );
+    assert_all_dead(&read_pids(&pid_file));
+}
+
+#[test]
+fn ranks_that_ignore_sigterm_get_sigkill() {
+    let pid_file = TempFile::new("pids");
+    // `trap '' TERM` is inherited by the loop's `sleep`s too.
+    let script = r#"
+        trap '' TERM
+        if [ "$NVSHMEM_RUN_RANK" = 0 ]; then sleep 0.2; exit 5; fi
+        echo $$ >> "$PIDS"
+        while :; do sleep 0.05; done
+    "#;
+    let r = run(
+        launcher(&["-n", "2", "--grace", "0.3", "--", "sh", "-c", script]).env("PIDS", &pid_file),
+    );
+    assert_eq!(r.code, Some(5), "stderr: {}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("rank 0 exited with status 5; stopping the other 1 rank"),
+        "stderr: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("1 rank still running 0.3s after SIGTERM; sending SIGKILL"),
+        "stderr: {}",
+        r.stderr
+    );
+    assert!(
+        r.elapsed >= Duration::from_millis(500) && r.elapsed < Duration::from_secs(3),
+        "took {:?}",
+        r.elapsed
+    );
+    assert_all_dead(&read_pids(&pid_file));
+}
+
+#[test]
+fn grandchildren_do_not_survive() {
+    let pid_file = TempFile::new("pids");
+    // Each rank leaves two background processes behind and exits 0; one of
+    // them ignores SIGTERM.
+    let script = r#"
+        sleep 1000 &
+        echo $! >> "$PIDS"
+        (trap '' TERM; exec sleep 1000) &
+        echo $! >> "$PIDS"
+        echo started
+    "#;
+    let r = run(
+        launcher(&["-n", "2", "--grace", "0.3", "--", "sh", "-c", script]).env("PIDS", &pid_file),
+    );
+    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("stopping the processes they left running (rank 0, 1)"),
+        "stderr: {}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("sending SIGKILL"), "stderr: {}", r.stderr);
+    let pids = read_pids(&pid_file);
+    assert_eq!(pids.len(), 4);
+    assert_all_dead(&pids);
+}
+
+#[test]
+fn sigterm_to_the_launcher_stops_everything() {
+    let pid_file = TempFile::new("pids");
+    let script = r#"echo $$ >> "$PIDS"; sleep 1000 & echo $! >> "$PIDS"; wait"#;
+    let started = Instant::now();
+    let child = start(launcher(&["-n", "2", "--", "sh", "-c", script]).env("PIDS", &pid_file));
+    let all = wait_for_pids(&pid_file, 4);
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let r = finish(child, started);
+    assert_eq!(r.code, Some(128 + 15), "stderr: {}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("nvshmem-run: received SIGTERM; stopping 2 ranks"),
+        "stderr: {}",
+        r.stderr
+    );
+    assert_all_dead(&all);
+}
+
+#[test]
+fn a_second_ctrl_c_sends_sigkill_at_once() {
+    let pid_file = TempFile::new("pids");
+    let script = r#"trap '' TERM; echo $$ >> "$PIDS"; while :; do sleep 0.05; done"#;
+    let started = Instant::now();
+    let child = start(
+        launcher(&["-n", "2", "--grace", "30", "--", "sh", "-c", script]).env("PIDS", &pid_file),
+    );
+    let all = wait_for_pids(&pid_file, 2);
+    let launcher_pid = child.id() as i32;
+    unsafe { libc::kill(launcher_pid, libc::SIGINT) };
+    thread::sleep(Duration::from_millis(200));
+    unsafe { libc::kill(launcher_pid, libc::SIGINT) };
+    let r = finish(child, started);
+    assert_eq!(r.code, Some(128 + 2), "stderr: {}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("nvshmem-run: received SIGINT; stopping 2 ranks"),
+        "stderr: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("received another signal; sending SIGKILL"),
+        "stderr: {}",
+        r.stderr
+    );
+    assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
+    assert_all_dead(&all);
+}
+
+#[test]
+fn ranks_die_with_a_killed_launcher() {
+    let pid_file = TempFile::new("pids");
+    let script = r#"echo $$ >> "$PIDS"; exec sleep 1000"#;
+    let started = Instant::now();
+    let child = start(launcher(&["-n", "2", "--", "sh", "-c", script]).env("PIDS", &pid_file));
+    let all = wait_for_pids(&pid_file, 2);
+    thread::sleep(Duration::from_millis(50)); // let `exec sleep` happen
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let r = finish(child, started);
+    assert_eq!(r.code, None);
+    assert_all_dead(&all);
+}
+
+#[test]
+fn bad_arguments_are_usage_errors() {
+    let cases: &[(&[&str], &str)] = &[
+        (&[], "missing `--`"),
+        (
+            &["-n", "2", "true"],
+            "unexpected argument `true`; put `--` before the program",
+        ),
+        (&["-n", "2", "--"], "missing the program to run after `--`"),
+        (&["--", "true"], "missing -n N"),
+        (&["-n", "0", "--", "true"], "-n must be at least 1"),
+        (&["-n", "many", "--", "true"], "-n wants the number of PEs"),
+        (
+            &["-n", "2", "--gpus", "0,,1", "--", "true"],
+            "--gpus: empty entry",
+        ),
+        (
+            &["-n", "2", "--gpus", "cuda0", "--", "true"],
+            "--gpus: `cuda0` in the GPU list",
+        ),
+        (
+            &["-n", "2", "--gpus", "3-1", "--", "true"],
+            "--gpus: the range `3-1`",
+        ),
+        (
+            &["-n", "2", "--timeout", "0", "--", "true"],
+            "--timeout must be more than 0",
+        ),
+        (
+            &["-n", "2", "--timeout", "soon", "--", "true"],
+            "--timeout wants a number of seconds",
+        ),
+        (
+            &["-n", "2", "--uniqueid", "beef", "--", "true"],
+            "--uniqueid: the unique id must be 256 hex digits",
+        ),
+        (
+            &["-n", "2", "--frobnicate", "--", "true"],
+            "unknown option `--frobnicate`",
+        ),
+        (
+            &["-n", "2", "-n", "3", "--", "true"],
+            "-n is given more than once",
+        ),
+        (&["-n"], "-n needs a value"),
+    ];
+    for (args, message) in cases {
+        let r = run(Command::new(BIN).args(*args));
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.starts_with(&format!("nvshmem-run: {message}")),
+            "{args:?}: {}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains("Usage: nvshmem-run -n N"),
+            "{args:?}: {}",
+            r.stderr
+        );
+        assert!(r.stdout.is_empty());
+    }
+}
+
+#[test]
+fn help_documents_the_environment_and_mps() {
+    let r = run(Command::new(BIN).arg("--help"));
+    assert_eq!(r.code, Some(0));
+    let help = r.stdout();
+    for needle in [
+        "Usage: nvshmem-run -n N",
+        "NVSHMEM_RUN_RANK",
+        "NVSHMEM_RUN_NRANKS",
+        "NVSHMEM_RUN_UNIQUEID",
+        "NVSHMEM_RUN_GPU",
+        "NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo",
+        "nvidia-cuda-mps-control -d",
+        "NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1",
+        "echo quit | nvidia-cuda-mps-control",
+        "--timeout",
+        "--uniqueid",
+    ] {
+        assert!(help.contains(needle), "--help lacks {needle:?}");
+    }
+    let v = run(Command::new(BIN).arg("--version"));
+    assert_eq!(v.code, Some(0));
+    assert!(v.stdout().starts_with("nvshmem-run "));
+}
+
+#[test]
+fn a_missing_program_is_reported() {
+    let r = run(launcher(&[
+        "-n",
+        "2",
+        "--",
+        "/nonexistent/nvshmem-run-test-program",
+    ]));
+    assert_eq!(r.code, Some(127));
+    assert!(
+        r.stderr
+            .contains("nvshmem-run: cannot start rank 0: `/nonexistent/nvshmem-run-test-program`")
+    );
+}
+
+/// Without `--uniqueid` the launcher creates the id with NVSHMEM. Where
+/// NVSHMEM can be loaded the PE sees a 256-digit id; where it cannot, the
+/// launcher must say so and exit 1 without starting anything.
+#[test]
+fn creates_a_unique_id_or_says_why_not() {
+    let r =
+        run(Command::new(BIN).args(["-n", "1", "--", "sh", "-c", "echo $NVSHMEM_RUN_UNIQUEID"]));
+    match r.code {
+        Some(0) => {
+            let out = r.stdout();
+            let id = out
+                .trim_end()
+                .strip_prefix("[0] ")
+                .expect("a prefixed line");
+            assert_eq!(id.len(), 256);
+            assert!(
+                id.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+                "{id}"
+            );
+        }
+        Some(1) => {
+            assert!(
+                r.stderr
+                    .contains("nvshmem-run: cannot create the NVSHMEM unique id"),
+                "stderr: {}",
+                r.stderr
+            );
+            assert!(r.stdout.is_empty());
+        }
+        other => panic!("exit {other:?}, stderr: {}", r.stderr),
+    }
+}
