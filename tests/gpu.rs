@@ -1,0 +1,458 @@
+//! GPU tests of the device API and the host runtime, each on 1, 2 and 4 PEs
+//! (`nvshmem_host::harness`). Their kernels are `tests/kernels/runtime`.
+//!
+//! Without a GPU every run prints `SKIPPED` with the reason and nothing
+//! passes; `NVSHMEM_RS_REQUIRE_GPU=1` turns that into a failure. Runs of 4 PEs
+//! on one GPU need CUDA MPS (see the README).
+
+use nvshmem_host::harness::{self, GpuTest, Pe, TestResult, check_eq, ensure};
+use nvshmem_host::{Cmp, Error, Nvshmem, SignalOp, Team};
+
+const KERNELS: &str = "runtime-kernels";
+const ALL: &[u32] = &[1, 2, 4];
+
+/// The value the kernels' `pattern` gives for PE `pe`, index `i`, round `round`.
+fn pattern(pe: u32, i: usize, round: u64) -> u64 {
+    (pe as u64 + 1) * 1_000_000 + i as u64 * 7 + round
+}
+
+/// This PE's index and its ring neighbours (next, previous).
+fn ring(nv: &Nvshmem) -> (u32, u32, u32) {
+    let (me, n) = (nv.my_pe(), nv.n_pes());
+    (me.index(), me.ring_next(n).index(), me.ring_prev(n).index())
+}
+
+/// Every PE's kernels are done and their puts delivered.
+fn barrier(nv: &Nvshmem) -> TestResult {
+    nv.barrier_all_on_stream(nv.stream())?;
+    nv.synchronize(nv.stream())?;
+    Ok(())
+}
+
+fn put_block(pe: &mut Pe) -> TestResult {
+    let nv = pe.nvshmem();
+    let (me, _, prev) = ring(nv);
+    let n = 1000;
+    let value = |pe: u32, i: usize| pe as f32 * 1000.0 + i as f32;
+    let src = nv.alloc_from(&(0..n).map(|i| value(me, i)).collect::<Vec<_>>())?;
+    let dest = nv.alloc_zeroed::<f32>(n)?;
+    let k = pe.module(KERNELS)?.kernel("put_block_to_next")?;
+    // SAFETY: the kernel reads `n` floats of `src` and writes `n` of `dest`.
+    unsafe {
+        k.launch(
+            nv.stream(),
+            1,
+            256,
+            (dest.sym_ptr(), src.sym_ptr(), n as u64),
+        )?
+    };
+    barrier(nv)?;
+    let want: Vec<f32> = (0..n).map(|i| value(prev, i)).collect();
+    check_eq("put_block_to_next", &dest.to_vec(nv.stream())?, &want)
+}
+
+fn get_nbi(pe: &mut Pe) -> TestResult {
+    let nv = pe.nvshmem();
+    let (me, _, prev) = ring(nv);
+    let (blocks, chunk) = (5u32, 37usize);
+    let n = blocks as usize * chunk;
+    let src = nv.alloc_from(&(0..n).map(|i| pattern(me, i, 0)).collect::<Vec<_>>())?;
+    let dest = nv.alloc_zeroed::<u64>(n)?;
+    barrier(nv)?; // every PE's `src` is written
+    let k = pe.module(KERNELS)?.kernel("get_nbi_from_prev")?;
+    // SAFETY: block b reads and writes elements [b*chunk, (b+1)*chunk).
+    unsafe {
+        k.launch(
+            nv.stream(),
+            blocks,
+            32,
+            (dest.device_ptr(), src.sym_ptr(), chunk as u64),
+        )?
+    };
+    nv.synchronize(nv.stream())?;
+    let want: Vec<u64> = (0..n).map(|i| pattern(prev, i, 0)).collect();
+    let got = dest.to_vec(nv.stream())?;
+    barrier(nv)?; // nobody frees `src` while a peer reads it
+    check_eq("get_nbi_from_prev", &got, &want)
+}
+
+fn p_and_g(pe: &mut Pe) -> TestResult {
+    let nv = pe.nvshmem();
+    let (me, _, prev) = ring(nv);
+    let n = 300usize;
+    let dest = nv.alloc_zeroed::<u64>(n)?;
+    let out = nv.alloc_zeroed::<u64>(n)?;
+    let module = pe.module(KERNELS)?;
+    let blocks = (n as u32).div_ceil(128);
+    // SAFETY: thread i < n writes element i of the next PE's `dest`.
+    unsafe {
+        module
+            .kernel("p_to_next")?
+            .launch(nv.stream(), blocks, 128, (dest.sym_ptr(), n as u64))?
+    };
+    barrier(nv)?;
+    let want: Vec<u64> = (0..n).map(|i| pattern(prev, i, 0)).collect();
+    check_eq("p_to_next", &dest.to_vec(nv.stream())?, &want)?;
+    // SAFETY: thread i < n reads element i of the next PE's `dest`, writes `out[i]`.
+    unsafe {
+        module.kernel("g_from_next")?.launch(
+            nv.stream(),
+            blocks,
+            128,
+            (out.device_ptr(), dest.sym_ptr(), n as u64),
+        )?
+    };
+    nv.synchronize(nv.stream())?;
+    let got = out.to_vec(nv.stream())?;
+    barrier(nv)?;
+    // The next PE's `dest` holds what this PE put there.
+    let want: Vec<u64> = (0..n).map(|i| pattern(me, i, 0)).collect();
+    check_eq("g_from_next", &got, &want)
+}
+
+fn atomic_fetch_add(pe: &mut Pe) -> TestResult {
+    let nv = pe.nvshmem();
+    let (blocks, threads) = (4u32, 128u32);
+    let per_pe = (blocks * threads) as usize;
+    let total = per_pe as u64 * nv.n_pes() as u64;
+    let counter = nv.alloc_zeroed::<u64>(1)?;
+    let fetched = nv.alloc_zeroed::<u64>(per_pe)?;
+    let k = pe.module(KERNELS)?.kernel("count_on_pe0")?;
+    // SAFETY: one atomic on PE 0's counter and one local store per thread.
+    unsafe {
+        k.launch(
+            nv.stream(),
+            blocks,
+            threads,
+            (counter.sym_ptr(), fetched.device_ptr()),
+        )?
+    };
+    barrier(nv)?;
+    let mut seen = fetched.to_vec(nv.stream())?;
+    seen.sort_unstable();
+    seen.dedup();
+    ensure(seen.len() == per_pe, || {
+        format!(
+            "kernel `count_on_pe0`: {} distinct fetched values, expected {per_pe}",
+            seen.len()
+        )
+    })?;
+    ensure(seen.iter().all(|&v| v < total), || {
+        format!(
+            "kernel `count_on_pe0`: fetched {} >= the total {total}",
+            seen[seen.len() - 1]
+        )
+    })?;
+    if nv.my_pe().index() == 0 {
+        check_eq("count_on_pe0", &counter.to_vec(nv.stream())?, &[total])?;
+    }
+    Ok(())
+}
+
+fn atomic_sequence(pe: &mut Pe) -> TestResult {
+    let nv = pe.nvshmem();
+    let (_, _, prev) = ring(nv);
+    let slots = nv.alloc_zeroed::<u32>(nv.n_pes() as usize)?;
+    let out = nv.alloc_zeroed::<u32>(9)?;
+    let k = pe.module(KERNELS)?.kernel("atomic_sequence")?;
+    // SAFETY: one thread works on its own slot of the next PE and on `out[0..9]`.
+    unsafe { k.launch(nv.stream(), 1, 32, (slots.sym_ptr(), out.device_ptr()))? };
+    barrier(nv)?;
+    check_eq(
+        "atomic_sequence",
+        &out.to_vec(nv.stream())?,
+        &[5, 8, 20, 20, 7, 8, 0x38, 0x18, 0x10b],
+    )?;
+    // The previous PE worked on slot `prev` of this PE's `slots`.
+    let got = slots.to_vec(nv.stream())?;
+    check_eq(
+        "atomic_sequence (final slot)",
+        &got[prev as usize..=prev as usize],
+        &[0x10b],
+    )
+}
+
+fn put_signal_ring(pe: &mut Pe) -> TestResult {
+    let nv = pe.nvshmem();
+    let n = 1000usize;
+    let send = nv.alloc_zeroed::<u64>(n)?;
+    let recv = nv.alloc_zeroed::<u64>(n)?;
+    let signal = nv.alloc_zeroed::<u64>(1)?;
+    let errors = nv.alloc_zeroed::<u32>(1)?;
+    let k = pe.module(KERNELS)?.kernel("ring_put_signal")?;
+    for round in 1..=3u64 {
+        let args = (
+            send.sym_ptr(),
+            recv.sym_ptr(),
+            signal.sym_ptr(),
+            n as u64,
+            round,
+            errors.device_ptr(),
+        );
+        // SAFETY: the block writes `n` of `send`, puts them to the next PE's
+        // `recv` with its signal, and waits for its own.
+        unsafe { k.launch(nv.stream(), 1, 256, args)? };
+        barrier(nv)?;
+        check_eq(
+            &format!("ring_put_signal (round {round}: wrong elements received)"),
+            &errors.to_vec(nv.stream())?,
+            &[0],
+        )?;
+    }
+    Ok(())
+}
+
+fn wait_until_ring(pe: &mut Pe) -> TestResult {
+    let nv = pe.nvshmem();
+    let (_, _, prev) = ring(nv);
+    let value = nv.alloc_zeroed::<i32>(1)?;
+    let flag = nv.alloc_zeroed::<i64>(1)?;
+    let out = nv.alloc_zeroed::<i32>(2)?;
+    let k = pe.module(KERNELS)?.kernel("ring_wait_until")?;
+    for round in 1..=3i64 {
+        // SAFETY: one thread: a `p` and an atomic to the next PE, a wait on its own flag.
+        unsafe {
+            k.launch(
+                nv.stream(),
+                1,
+                1,
+                (value.sym_ptr(), flag.sym_ptr(), round, out.device_ptr()),
+            )?
+        };
+        barrier(nv)?;
+        check_eq(
+            &format!("ring_wait_until (round {round}: [value, test])"),
+            &out.to_vec(nv.stream())?,
+            &[prev as i32 * 10 + round as i32, 1],
+        )?;
+    }
+    Ok(())
+}
+
+fn iput(pe: &mut Pe) -> TestResult {
+    let nv = pe.nvshmem();
+    let (me, _, prev) = ring(nv);
+    let n = 100usize;
+    let src = nv.alloc_from(
+        &(0..n as i32)
+            .map(|i| me as i32 * 1000 + i)
+            .collect::<Vec<_>>(),
+    )?;
+    let dest = nv.alloc_zeroed::<i32>(2 * n)?;
+    let k = pe.module(KERNELS)?.kernel("iput_every_other")?;
+    // SAFETY: writes dest[2i] on the next PE for i < n (2n elements allocated).
+    unsafe {
+        k.launch(
+            nv.stream(),
+            1,
+            32,
+            (dest.sym_ptr(), src.sym_ptr(), n as u64),
+        )?
+    };
+    barrier(nv)?;
+    let want: Vec<i32> = (0..2 * n)
+        .map(|j| {
+            if j % 2 == 0 {
+                prev as i32 * 1000 + j as i32 / 2
+            } else {
+                0
+            }
+        })
+        .collect();
+    check_eq("iput_every_other", &dest.to_vec(nv.stream())?, &want)
+}
+
+fn peer_ptr(pe: &mut Pe) -> TestResult {
+    let nv = pe.nvshmem();
+    let (_, next, prev) = ring(nv);
+    let n = 256usize;
+    let dest = nv.alloc_zeroed::<u32>(n)?;
+    let out = nv.alloc_zeroed::<u32>(1)?;
+    // Every PE that shares memory with this one is load/store reachable.
+    let shared = nv.team_n_pes(Team::Shared)? == nv.n_pes();
+    let host_view = dest.peer_ptr(nvshmem_host::Pe::new(next))?;
+    ensure(host_view.is_some() == shared, || {
+        format!(
+            "SymBuffer::peer_ptr(PE {next}) is {host_view:?}, but the PEs share memory: {shared}"
+        )
+    })?;
+    let k = pe.module(KERNELS)?.kernel("store_through_ptr")?;
+    // SAFETY: thread i < n stores element i of the next PE's `dest` when reachable.
+    unsafe {
+        k.launch(
+            nv.stream(),
+            2,
+            128,
+            (dest.sym_ptr(), n as u64, out.device_ptr()),
+        )?
+    };
+    barrier(nv)?;
+    check_eq(
+        "store_through_ptr (reachable)",
+        &out.to_vec(nv.stream())?,
+        &[shared as u32],
+    )?;
+    if shared {
+        let want: Vec<u32> = (0..n as u32).map(|i| prev * 1000 + i).collect();
+        check_eq("store_through_ptr", &dest.to_vec(nv.stream())?, &want)?;
+    }
+    Ok(())
+}
+
+fn collective_launch(pe: &mut Pe) -> TestResult {
+    let nv = pe.nvshmem();
+    let module = pe.module(KERNELS)?;
+    let k = module.kernel("barrier_then_count")?;
+    ensure(
+        k.is_collective(),
+        || "the manifest does not mark `barrier_then_count` collective",
+    )?;
+    ensure(
+        !module.kernel("put_block_to_next")?.is_collective(),
+        || "the manifest marks `put_block_to_next` collective",
+    )?;
+    let counter = nv.alloc_zeroed::<u64>(1)?;
+    let out = nv.alloc_zeroed::<u64>(1)?;
+    let threads = 128u32;
+    let args = (counter.sym_ptr(), out.device_ptr());
+    // SAFETY (all three): one atomic per thread on PE 0's counter, a local store.
+    match unsafe { k.launch(nv.stream(), 1, threads, args) } {
+        Err(Error::CollectiveLaunchRequired { .. }) => {}
+        other => return Err(format!("plain launch of a collective kernel gave {other:?}").into()),
+    }
+    match unsafe { k.launch_collective(nv.stream(), 1 << 20, 1024, args) } {
+        Err(Error::GridTooLarge { .. }) => {}
+        other => return Err(format!("a 2^20-block collective launch gave {other:?}").into()),
+    }
+    unsafe { k.launch_collective(nv.stream(), 1, threads, args)? };
+    barrier(nv)?;
+    check_eq(
+        "barrier_then_count",
+        &out.to_vec(nv.stream())?,
+        &[nv.n_pes() as u64 * threads as u64],
+    )
+}
+
+fn kernel_fault(pe: &mut Pe) -> TestResult {
+    let nv = pe.nvshmem();
+    let k = pe.module(KERNELS)?.kernel("fault")?;
+    // SAFETY: not safe at all: the kernel writes through a null pointer, on
+    // purpose; the context is unusable afterwards and nothing else runs.
+    let launched =
+        unsafe { k.launch(nv.stream(), 1, 1, (nvshmem_host::DevicePtr::<u64>::new(0),)) };
+    let result = launched.and_then(|()| nv.synchronize(nv.stream()));
+    match result {
+        Err(e @ Error::KernelFault { .. }) => {
+            let text = e.to_string();
+            ensure(text.contains("`fault`"), || {
+                format!("the fault does not name the kernel: {text}")
+            })?;
+            ensure(
+                nv.is_poisoned(),
+                || "the context is not marked unusable after a fault",
+            )
+        }
+        other => Err(format!("a null write gave {other:?}, expected Error::KernelFault").into()),
+    }
+}
+
+fn version_mismatch(pe: &mut Pe) -> TestResult {
+    let nv = pe.nvshmem();
+    let ours = nv.version().to_string();
+    // ptx/nvshmem-<version>/<arch>: look for the same arch under another version.
+    let (Some(arch), Some(root)) = (
+        pe.ptx_dir().file_name(),
+        pe.ptx_dir().parent().and_then(|p| p.parent()),
+    ) else {
+        return Err(format!("unexpected ptx folder {}", pe.ptx_dir().display()).into());
+    };
+    let other = std::fs::read_dir(root)
+        .map_err(|e| format!("cannot list {}: {e}", root.display()))?
+        .filter_map(|d| d.ok())
+        .map(|d| d.path().join(arch))
+        .find(|p| {
+            p.join("runtime-kernels.json").is_file()
+                && !p.starts_with(pe.ptx_dir())
+                && p != pe.ptx_dir()
+        });
+    let Some(other) = other else {
+        return Err(format!(
+            "no runtime-kernels built for another NVSHMEM version under {} (the root build.rs builds one when \
+             NVSHMEM 3.8.0 is installed: run ./x setup)",
+            root.display()
+        )
+        .into());
+    };
+    match nv.load_module_in(&other, KERNELS) {
+        Err(e @ Error::VersionMismatch { .. }) => {
+            let text = e.to_string();
+            ensure(text.contains(&ours), || {
+                format!("the mismatch error does not name {ours}: {text}")
+            })
+        }
+        Ok(_) => Err(format!(
+            "a module from {} loaded into NVSHMEM {ours}",
+            other.display()
+        )
+        .into()),
+        Err(e) => Err(format!("expected Error::VersionMismatch, got: {e}").into()),
+    }
+}
+
+fn stream_ops(pe: &mut Pe) -> TestResult {
+    let nv = pe.nvshmem();
+    let s = nv.stream();
+    let (me, next, prev) = ring(nv);
+    let n = 777usize;
+    let src = nv.alloc_from(&(0..n).map(|i| pattern(me, i, 9)).collect::<Vec<_>>())?;
+    let dest = nv.alloc_zeroed::<u64>(n)?;
+    let fetched = nv.alloc_zeroed::<u64>(n)?;
+    let signal = nv.alloc_zeroed::<u64>(1)?;
+    let to_next = nvshmem_host::Pe::new(next);
+    nv.put_on_stream(s, &dest, &src, to_next)?;
+    barrier(nv)?;
+    let want_prev: Vec<u64> = (0..n).map(|i| pattern(prev, i, 9)).collect();
+    check_eq("put_on_stream", &dest.to_vec(s)?, &want_prev)?;
+    nv.get_on_stream(s, &fetched, &src, to_next)?;
+    nv.synchronize(s)?;
+    let want_next: Vec<u64> = (0..n).map(|i| pattern(next, i, 9)).collect();
+    check_eq("get_on_stream", &fetched.to_vec(s)?, &want_next)?;
+    barrier(nv)?;
+    dest.fill(s, 0)?;
+    barrier(nv)?;
+    nv.put_signal_on_stream(s, &dest, &src, &signal, 5, SignalOp::Set, to_next)?;
+    let waited = nv.signal_wait_until_on_stream(s, &signal, Cmp::Eq, 5);
+    match waited {
+        Ok(()) => ensure(
+            !nv.limited_mpg(),
+            || "signal_wait_until_on_stream ran in limited MPG",
+        )?,
+        Err(Error::Unsupported { .. }) if nv.limited_mpg() => {}
+        Err(e) => return Err(e.into()),
+    }
+    barrier(nv)?;
+    check_eq("put_signal_on_stream (data)", &dest.to_vec(s)?, &want_prev)?;
+    check_eq("put_signal_on_stream (signal)", &signal.to_vec(s)?, &[5])
+}
+
+fn main() {
+    harness::main(
+        env!("NVSHMEM_RS_PTX_DIR"),
+        &[
+            GpuTest::new("put_block", put_block).pes(ALL),
+            GpuTest::new("get_nbi", get_nbi).pes(ALL),
+            GpuTest::new("p_and_g", p_and_g).pes(ALL),
+            GpuTest::new("atomic_fetch_add", atomic_fetch_add).pes(ALL),
+            GpuTest::new("atomic_sequence", atomic_sequence).pes(ALL),
+            GpuTest::new("put_signal_ring", put_signal_ring).pes(ALL),
+            GpuTest::new("wait_until_ring", wait_until_ring).pes(ALL),
+            GpuTest::new("iput", iput).pes(ALL),
+            GpuTest::new("peer_ptr", peer_ptr).pes(ALL),
+            GpuTest::new("collective_launch", collective_launch).pes(ALL),
+            GpuTest::new("stream_ops", stream_ops).pes(ALL),
+            // A fault leaves its PE unable to join a collective teardown: 1 PE.
+            GpuTest::new("kernel_fault", kernel_fault).pes(&[1]),
+            GpuTest::new("version_mismatch", version_mismatch).pes(&[1]),
+        ],
+    );
+}

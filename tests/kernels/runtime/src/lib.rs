@@ -1,0 +1,196 @@
+//! Kernels for the GPU tests in `tests/gpu.rs`: each exercises one family of
+//! the device API across PEs, and the host checks every value it writes.
+#![no_std]
+#![feature(abi_ptx)]
+
+use nvshmem_device::thread::{block_dim_x, block_idx_x, global_index_x, sync_threads, thread_idx_x};
+use nvshmem_device::*;
+
+nvshmem_device::panic_handler!();
+
+/// The value PE `pe` writes at index `i` in round `round`: never zero, distinct per PE.
+#[inline(always)]
+fn pattern(pe: Pe, i: usize, round: u64) -> u64 {
+    (pe.index() as u64 + 1) * 1_000_000 + i as u64 * 7 + round
+}
+
+/// Block-scope `put` of `n` floats from this PE's `src` into `dest` on the next PE.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn put_block_to_next(dest: SymPtr<f32>, src: SymPtr<f32>, n: u64) {
+    let next = my_pe().ring_next(n_pes());
+    unsafe { put_block(dest, src.as_ptr(), n as usize, next) };
+    if thread_idx_x() == 0 {
+        quiet();
+    }
+}
+
+/// Thread-scope non-blocking `get` of this block's slice from the previous PE, then `quiet`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn get_nbi_from_prev(dest: SymPtr<u64>, src: SymPtr<u64>, chunk: u64) {
+    let prev = my_pe().ring_prev(n_pes());
+    let start = block_idx_x() as usize * chunk as usize;
+    if thread_idx_x() == 0 {
+        unsafe { get_nbi(dest.add(start).as_ptr(), src.add(start), chunk as usize, prev) };
+        quiet();
+    }
+}
+
+/// Scalar `p` of a pattern to the next PE, then (after the host's barrier) see `g_from_next`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn p_to_next(dest: SymPtr<u64>, n: u64) {
+    let i = global_index_x();
+    if i < n as usize {
+        let next = my_pe().ring_next(n_pes());
+        unsafe { p(dest.add(i), pattern(my_pe(), i, 0), next) };
+    }
+    quiet();
+}
+
+/// Scalar `g` from the next PE into a local array.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn g_from_next(out: *mut u64, src: SymPtr<u64>, n: u64) {
+    let i = global_index_x();
+    if i < n as usize {
+        let next = my_pe().ring_next(n_pes());
+        unsafe { *out.add(i) = g(src.add(i), next) };
+    }
+}
+
+/// Every thread adds one to the counter on PE 0 with `atomic_fetch_add`, and
+/// records the value it fetched (the host checks they are all distinct).
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn count_on_pe0(counter: SymPtr<u64>, fetched: *mut u64) {
+    let i = global_index_x();
+    unsafe { *fetched.add(i) = atomic_fetch_add(counter, 1, Pe::new(0)) };
+}
+
+/// One thread runs a fixed sequence of atomics on its own slot of the next PE's
+/// `slots`, recording each fetched value in `out[0..8]`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn atomic_sequence(slots: SymPtr<u32>, out: *mut u32) {
+    if global_index_x() != 0 {
+        return;
+    }
+    let me = my_pe();
+    let next = me.ring_next(n_pes());
+    let slot = unsafe { slots.add(me.index() as usize) };
+    unsafe {
+        atomic_set(slot, 5, next);
+        *out.add(0) = atomic_fetch_add(slot, 3, next); // 5 -> 8
+        *out.add(1) = atomic_compare_swap(slot, 8, 20, next); // 8 -> 20
+        *out.add(2) = atomic_compare_swap(slot, 8, 99, next); // no change: 20
+        *out.add(3) = atomic_swap(slot, 7, next); // 20 -> 7
+        *out.add(4) = atomic_fetch_inc(slot, next); // 7 -> 8
+        *out.add(5) = atomic_fetch_or(slot, 0x30, next); // 8 -> 0x38
+        *out.add(6) = atomic_fetch_and(slot, 0x1c, next); // 0x38 -> 0x18
+        *out.add(7) = atomic_fetch_xor(slot, 0xff, next); // 0x18 -> 0xe7
+        atomic_inc(slot, next); // 0xe8
+        atomic_add(slot, 2, next); // 0xea
+        atomic_xor(slot, 1, next); // 0xeb
+        atomic_or(slot, 0x100, next); // 0x1eb
+        atomic_and(slot, 0x10f, next); // 0x10b
+        *out.add(8) = atomic_fetch(slot, next); // 0x10b
+    }
+    quiet();
+}
+
+/// Ring with `put_signal_nbi`: the block sends `n` values to the next PE and
+/// sets its signal to `round`; thread 0 then waits for its own signal to reach
+/// `round` (the previous PE's data has landed) and checks it: `errors[0]`
+/// counts wrong elements.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn ring_put_signal(
+    send: SymPtr<u64>,
+    recv: SymPtr<u64>,
+    signal: SymPtr<u64>,
+    n: u64,
+    round: u64,
+    errors: *mut u32,
+) {
+    let me = my_pe();
+    let (next, prev) = (me.ring_next(n_pes()), me.ring_prev(n_pes()));
+    let mut i = thread_idx_x() as usize;
+    while i < n as usize {
+        unsafe { *send.as_ptr().add(i) = pattern(me, i, round) };
+        i += block_dim_x() as usize;
+    }
+    sync_threads();
+    unsafe { put_signal_nbi_block(recv, send.as_ptr(), n as usize, signal, round, SignalOp::Set, next) };
+    if thread_idx_x() == 0 {
+        unsafe { signal_wait_until(signal, Cmp::Ge, round) };
+        let mut wrong = 0;
+        for i in 0..n as usize {
+            if unsafe { *recv.as_ptr().add(i) } != pattern(prev, i, round) {
+                wrong += 1;
+            }
+        }
+        unsafe { *errors = wrong };
+        quiet();
+    }
+}
+
+/// Ring with `p` + `fence` + an atomic flag and `wait_until`: writes its rank to
+/// the next PE's `value`, then raises that PE's `flag` to `round`, then waits
+/// for its own flag and reports what arrived in `out[0]`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn ring_wait_until(value: SymPtr<i32>, flag: SymPtr<i64>, round: i64, out: *mut i32) {
+    if global_index_x() != 0 {
+        return;
+    }
+    let next = my_pe().ring_next(n_pes());
+    unsafe {
+        p(value, my_pe().index() as i32 * 10 + round as i32, next);
+        fence(); // the value is delivered before the flag
+        atomic_set(flag, round, next);
+        wait_until(flag, Cmp::Eq, round);
+        *out = *value.as_ptr();
+        // `test` sees the same flag without blocking.
+        *out.add(1) = test(flag, Cmp::Ge, round) as i32;
+    }
+    quiet();
+}
+
+/// Strided put: element `i` of `src` (stride 1) goes to `dest[2 i]` on the next PE.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn iput_every_other(dest: SymPtr<i32>, src: SymPtr<i32>, n: u64) {
+    if global_index_x() == 0 {
+        let next = my_pe().ring_next(n_pes());
+        unsafe { iput(dest, src.as_ptr(), 2, 1, n as usize, next) };
+        quiet();
+    }
+}
+
+/// Direct stores through `ptr` where the next PE is load/store reachable;
+/// `out[0]` = 1 if it was, 0 if not (then nothing is written).
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn store_through_ptr(dest: SymPtr<u32>, n: u64, out: *mut u32) {
+    let next = my_pe().ring_next(n_pes());
+    let reachable = ptr(dest, next);
+    let i = global_index_x();
+    if let Some(peer) = reachable
+        && i < n as usize
+    {
+        unsafe { *peer.as_ptr().add(i) = my_pe().index() * 1000 + i as u32 };
+    }
+    if i == 0 {
+        unsafe { *out = reachable.is_some() as u32 };
+    }
+}
+
+/// Needs a collective launch: every thread of the block adds one to PE 0's
+/// counter, then the block joins a device-side barrier across PEs, then
+/// thread 0 reads the total, which must be `n_pes * blockDim.x`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn barrier_then_count(counter: SymPtr<u64>, out: *mut u64) {
+    unsafe { atomic_add(counter, 1, Pe::new(0)) };
+    barrier_all_block();
+    if thread_idx_x() == 0 {
+        unsafe { *out = atomic_fetch(counter, Pe::new(0)) };
+    }
+}
+
+/// Writes through a null pointer: the host must report a fault naming this kernel.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn fault(target: *mut u64) {
+    unsafe { core::ptr::write_volatile(target, 1) };
+}
