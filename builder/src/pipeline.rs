@@ -217,8 +217,7 @@ impl Builder {
         let rlibs = cargo_build(&tc, crate_dir, &target_dir, &meta, &features)?;
         lap("cargo build (nvptx64)", &mut timings);
 
-        let (kernel_objs, dep_objs) =
-            extract_bitcode(&tools, &rlibs, &target_dir.join("nvshmem-link/objects"))?;
+        let (kernel_objs, dep_objs) = extract_bitcode(&tools, &rlibs, &work.join("objects"))?;
         let kernel_bc = work.join("kernel.bc");
         tools.run("llvm-link", &tools.llvm_link, |c| {
             c.args(&kernel_objs).arg("-o").arg(&kernel_bc);
@@ -826,15 +825,21 @@ fn extract_bitcode(
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         let dir = cache.join(&stem);
+        // The stamp names the exact rlib extracted: the top-level crate's rlib
+        // has no hash in its name, and is rebuilt with other features for
+        // another NVSHMEM version, so "older than the stamp" is not enough.
         let stamp = dir.join(".extracted");
-        let fresh = mtime(&stamp).is_some_and(|s| mtime(rlib).is_some_and(|r| r <= s));
+        let identity = std::fs::metadata(rlib)
+            .map(|m| format!("{}\n{}\n{:?}\n", rlib.display(), m.len(), m.modified().ok()))
+            .map_err(io_err(rlib))?;
+        let fresh = std::fs::read_to_string(&stamp).is_ok_and(|s| s == identity);
         if !fresh {
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
             tools.run("llvm-ar", &tools.llvm_ar, |c| {
                 c.current_dir(&dir).arg("x").arg(rlib);
             })?;
-            std::fs::write(&stamp, b"").map_err(io_err(&stamp))?;
+            std::fs::write(&stamp, identity).map_err(io_err(&stamp))?;
         }
         let mut objs: Vec<PathBuf> = std::fs::read_dir(&dir)
             .map_err(io_err(&dir))?

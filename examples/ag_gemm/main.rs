@@ -188,7 +188,7 @@ fn run(o: &Opts) -> Res<bool> {
     let b = nv.alloc_from(&b_host)?;
     let c = nv.alloc::<f32>(m * n)?;
 
-    let module = nv.load_module_in(ptx_dir(), "ag-gemm-kernels")?;
+    let module = nv.load_module_in(nvshmem_rs::ptx_dir(), "ag-gemm-kernels")?;
     let allgather = module.kernel("ag_allgather")?;
     let gemm = module.kernel("gemm")?;
     let fused = module.kernel("ag_gemm_fused")?;
@@ -477,11 +477,4 @@ fn b_val(pe: usize, row: usize, col: usize) -> f32 {
     unit(splitmix(
         splitmix(0xb0b0_0000 + pe as u64) ^ ((row as u64) << 32) ^ col as u64,
     ))
-}
-
-/// The folder of built kernels: `NVSHMEM_RS_PTX_DIR` at run time, else the build's.
-fn ptx_dir() -> std::path::PathBuf {
-    std::env::var_os("NVSHMEM_RS_PTX_DIR")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("NVSHMEM_RS_PTX_DIR").into())
 }

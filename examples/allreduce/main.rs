@@ -273,13 +273,6 @@ fn pattern(pe: u32, i: u64, seed: u32) -> u32 {
     (h & 15) + 1
 }
 
-/// The folder of built kernels: `NVSHMEM_RS_PTX_DIR` at run time, else the build's.
-fn ptx_dir() -> std::path::PathBuf {
-    std::env::var_os("NVSHMEM_RS_PTX_DIR")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("NVSHMEM_RS_PTX_DIR").into())
-}
-
 /// Every PE's few words, gathered on every PE through puts and host barriers
 /// (which work in every configuration, limited MPG included).
 struct Exchange {
@@ -528,7 +521,7 @@ fn run(opts: &Options) -> Res<bool> {
     let stream = nv.stream();
     let (me, np) = (nv.my_pe(), nv.n_pes());
     let lead = me.index() == 0;
-    let module = nv.load_module_in(ptx_dir(), "allreduce-kernels")?;
+    let module = nv.load_module_in(nvshmem_rs::ptx_dir(), "allreduce-kernels")?;
     let oneshot = module.kernel("allreduce_oneshot")?;
     let rs_ag = module.kernel("allreduce_rs_ag")?;
 

@@ -7,7 +7,7 @@
 #
 # Needs, from a CPU machine's `cargo build --release` (or `./x demo`):
 #   ptx/nvshmem-<ver>/<arch>/ag-gemm-kernels.{h,cubin,ptx} (and ring-kernels.* if built)
-#   target/release/nvshmem-run
+#   target/release/nvshmem-run (or NVSHMEM_RUN=path)
 # Settings (environment): NVSHMEM_HOME (default: the pip wheel in /opt/torch/.venv,
 # else python3's nvidia/nvshmem, else .deps/nvshmem-3.4.5), NVSHMEM_RS_PTX_DIR
 # (default ptx/nvshmem-3.4.5/sm_90), CUDA_ARCH (default sm_90), PES, BUILD_DIR.
@@ -30,7 +30,7 @@ PTX_DIR=${NVSHMEM_RS_PTX_DIR:-$root/ptx/nvshmem-3.4.5/sm_90}
 CUDA_ARCH=${CUDA_ARCH:-sm_90}
 PES=${PES:-1 2}
 BUILD_DIR=${BUILD_DIR:-$root/target/cpp_host}
-LAUNCHER=$root/target/release/nvshmem-run
+LAUNCHER=${NVSHMEM_RUN:-$root/target/release/nvshmem-run}
 mkdir -p "$BUILD_DIR"
 
 [ -f "$PTX_DIR/ag-gemm-kernels.h" ] || { echo "run.sh: $PTX_DIR/ag-gemm-kernels.h missing: run cargo build --release first" >&2; exit 1; }

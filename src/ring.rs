@@ -1,0 +1,84 @@
+//! The ring: a token passed around every PE with put-with-signal and
+//! `signal_wait_until`, in one kernel (`examples/ring/kernel`).
+//!
+//! Each PE waits for its signal, adds one to the token and puts it to the
+//! next PE with a signal. After `laps` laps PE 0 must hold `laps * n_pes`.
+
+use nvshmem_host::{Nvshmem, Result};
+use std::time::{Duration, Instant};
+
+/// What one run of the ring gave on this PE.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RingOutcome {
+    /// The PE count.
+    pub n_pes: u32,
+    /// Laps run.
+    pub laps: u64,
+    /// The token PE 0 ended with (`None` on the other PEs).
+    pub token: Option<u64>,
+    /// Kernel time on this PE, launch to completion.
+    pub elapsed: Duration,
+}
+
+impl RingOutcome {
+    /// The token PE 0 must end with.
+    pub fn expected(&self) -> u64 {
+        self.laps * self.n_pes as u64
+    }
+
+    /// `false` only on PE 0 with a wrong token.
+    pub fn passed(&self) -> bool {
+        self.token.is_none_or(|t| t == self.expected())
+    }
+
+    /// Microseconds per hop (one put-with-signal and one wait).
+    pub fn us_per_hop(&self) -> f64 {
+        self.elapsed.as_secs_f64() * 1e6 / (self.laps * self.n_pes as u64).max(1) as f64
+    }
+}
+
+/// Runs `laps` laps of the ring on every PE (collective: every PE calls it).
+///
+/// ```no_run
+/// let nv = nvshmem_host::Nvshmem::init()?;
+/// let outcome = nvshmem_rs::ring::run(&nv, 1000)?;
+/// assert!(outcome.passed());
+/// # Ok::<(), nvshmem_host::Error>(())
+/// ```
+pub fn run(nv: &Nvshmem, laps: u64) -> Result<RingOutcome> {
+    let stream = nv.stream();
+    let token = nv.alloc_zeroed::<u64>(1)?;
+    let send = nv.alloc_zeroed::<u64>(1)?;
+    let signal = nv.alloc_zeroed::<u64>(1)?;
+    let out = nv.alloc_zeroed::<u64>(1)?;
+    let module = nv.load_module_in(crate::ptx_dir(), "ring-kernels")?;
+    let ring = module.kernel("ring_pass")?;
+    let args = (
+        token.sym_ptr(),
+        send.sym_ptr(),
+        signal.sym_ptr(),
+        laps,
+        out.device_ptr(),
+    );
+
+    nv.barrier_all_on_stream(stream)?;
+    nv.synchronize(stream)?;
+    let start = Instant::now();
+    // SAFETY: ring_pass touches one u64 of each symmetric buffer and `out` locally.
+    unsafe { ring.launch(stream, 1, 1, args)? };
+    nv.synchronize(stream)?;
+    let elapsed = start.elapsed();
+    nv.barrier_all_on_stream(stream)?;
+    nv.synchronize(stream)?;
+    let token = if nv.my_pe().index() == 0 {
+        Some(out.to_vec(stream)?[0])
+    } else {
+        None
+    };
+    Ok(RingOutcome {
+        n_pes: nv.n_pes(),
+        laps,
+        token,
+        elapsed,
+    })
+}
