@@ -3,7 +3,8 @@
 //! Settings (environment): `NVSHMEM_RS_ARCH` (default `sm_90`),
 //! `NVSHMEM_RS_NVSHMEM_VERSION` (default: the builder's, 3.4.5), `NVSHMEM_HOME`.
 //! The host programs find the outputs through `NVSHMEM_RS_PTX_DIR`, set here
-//! at compile time and overridable at run time.
+//! at compile time and overridable at run time. Per-crate step times go to
+//! `target/nvshmem-kernels/build-times.txt`.
 
 use nvshmem_builder::nvshmem::{Nvshmem, Query, Version};
 use std::path::{Path, PathBuf};
@@ -12,9 +13,11 @@ use std::path::{Path, PathBuf};
 const KERNEL_CRATES: &[&str] = &[
     "tests/kernels/coverage",
     "tests/kernels/runtime",
+    "tests/kernels/collectives",
     "examples/ring/kernel",
     "examples/allreduce/kernel",
     "examples/ag_gemm/kernel",
+    "bench/kernel",
 ];
 
 /// Also built against this other NVSHMEM version, when it is installed, so
@@ -47,32 +50,83 @@ fn main() {
         }
         b.build_from_build_script()
     };
-    let mut ptx_dir = None;
-    let mut primary = None;
-    for krate in KERNEL_CRATES {
-        let out = build(krate, version);
-        primary = Some(out.nvshmem.version);
-        ptx_dir = out.ptx.parent().map(Path::to_path_buf);
+    // The version the project's kernels link against, and the other one the
+    // mismatch test needs (when it is installed).
+    let mut primary_query = Query::default().project_dir(&root);
+    if let Some(v) = version {
+        primary_query = primary_query.version(v);
     }
-    if let Some(dir) = ptx_dir {
-        println!("cargo:rustc-env=NVSHMEM_RS_PTX_DIR={}", dir.display());
-    }
+    let primary = Nvshmem::find(&primary_query).ok().map(|nv| nv.version);
     let other = OTHER_VERSIONS
         .iter()
         .map(|v| v.parse::<Version>().expect("a version"))
-        .find(|v| Some(*v) != primary);
-    if let Some(other) = other {
-        let query = Query::default().version(other).project_dir(&root);
-        if Nvshmem::find(&query).is_ok() {
-            let out = build(MISMATCH_CRATE, Some(other));
+        .find(|v| primary.is_some_and(|p| p != *v));
+    let other_installed =
+        other.filter(|v| Nvshmem::find(&Query::default().version(*v).project_dir(&root)).is_ok());
+    let mut jobs: Vec<(&str, Option<Version>)> =
+        KERNEL_CRATES.iter().map(|k| (*k, version)).collect();
+    if let Some(v) = other_installed {
+        jobs.push((MISMATCH_CRATE, Some(v)));
+    }
+    let outputs = run_in_parallel(&jobs, |(krate, v)| build(krate, *v));
+
+    let mut times = String::new();
+    for ((krate, _), out) in jobs.iter().zip(&outputs) {
+        let steps: Vec<String> = out
+            .timings
+            .iter()
+            .map(|(step, t)| format!("{step} {:.2}s", t.as_secs_f64()))
+            .collect();
+        times += &format!("{krate} ({}): {}\n", out.nvshmem.version, steps.join(", "));
+    }
+    let primary_dir = outputs[..KERNEL_CRATES.len()]
+        .last()
+        .and_then(|out| out.ptx.parent().map(Path::to_path_buf));
+    if let Some(dir) = primary_dir {
+        println!("cargo:rustc-env=NVSHMEM_RS_PTX_DIR={}", dir.display());
+    }
+    match (other, other_installed) {
+        (Some(_), Some(_)) => {
+            let out = outputs.last().expect("the mismatch build");
             if let Some(dir) = out.ptx.parent() {
                 println!("cargo:rustc-env=NVSHMEM_RS_OTHER_PTX_DIR={}", dir.display());
             }
-        } else {
+        }
+        (Some(other), None) => {
             println!("cargo:rustc-env=NVSHMEM_RS_OTHER_PTX_DIR=");
             println!(
                 "cargo:warning=NVSHMEM {other} is not installed: the GPU test of a version mismatch will fail (run ./x setup)"
             );
         }
+        _ => {}
     }
+    // Where each kernel crate's build time went (read it when a build is slow).
+    let times_path = root.join("target/nvshmem-kernels/build-times.txt");
+    let _ = std::fs::write(&times_path, times);
+}
+
+/// Runs `f` over `jobs` on as many threads as there are cores, keeping the
+/// order of the results. The builds are independent (each has its own work
+/// folder and lock), and most of their time is single-threaded ptxas and opt.
+fn run_in_parallel<J: Sync, R: Send>(jobs: &[J], f: impl Fn(&J) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<R>>> =
+        jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads.min(jobs.len()) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(job) = jobs.get(i) else { break };
+                    let r = f(job);
+                    *results[i].lock().unwrap() = Some(r);
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.into_inner().unwrap().expect("every job ran"))
+        .collect()
 }

@@ -399,6 +399,44 @@ fn version_mismatch(pe: &mut Pe) -> TestResult {
     }
 }
 
+/// A module with NVSHMEM's version global but without its state global (as a
+/// hand-made or stripped PTX would be) cannot be registered: loading it must
+/// fail with `Error::ModuleNotRegistered`, so no kernel of it can be launched.
+fn unregistrable_module(pe: &mut Pe) -> TestResult {
+    let nv = pe.nvshmem();
+    let v = nv.version();
+    let ptx = format!(
+        ".version 8.0\n.target sm_90\n.address_size 64\n\
+         .visible .const .align 4 .b8 nvshmemi_device_lib_version_d[12] = \
+         {{{}, 0, 0, 0, {}, 0, 0, 0, {}, 0, 0, 0}};\n\
+         .visible .entry nothing()\n{{\n\tret;\n}}\n",
+        v.major, v.minor, v.patch
+    );
+    let manifest = nvshmem_host::Manifest {
+        format: nvshmem_host::MANIFEST_FORMAT,
+        crate_name: "stripped".into(),
+        nvshmem_version: v.to_string(),
+        arch: "sm_90".into(),
+        ptx_isa: "8.0".into(),
+        ptx: "stripped.ptx".into(),
+        cubin: None,
+        kernels: Vec::new(),
+    };
+    match nv.load_module_image(ptx.as_bytes(), manifest) {
+        Err(e @ Error::ModuleNotRegistered { .. }) => {
+            let text = e.to_string();
+            ensure(text.contains("nvshmemi_device_state_d"), || {
+                format!("the error does not name the missing state global: {text}")
+            })
+        }
+        Ok(_) => Err(String::from(
+            "a module without NVSHMEM's state global loaded as if registered",
+        )
+        .into()),
+        Err(e) => Err(format!("expected Error::ModuleNotRegistered, got: {e}").into()),
+    }
+}
+
 fn stream_ops(pe: &mut Pe) -> TestResult {
     let nv = pe.nvshmem();
     let s = nv.stream();
@@ -453,6 +491,7 @@ fn main() {
             // A fault leaves its PE unable to join a collective teardown: 1 PE.
             GpuTest::new("kernel_fault", kernel_fault).pes(&[1]),
             GpuTest::new("version_mismatch", version_mismatch).pes(&[1]),
+            GpuTest::new("unregistrable_module", unregistrable_module).pes(&[1]),
         ],
     );
 }

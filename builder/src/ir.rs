@@ -35,6 +35,14 @@ pub(crate) fn functions(ll: &str) -> BTreeMap<String, Function> {
     out
 }
 
+/// Every function the module declares but does not define (`declare` lines).
+pub(crate) fn declared_functions(ll: &str) -> Vec<String> {
+    ll.lines()
+        .filter(|l| l.starts_with("declare "))
+        .filter_map(first_global_name)
+        .collect()
+}
+
 /// The first `@name` on a line (the defined function for a `define` line).
 fn first_global_name(line: &str) -> Option<String> {
     global_names(line).next()
@@ -365,6 +373,21 @@ attributes #1 = { nounwind "target-cpu"="sm_90" "target-features"="+ptx78,+sm_90
             "nvshmem_int_alltoall",
             "nvshmem_int_broadcast",
             "nvshmem_float_sum_reducescatter",
+            // The team collectives of the device crate, every family and scope.
+            "nvshmem_barrier",
+            "nvshmemx_barrier_warp",
+            "nvshmemx_barrier_block",
+            "nvshmemx_barrier_warpgroup",
+            "nvshmemx_team_sync_warp",
+            "nvshmemx_team_sync_block",
+            "nvshmemx_bfloat16_broadcast_block",
+            "nvshmem_broadcastmem",
+            "nvshmemx_fcollectmem_warp",
+            "nvshmem_alltoallmem",
+            "nvshmemx_uint64_alltoall_block",
+            "nvshmemx_half_prod_reduce_warp",
+            "nvshmemx_size_xor_reducescatter_block",
+            "nvshmem_uchar_and_reduce",
         ] {
             assert!(is_collective_entry(n), "{n}");
         }
@@ -376,6 +399,10 @@ attributes #1 = { nounwind "target-cpu"="sm_90" "target-features"="+ptx78,+sm_90
             "nvshmemx_putmem_signal_block",
             "nvshmem_signal_wait_until",
             "my_sync_helper",
+            // Team queries do not synchronize.
+            "nvshmem_team_my_pe",
+            "nvshmem_team_n_pes",
+            "nvshmem_team_translate_pe",
         ] {
             assert!(!is_collective_entry(n), "{n}");
         }

@@ -48,4 +48,4 @@ mod signature;
 
 pub use error::{Error, Result};
 #[cfg(feature = "build")]
-pub use pipeline::{BuildOutput, Builder};
+pub use pipeline::{BuildOutput, Builder, CheckOutput};

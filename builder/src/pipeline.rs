@@ -39,6 +39,76 @@ pub struct Builder {
     llvm_tools_dir: Option<PathBuf>,
 }
 
+/// What [`Builder::check`] found.
+#[derive(Clone, Debug)]
+pub struct CheckOutput {
+    /// Every kernel, and whether it needs a collective launch.
+    pub kernels: std::collections::BTreeMap<String, bool>,
+    /// The NVSHMEM installation linked against.
+    pub nvshmem: Nvshmem,
+    /// Wall time of each step, in order.
+    pub timings: Vec<(&'static str, Duration)>,
+}
+
+/// Step names and their wall times, in order.
+struct Laps(Vec<(&'static str, Duration)>, Instant);
+
+impl Laps {
+    fn new() -> Self {
+        Laps(Vec::new(), Instant::now())
+    }
+
+    /// Records the time since the last lap under `name`.
+    fn lap(&mut self, name: &'static str) {
+        self.0.push((name, self.1.elapsed()));
+        self.1 = Instant::now();
+    }
+}
+
+/// A kernel crate compiled to nvptx64 rlibs, with its work folder locked.
+struct Compiled {
+    nv: Nvshmem,
+    bitcode: PathBuf,
+    tc: Toolchain,
+    tools: Tools,
+    meta: CrateMeta,
+    target_dir: PathBuf,
+    work: PathBuf,
+    _lock: std::fs::File,
+    features: Vec<String>,
+    rlibs: Vec<PathBuf>,
+}
+
+impl Compiled {
+    /// `llvm-link`s the kernel crate's bitcode with, `--only-needed`, its
+    /// dependencies' and NVSHMEM's; returns the linked module as text.
+    fn link(&self, timings: &mut Laps) -> Result<String> {
+        let (tools, work) = (&self.tools, &self.work);
+        let (kernel_objs, dep_objs) = extract_bitcode(tools, &self.rlibs, &work.join("objects"))?;
+        let kernel_bc = work.join("kernel.bc");
+        tools.run("llvm-link", &tools.llvm_link, |c| {
+            c.args(&kernel_objs).arg("-o").arg(&kernel_bc);
+        })?;
+        let deps_bc = link_deps_cached(tools, &dep_objs, &work.join("deps.bc"))?;
+        let linked_bc = work.join("linked.bc");
+        tools.run("llvm-link", &tools.llvm_link, |c| {
+            c.arg(&kernel_bc)
+                .arg("--only-needed")
+                .arg(&deps_bc)
+                .arg(&self.bitcode)
+                .arg("-o")
+                .arg(&linked_bc);
+        })?;
+        let linked_ll = work.join("linked.ll");
+        tools.run("llvm-dis", &tools.llvm_dis, |c| {
+            c.arg(&linked_bc).arg("-o").arg(&linked_ll);
+        })?;
+        let ll = std::fs::read_to_string(&linked_ll).map_err(io_err(&linked_ll))?;
+        timings.lap("llvm-link");
+        Ok(ll)
+    }
+}
+
 /// What a build produced.
 #[derive(Clone, Debug)]
 pub struct BuildOutput {
@@ -162,15 +232,9 @@ impl Builder {
         }
     }
 
-    /// Builds the kernel crate. See the crate docs for the steps.
-    pub fn build(&self) -> Result<BuildOutput> {
-        let mut timings = Vec::new();
-        let mut step = Instant::now();
-        let mut lap = |name: &'static str, timings: &mut Vec<(&'static str, Duration)>| {
-            timings.push((name, step.elapsed()));
-            step = Instant::now();
-        };
-
+    /// Steps every command shares: checks, then `cargo build` of the kernel
+    /// crate for nvptx64, holding the work folder's lock.
+    fn compile(&self, timings: &mut Laps) -> Result<Compiled> {
         let crate_dir = &self.crate_dir;
         if !crate_dir.join("Cargo.toml").is_file() {
             return Err(Error::KernelCrateNotFound {
@@ -178,13 +242,13 @@ impl Builder {
             });
         }
         let arch = self.arch.as_str();
-        let sm = sm_number(arch).ok_or_else(|| Error::InvalidArch { arch: arch.into() })?;
+        sm_number(arch).ok_or_else(|| Error::InvalidArch { arch: arch.into() })?;
         let nv = Nvshmem::find(&self.query.clone().project_dir(crate_dir))?;
         let bitcode = nv.device_bitcode(arch)?;
         let tc = Toolchain::detect(crate_dir)?;
         let tools = Tools::new(&tc, self.llvm_tools_dir.as_deref())?;
         check_producer(&bitcode, &tools)?;
-        lap("checks", &mut timings);
+        timings.lap("checks");
 
         let meta = CrateMeta::read(&tc, crate_dir)?;
         let target_dir = self
@@ -215,29 +279,108 @@ impl Builder {
             features.push("nvshmem-device/nvshmem-3-8".into());
         }
         let rlibs = cargo_build(&tc, crate_dir, &target_dir, &meta, &features)?;
-        lap("cargo build (nvptx64)", &mut timings);
+        timings.lap("cargo build (nvptx64)");
+        Ok(Compiled {
+            nv,
+            bitcode,
+            tc,
+            tools,
+            meta,
+            target_dir,
+            work,
+            _lock: lock,
+            features,
+            rlibs,
+        })
+    }
 
-        let (kernel_objs, dep_objs) = extract_bitcode(&tools, &rlibs, &work.join("objects"))?;
-        let kernel_bc = work.join("kernel.bc");
-        tools.run("llvm-link", &tools.llvm_link, |c| {
-            c.args(&kernel_objs).arg("-o").arg(&kernel_bc);
-        })?;
-        let deps_bc = link_deps_cached(&tools, &dep_objs, &work.join("deps.bc"))?;
-        let linked_bc = work.join("linked.bc");
-        tools.run("llvm-link", &tools.llvm_link, |c| {
-            c.arg(&kernel_bc)
-                .arg("--only-needed")
-                .arg(&deps_bc)
-                .arg(&bitcode)
-                .arg("-o")
-                .arg(&linked_bc);
-        })?;
-        let linked_ll = work.join("linked.ll");
-        tools.run("llvm-dis", &tools.llvm_dis, |c| {
-            c.arg(&linked_bc).arg("-o").arg(&linked_ll);
-        })?;
-        let ll = std::fs::read_to_string(&linked_ll).map_err(io_err(&linked_ll))?;
-        lap("llvm-link", &mut timings);
+    /// Checks the kernel crate without generating code: it compiles for
+    /// nvptx64, has kernels, and every function it reaches links against
+    /// NVSHMEM's bitcode (nothing unresolved). The fast part of
+    /// [`build`](Self::build) (no `opt`, `llc` or `ptxas`), like `cargo check`:
+    /// for crates whose full build would be slow, such as ones that call
+    /// hundreds of NVSHMEM collectives.
+    ///
+    /// ```no_run
+    /// let checked = nvshmem_builder::Builder::new("kernels").check()?;
+    /// println!("{} kernels link against NVSHMEM {}", checked.kernels.len(), checked.nvshmem.version);
+    /// # Ok::<(), nvshmem_builder::Error>(())
+    /// ```
+    pub fn check(&self) -> Result<CheckOutput> {
+        let mut timings = Laps::new();
+        let c = self.compile(&mut timings)?;
+        let ll = c.link(&mut timings)?;
+        let funcs = ir::functions(&ll);
+        let kernels = ir::collective_kernels(&funcs);
+        if kernels.is_empty() {
+            return Err(Error::NoKernels {
+                crate_name: c.meta.name.clone(),
+            });
+        }
+        let unresolved: Vec<String> = ir::declared_functions(&ll)
+            .into_iter()
+            .filter(|f| !f.starts_with("llvm.") && !PTXAS_BUILTINS.contains(&f.as_str()))
+            .collect();
+        if !unresolved.is_empty() {
+            return Err(Error::UnresolvedExterns {
+                symbols: unresolved,
+                version: c.nv.version,
+            });
+        }
+        Ok(CheckOutput {
+            kernels,
+            nvshmem: c.nv,
+            timings: timings.0,
+        })
+    }
+
+    /// Builds the kernel crate. See the crate docs for the steps.
+    pub fn build(&self) -> Result<BuildOutput> {
+        let mut timings = Laps::new();
+        let c = self.compile(&mut timings)?;
+        let Compiled {
+            nv,
+            bitcode,
+            tc,
+            tools,
+            meta,
+            target_dir,
+            work,
+            features,
+            rlibs,
+            ..
+        } = &c;
+        let arch = self.arch.as_str();
+        let sm = sm_number(arch).ok_or_else(|| Error::InvalidArch { arch: arch.into() })?;
+
+        // Everything below is a pure function of these inputs: when none
+        // changed since the last build, reuse its outputs instead of re-running
+        // link, opt, llc and ptxas (most of an incremental build's time).
+        let out_dir = self
+            .out_dir
+            .clone()
+            .unwrap_or_else(|| {
+                std::env::var_os("OUT_DIR")
+                    .map(|d| PathBuf::from(d).join("ptx"))
+                    .unwrap_or_else(|| target_dir.join("ptx"))
+            })
+            .join(format!("nvshmem-{}", nv.version))
+            .join(arch);
+        let ptxas = find_ptxas();
+        let key = self.inputs_key(rlibs, bitcode, tools, ptxas.as_deref(), features, &out_dir)?;
+        let key_path = work.join("inputs.key");
+        if let Some(out) = reuse_outputs(&key_path, &key, &out_dir, &meta.name, nv) {
+            timings.lap("reused (inputs unchanged)");
+            return Ok(BuildOutput {
+                sources: dep_info_sources(target_dir, meta, tc),
+                timings: timings.0,
+                ..out
+            });
+        }
+        // A failure below must not leave an old key that vouches for new inputs.
+        let _ = std::fs::remove_file(&key_path);
+
+        let ll = c.link(&mut timings)?;
 
         let funcs = ir::functions(&ll);
         let collective = ir::collective_kernels(&funcs);
@@ -266,7 +409,7 @@ impl Builder {
             .arg("-o")
             .arg(&opt_bc);
         })?;
-        lap("opt -O3", &mut timings);
+        timings.lap("opt -O3");
 
         let work_ptx = work.join(format!("{}.ptx", meta.name));
         tools.run("llc", &tools.llc, |c| {
@@ -280,7 +423,7 @@ impl Builder {
             .arg(&work_ptx);
         })?;
         let ptx = std::fs::read_to_string(&work_ptx).map_err(io_err(&work_ptx))?;
-        lap("llc", &mut timings);
+        timings.lap("llc");
 
         let unresolved: Vec<String> = ir::ptx_extern_funcs(&ptx)
             .into_iter()
@@ -304,21 +447,11 @@ impl Builder {
             }
         }
 
-        let out_dir = self
-            .out_dir
-            .clone()
-            .unwrap_or_else(|| {
-                std::env::var_os("OUT_DIR")
-                    .map(|d| PathBuf::from(d).join("ptx"))
-                    .unwrap_or_else(|| target_dir.join("ptx"))
-            })
-            .join(format!("nvshmem-{}", nv.version))
-            .join(arch);
         std::fs::create_dir_all(&out_dir).map_err(io_err(&out_dir))?;
         let ptx_path = out_dir.join(format!("{}.ptx", meta.name));
         write_if_changed(&ptx_path, ptx.as_bytes())?;
 
-        let (cubin, figures) = match find_ptxas() {
+        let (cubin, figures) = match ptxas {
             Some(ptxas) => {
                 let cubin = out_dir.join(format!("{}.cubin", meta.name));
                 let stderr = tools.run("ptxas", &ptxas, |c| {
@@ -341,9 +474,9 @@ impl Builder {
             }
             None => (None, Default::default()),
         };
-        lap("ptxas", &mut timings);
+        timings.lap("ptxas");
 
-        let sources = signature::kernels_in(&crate_dir.join("src"));
+        let sources = signature::kernels_in(&self.crate_dir.join("src"));
         let kernels = entries
             .iter()
             .map(|(name, ptx_params)| {
@@ -401,7 +534,9 @@ impl Builder {
         write_if_changed(&manifest_path, json.as_bytes())?;
         let header_path = out_dir.join(format!("{}.h", meta.name));
         write_if_changed(&header_path, header::render(&manifest).as_bytes())?;
-        lap("manifest", &mut timings);
+        timings.lap("manifest");
+        let outputs = outputs_identity(&out_dir, &manifest)?;
+        std::fs::write(&key_path, format!("{key}{outputs}")).map_err(io_err(&key_path))?;
 
         Ok(BuildOutput {
             ptx: ptx_path,
@@ -409,11 +544,110 @@ impl Builder {
             manifest_path,
             header: header_path,
             manifest,
-            nvshmem: nv,
-            sources: dep_info_sources(&target_dir, &meta, &tc),
-            timings,
+            nvshmem: nv.clone(),
+            sources: dep_info_sources(target_dir, meta, tc),
+            timings: timings.0,
         })
     }
+}
+
+impl Builder {
+    /// A description of every input of the steps after `cargo build`: the
+    /// exact rlibs and NVSHMEM bitcode (path, size, mtime), the tools, the
+    /// settings and this builder's own version.
+    fn inputs_key(
+        &self,
+        rlibs: &[PathBuf],
+        bitcode: &Path,
+        tools: &Tools,
+        ptxas: Option<&Path>,
+        features: &[String],
+        out_dir: &Path,
+    ) -> Result<String> {
+        let mut key = format!(
+            "nvshmem-builder {}\narch {}\nptx_isa {:?}\nfeatures {:?}\nrequire_ptxas {}\nout {}\n",
+            env!("CARGO_PKG_VERSION"),
+            self.arch,
+            self.ptx_isa,
+            features,
+            self.require_ptxas,
+            out_dir.display(),
+        );
+        for tool in [&tools.llvm_link, &tools.opt, &tools.llc] {
+            key += &file_identity(tool)?;
+        }
+        if let Some(p) = ptxas {
+            key += &file_identity(p)?;
+        }
+        key += &file_identity(bitcode)?;
+        // Cargo reports dependencies in a varying order: sort them (the
+        // kernel crate's rlib, last, stays last).
+        let (kernel, deps) = rlibs
+            .split_last()
+            .expect("cargo_build returns the kernel's rlib");
+        let mut deps: Vec<&PathBuf> = deps.iter().collect();
+        deps.sort();
+        for rlib in deps.into_iter().chain([kernel]) {
+            key += &file_identity(rlib)?;
+        }
+        Ok(key)
+    }
+}
+
+/// `path size mtime`, one line: changes whenever the file is rewritten.
+fn file_identity(path: &Path) -> Result<String> {
+    let m = std::fs::metadata(path).map_err(io_err(path))?;
+    Ok(format!(
+        "{} {} {:?}\n",
+        path.display(),
+        m.len(),
+        m.modified().ok()
+    ))
+}
+
+/// The identity of every file a build wrote to `out_dir`, so that a reuse
+/// notices outputs deleted or edited since.
+fn outputs_identity(out_dir: &Path, manifest: &Manifest) -> Result<String> {
+    let name = &manifest.crate_name;
+    let mut files = vec![
+        out_dir.join(format!("{name}.ptx")),
+        out_dir.join(format!("{name}.json")),
+        out_dir.join(format!("{name}.h")),
+    ];
+    files.extend(manifest.cubin.as_ref().map(|c| out_dir.join(c)));
+    let mut s = String::from("outputs\n");
+    for f in files {
+        s += &file_identity(&f)?;
+    }
+    Ok(s)
+}
+
+/// The last build's outputs, if its inputs were exactly `key` and its outputs
+/// are still as it wrote them.
+fn reuse_outputs(
+    key_path: &Path,
+    key: &str,
+    out_dir: &Path,
+    crate_name: &str,
+    nv: &Nvshmem,
+) -> Option<BuildOutput> {
+    let stored = std::fs::read_to_string(key_path).ok()?;
+    let outputs = stored.strip_prefix(key)?;
+    let manifest_path = out_dir.join(format!("{crate_name}.json"));
+    let manifest: Manifest = serde_json::from_slice(&std::fs::read(&manifest_path).ok()?).ok()?;
+    if manifest.format != MANIFEST_FORMAT || outputs_identity(out_dir, &manifest).ok()? != outputs {
+        return None;
+    }
+    Some(BuildOutput {
+        ptx: out_dir.join(&manifest.ptx),
+        cubin: manifest.cubin.as_ref().map(|c| out_dir.join(c)),
+        manifest_path,
+        header: out_dir.join(format!("{crate_name}.h")),
+        manifest,
+        nvshmem: nv.clone(),
+        sources: Vec::new(),
+        timings: Vec::new(),
+    })
 }
 
 /// The lowest PTX ISA (`major*10+minor`) that can target `sm_N`.

@@ -162,7 +162,8 @@ pub(crate) fn c_type(ty: &syn::Type) -> String {
                 }
                 "i8" => "int8_t".into(),
                 "i16" => "int16_t".into(),
-                "i32" => "int32_t".into(),
+                // `Team` is `nvshmem_team_t`, an `int32_t`.
+                "i32" | "Team" => "int32_t".into(),
                 "i64" | "isize" => "int64_t".into(),
                 "u8" => "uint8_t".into(),
                 "u16" | "f16" | "bf16" => "uint16_t".into(),
@@ -199,6 +200,7 @@ mod tests {
             ("*mut MyStruct", "void*", "*mut MyStruct"),
             ("usize", "uint64_t", "usize"),
             ("Pe", "uint32_t", "Pe"),
+            ("nvshmem_device::Team", "int32_t", "nvshmem_device::Team"),
             ("half::f16", "uint16_t", "half::f16"),
             ("MyStruct", "", "MyStruct"),
         ];

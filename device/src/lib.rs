@@ -46,17 +46,24 @@
 //! | signals | [`signal_op`] (with [`SignalOp`]), [`signal_fetch`], [`signal_wait_until`] | `u64` |
 //! | ordering | [`quiet`], [`fence`]; `flush` with `nvshmem-3-8` | |
 //! | job-wide | [`barrier_all`], [`sync_all`] | |
+//! | teams | [`Team`] (`WORLD`, `SHARED`, `NODE`, or split by the host), [`team_my_pe`], [`team_n_pes`], [`team_translate_pe`] | |
+//! | team sync | [`barrier`], [`barrier_warpgroup`], [`sync`](fn@sync) (+`_warp`/`_block`) | |
+//! | collectives | [`broadcast`], [`fcollect`] (all-gather), [`alltoall`]; `_pod` forms | [`CollectElement`], [`bytemuck::Pod`] |
+//! | reductions | [`reduce`], [`reducescatter`] with [`And`], [`Or`], [`Xor`], [`Min`], [`Max`], [`Sum`], [`Prod`] | [`ReduceOp<T>`](ReduceOp) |
 //! | PEs | [`my_pe`], [`n_pes`], [`ptr`] (direct load/store address) | |
 //!
 //! Every RMA/pod family comes in three scopes: `put` (one thread), `put_warp`
 //! (the whole warp, `nvshmemx_*_warp`) and `put_block` (the whole block,
 //! `nvshmemx_*_block`); likewise `put_nbi_warp`, `get_pod_block`, ...
-//! [`barrier_all`] and [`sync_all`] have `_warp`/`_block` forms too.
+//! [`barrier_all`], [`sync_all`], the team barriers and syncs and every
+//! collective have `_warp`/`_block` forms too. Kernels that reach a barrier,
+//! sync or collective must be launched collectively; the builder marks them in
+//! the manifest and the host refuses a plain launch.
 //!
 //! Symmetric destinations (and sources of gets) are [`SymPtr`]s; the local
 //! side is a raw pointer. Functions that touch memory through addresses are
 //! `unsafe fn` with a `# Safety` section; [`my_pe`], [`n_pes`], [`ptr`],
-//! [`quiet`], [`fence`] and the barriers are safe.
+//! [`quiet`], [`fence`], the team queries and the barriers are safe.
 //!
 //! # Features
 //! - `nvshmem-3-8`: NVSHMEM 3.8's extra API (`flush*`, `f32`/`f64`/`f16`
@@ -72,6 +79,7 @@
 #![feature(macro_metavar_expr_concat)]
 
 mod amo;
+mod coll;
 mod debug;
 pub mod ffi;
 pub mod panic;
@@ -84,6 +92,7 @@ pub mod thread;
 mod tests;
 
 pub use amo::*;
+pub use coll::*;
 pub use rma::*;
 pub use symmetric::{Pe, SymPtr, my_pe, n_pes, ptr};
 pub use sync::*;

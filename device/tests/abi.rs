@@ -39,21 +39,53 @@ enum Why {
 }
 
 struct Gap {
+    symbol: String,
+    versions: &'static [&'static str],
+    why: Why,
+}
+
+/// A gap, or a group of them: `symbol` may hold `{a,b}` alternatives.
+struct GapGroup {
     symbol: &'static str,
     versions: &'static [&'static str],
     why: Why,
 }
 
-const fn gap(symbol: &'static str, versions: &'static [&'static str], why: Why) -> Gap {
-    Gap {
+const fn gap(symbol: &'static str, versions: &'static [&'static str], why: Why) -> GapGroup {
+    GapGroup {
         symbol,
         versions,
         why,
     }
 }
 
-/// The documented gaps (the same list as the table in `src/ffi/mod.rs`).
-const GAPS: &[Gap] = &[
+/// `NVSHMEMI_REPT_FOR_STANDARD_RMA_TYPES`' names, for the gap groups below.
+const RMA_NAMES: &str = "bfloat16,half,float,double,char,short,schar,int,long,longlong,uchar,ushort,\
+    uint,ulong,ulonglong,int8,int16,int32,int64,uint8,uint16,uint32,uint64,size,ptrdiff";
+
+/// Every documented gap, brace groups expanded.
+fn gaps() -> Vec<Gap> {
+    let alltoalls = format!("nvshmem_{{{RMA_NAMES}}}_alltoalls");
+    let groups = GAPS
+        .iter()
+        .map(|g| (g.symbol.to_string(), g.versions, g.why))
+        .chain([(alltoalls, &[V345][..], Why::Absent)]);
+    let mut out = Vec::new();
+    for (pattern, versions, why) in groups {
+        for symbol in brace_expand(&pattern.replace(char::is_whitespace, "")) {
+            out.push(Gap {
+                symbol,
+                versions,
+                why,
+            });
+        }
+    }
+    out
+}
+
+/// The documented gaps (the same list as the table in `src/ffi/mod.rs`);
+/// [`gaps`] adds 3.4.5's `nvshmem_TYPE_alltoalls` over the RMA types.
+const GAPS: &[GapGroup] = &[
     gap("nvshmem_half_g", ALL, Why::StructReturn),
     gap("nvshmem_bfloat16_g", ALL, Why::StructReturn),
     gap("nvshmem_int64_atomic_fetch_add", ALL, Why::Absent),
@@ -415,7 +447,18 @@ fn read_header(path: &Path) -> Header {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut defines: HashMap<String, Define> = HashMap::new();
     let mut amo_invocations = Vec::new();
+    // `#ifdef NVSHMEM_COMPLEX_SUPPORT` branches are skipped (to their `#else`):
+    // the device bitcode is built without it.
+    let mut skipping = false;
     for line in logical_lines(&text) {
+        if line.starts_with("#ifdef NVSHMEM_COMPLEX_SUPPORT") {
+            skipping = true;
+            continue;
+        }
+        if skipping {
+            skipping = !(line.starts_with("#else") || line.starts_with("#endif"));
+            continue;
+        }
         if let Some((name, def)) = parse_define(&line) {
             defines.entry(name).or_insert(def);
         } else if let Some(name) = line.strip_prefix("#undef") {
@@ -483,6 +526,8 @@ fn list_entries(defines: &HashMap<String, Define>, name: &str) -> Vec<Vec<String
 struct Headers {
     common: Header,
     api: Header,
+    /// `host/nvshmem_coll_api.h`, as text.
+    coll_api: String,
 }
 
 fn headers(nv: &Nvshmem) -> Headers {
@@ -490,6 +535,7 @@ fn headers(nv: &Nvshmem) -> Headers {
     Headers {
         common: read_header(&inc.join("device_host/nvshmem_common.cuh")),
         api: read_header(&inc.join("host/nvshmem_api.h")),
+        coll_api: std::fs::read_to_string(inc.join("host/nvshmem_coll_api.h")).unwrap(),
     }
 }
 
@@ -604,6 +650,57 @@ fn expected_names(h: &Headers, version: Version) -> BTreeSet<String> {
     ] {
         out.insert(f.to_string());
     }
+    // Teams and collectives (`host/nvshmem{,x}_coll_api.h`, `host/nvshmem_api.h`).
+    for t in &rma {
+        for (pre, sfx) in scopes {
+            for op in ["broadcast", "fcollect", "alltoall"] {
+                out.insert(format!("{pre}_{t}_{op}{sfx}"));
+            }
+        }
+        if h.coll_api.contains("DECL_NVSHMEM_TYPENAME_ALLTOALLS") {
+            out.insert(format!("nvshmem_{t}_alltoalls"));
+        }
+    }
+    for (pre, sfx) in scopes {
+        for op in ["broadcastmem", "fcollectmem", "alltoallmem"] {
+            out.insert(format!("{pre}_{op}{sfx}"));
+        }
+    }
+    let reduce_list = |n: &str| names(&list_entries(&h.common.defines, n));
+    for (list, ops) in [
+        (
+            "NVSHMEMI_REPT_FOR_BITWISE_REDUCE_TYPES",
+            &["and", "or", "xor"][..],
+        ),
+        (
+            "NVSHMEMI_REPT_FOR_STANDARD_REDUCE_TYPES",
+            &["min", "max"][..],
+        ),
+        ("NVSHMEMI_REPT_FOR_ARITH_REDUCE_TYPES", &["sum", "prod"][..]),
+    ] {
+        for t in reduce_list(list) {
+            for op in ops {
+                for (pre, sfx) in scopes {
+                    out.insert(format!("{pre}_{t}_{op}_reduce{sfx}"));
+                    out.insert(format!("{pre}_{t}_{op}_reducescatter{sfx}"));
+                }
+            }
+        }
+    }
+    for f in [
+        "nvshmem_team_my_pe",
+        "nvshmem_team_n_pes",
+        "nvshmem_team_translate_pe",
+        "nvshmem_barrier",
+        "nvshmemx_barrier_warp",
+        "nvshmemx_barrier_block",
+        "nvshmemx_barrier_warpgroup",
+        "nvshmem_team_sync",
+        "nvshmemx_team_sync_warp",
+        "nvshmemx_team_sync_block",
+    ] {
+        out.insert(f.to_string());
+    }
     if version >= "3.8.0".parse().unwrap() {
         out.extend(
             [
@@ -647,22 +744,23 @@ fn check_gaps(
     decls: &BTreeMap<String, Sig>,
     defs: &BTreeMap<String, Sig>,
 ) -> (Vec<String>, usize) {
-    let gaps: Vec<&Gap> = GAPS
+    let all = gaps();
+    let gaps: Vec<&Gap> = all
         .iter()
         .filter(|g| g.versions.contains(&version))
         .collect();
     let mut problems = Vec::new();
     for g in &gaps {
-        if decls.contains_key(g.symbol) {
+        if decls.contains_key(&g.symbol) {
             problems.push(format!("gap {} is declared", g.symbol));
         }
-        if !expected.contains(g.symbol) {
+        if !expected.contains(&g.symbol) {
             problems.push(format!(
                 "gap {} is not a name NVSHMEM {version}'s headers generate",
                 g.symbol
             ));
         }
-        match (g.why, defs.get(g.symbol)) {
+        match (g.why, defs.get(&g.symbol)) {
             (Why::Absent, Some(def)) => problems.push(format!(
                 "gap {} (absent) is defined in NVSHMEM {version}'s bitcode as `{def}`: declare it",
                 g.symbol
@@ -678,7 +776,7 @@ fn check_gaps(
         }
     }
     for name in expected {
-        if !decls.contains_key(name) && !gaps.iter().any(|g| g.symbol == name) {
+        if !decls.contains_key(name) && !gaps.iter().any(|g| &g.symbol == name) {
             problems.push(format!(
                 "{name}: named by NVSHMEM {version}'s headers ({}), but neither declared nor a documented gap",
                 if defs.contains_key(name) { "defined in the bitcode" } else { "absent from the bitcode" }
@@ -829,9 +927,9 @@ fn gap_table_in_docs_matches_the_test() {
             }
         }
     }
-    let tested: BTreeMap<String, Vec<&str>> = GAPS
-        .iter()
-        .map(|g| (g.symbol.to_string(), g.versions.to_vec()))
+    let tested: BTreeMap<String, Vec<&str>> = gaps()
+        .into_iter()
+        .map(|g| (g.symbol, g.versions.to_vec()))
         .collect();
     assert_eq!(
         documented, tested,
@@ -924,6 +1022,22 @@ fn type_lists_match_headers() {
             api("NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO"),
             "{version}"
         );
+        for (ours, name) in [
+            (
+                lists::BITWISE_REDUCE_TYPES,
+                "NVSHMEMI_REPT_FOR_BITWISE_REDUCE_TYPES",
+            ),
+            (
+                lists::STANDARD_REDUCE_TYPES,
+                "NVSHMEMI_REPT_FOR_STANDARD_REDUCE_TYPES",
+            ),
+            (
+                lists::ARITH_REDUCE_TYPES,
+                "NVSHMEMI_REPT_FOR_ARITH_REDUCE_TYPES",
+            ),
+        ] {
+            assert_eq!(table(ours), common(name), "{version}: {name}");
+        }
         let sizes: Vec<String> = lists::SIZES.iter().map(u32::to_string).collect();
         assert_eq!(
             sizes,
@@ -1021,7 +1135,22 @@ fn constants_match_headers() {
                 "NVSHMEM {version}: {op:?} vs {name}"
             );
         }
-        say!("Cmp and SignalOp match NVSHMEM {version}'s headers");
+        let common = enum_values(
+            &std::fs::read_to_string(inc.join("device_host/nvshmem_common.cuh")).unwrap(),
+        );
+        for (team, name) in [
+            (nvshmem_device::Team::WORLD, "NVSHMEM_TEAM_WORLD"),
+            (nvshmem_device::Team::SHARED, "NVSHMEM_TEAM_SHARED"),
+            (nvshmem_device::Team::NODE, "NVSHMEMX_TEAM_NODE"),
+            (nvshmem_device::Team::INVALID, "NVSHMEM_TEAM_INVALID"),
+        ] {
+            assert_eq!(
+                Some(&(team.raw() as i64)),
+                common.get(name),
+                "NVSHMEM {version}: {team:?} vs {name}"
+            );
+        }
+        say!("Cmp, SignalOp and Team match NVSHMEM {version}'s headers");
         ran += 1;
     }
     if ran == 0 {

@@ -178,17 +178,20 @@ pub enum Error {
         reason: String,
     },
 
-    /// `nvshmemx_cumodule_init` failed for a module with NVSHMEM device code.
+    /// A module with NVSHMEM device code could not be registered with NVSHMEM
+    /// (`nvshmemx_cumodule_init`), so it is not handed out: its kernels would
+    /// read a zeroed NVSHMEM state and fault.
     #[error(
-        "module {what} has NVSHMEM device code but could not be registered with NVSHMEM \
-         (nvshmemx_cumodule_init returned {status}); its kernels would read a zeroed NVSHMEM \
-         state. Fix: rebuild it against the host library's NVSHMEM version"
+        "module {what} has NVSHMEM device code but could not be registered with NVSHMEM: \
+         {reason}; its kernels would read a zeroed NVSHMEM state, so it was unloaded. Fix: build \
+         it with nvshmem-builder (which keeps nvshmemi_device_state_d) against the host \
+         library's NVSHMEM version"
     )]
     ModuleNotRegistered {
         /// The module.
         what: String,
-        /// NVSHMEM's return code.
-        status: i32,
+        /// Why: NVSHMEM's return code, or what the module lacks.
+        reason: String,
     },
 
     /// The module has no kernel of that name.

@@ -122,7 +122,7 @@ impl LaunchConfig {
 /// A value that can be passed to a kernel parameter of the same size.
 ///
 /// Implemented for the integer and float primitives, `bool`, `half::f16` and
-/// `half::bf16`, [`SymPtr`], [`DevicePtr`] and [`Pe`].
+/// `half::bf16`, [`SymPtr`], [`DevicePtr`], [`Pe`] and [`nvshmem_device::Team`].
 ///
 /// # Safety
 /// The type must have the ABI of the PTX parameter it is passed to: a plain
@@ -166,6 +166,8 @@ unsafe impl<T> KernelParam for SymPtr<T> {}
 unsafe impl<T> KernelParam for DevicePtr<T> {}
 // SAFETY: `#[repr(transparent)]` over `u32`.
 unsafe impl KernelParam for Pe {}
+// SAFETY: `#[repr(transparent)]` over `i32` (`nvshmem_team_t`).
+unsafe impl KernelParam for nvshmem_device::Team {}
 
 /// A kernel's arguments: a tuple of up to 16 [`KernelParam`]s (`()` for none,
 /// `(x,)` for one).

@@ -19,7 +19,7 @@
 //! threads and plugins outlive any one `Nvshmem`.
 
 use crate::error::{Error, Result};
-use crate::sys::{v3_4_5, v3_8_0};
+use crate::sys::{coll::CollLib, v3_4_5, v3_8_0};
 use nvshmem_builder::nvshmem::{Nvshmem as Install, Query, Source, Version};
 use std::ffi::{OsString, c_int, c_void};
 use std::path::{Path, PathBuf};
@@ -226,6 +226,8 @@ macro_rules! call {
 /// ```
 pub struct HostLibrary {
     api: Api,
+    /// Team splits and typed stream collectives (`sys::coll`).
+    pub(crate) coll: CollLib,
     path: PathBuf,
     version: Version,
     source: LibrarySource,
@@ -341,6 +343,10 @@ impl HostLibrary {
         };
         let bind_err =
             |e: libloading::Error| unusable(format!("{e} (is it a complete NVSHMEM {version}?)"));
+        // A second handle to the same library (dlopen counts references).
+        // SAFETY: as above; the library is already loaded.
+        let again = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_GLOBAL) }
+            .map_err(|e| unusable(e.to_string()))?;
         // The newest bindings not newer than the library: struct versions only grow,
         // and NVSHMEM accepts older struct versions.
         let api = match version {
@@ -371,8 +377,11 @@ impl HostLibrary {
                 });
             }
         };
+        // SAFETY: a 3.4+ host library (checked above).
+        let coll = unsafe { CollLib::from_library(again) }.map_err(bind_err)?;
         Ok(HostLibrary {
             api,
+            coll,
             path: path.to_path_buf(),
             version,
             source,
@@ -507,6 +516,8 @@ forward! {
     fn nvshmem_team_my_pe(team: Team) -> c_int;
     /// `nvshmem_team_n_pes`.
     fn nvshmem_team_n_pes(team: Team) -> c_int;
+    /// `nvshmem_team_translate_pe`.
+    fn nvshmem_team_translate_pe(src_team: Team, src_pe: c_int, dest_team: Team) -> c_int;
     /// `nvshmem_align` (collective).
     fn nvshmem_align(alignment: usize, bytes: usize) -> *mut c_void;
     /// `nvshmem_free` (collective).
@@ -688,6 +699,51 @@ mod tests {
             err.to_string().contains("pip install nvidia-nvshmem-cu13"),
             "{err}"
         );
+    }
+
+    /// Looks up both typed reductions of `O` over `T`; counts them.
+    fn has_reduce<T, O: nvshmem_device::ReduceOp<T>>(lib: &HostLibrary, n: &mut usize) {
+        for kind in ["reduce", "reducescatter"] {
+            // SAFETY: only looked up, never called.
+            if let Err(e) = unsafe { lib.coll.reduce_fn::<T>(O::NAME, kind) } {
+                panic!(
+                    "NVSHMEM {}: {}_{kind}_on_stream: {e}",
+                    lib.version(),
+                    O::NAME
+                );
+            }
+            *n += 1;
+        }
+    }
+
+    #[test]
+    fn every_typed_host_reduction_is_exported_by_both_versions() {
+        use half::{bf16, f16};
+        use nvshmem_device::{And, Max, Min, Or, Prod, Sum, Xor};
+        macro_rules! each_pair {
+            ($lib:expr, $n:expr; $($op:ident: [$($t:ty),*];)*) => {
+                $($( has_reduce::<$t, $op>($lib, $n); )*)*
+            };
+        }
+        for v in ["3.4.5", "3.8.0"] {
+            let path = repo_deps(v).join("lib/libnvshmem_host.so.3");
+            if !path.is_file() {
+                eprintln!("SKIPPED: {} is missing (run ./x setup)", path.display());
+                continue;
+            }
+            let lib = HostLibrary::open(&path, LibrarySource::Explicit).unwrap();
+            let mut n = 0;
+            each_pair! { &lib, &mut n;
+                And: [i8, i16, i32, i64, u8, u16, u32, u64, usize];
+                Or: [i8, i16, i32, i64, u8, u16, u32, u64, usize];
+                Xor: [i8, i16, i32, i64, u8, u16, u32, u64, usize];
+                Min: [i8, i16, i32, i64, u8, u16, u32, u64, usize, f32, f64, f16, bf16];
+                Max: [i8, i16, i32, i64, u8, u16, u32, u64, usize, f32, f64, f16, bf16];
+                Sum: [i8, i16, i32, i64, u8, u16, u32, u64, usize, f32, f64, f16, bf16];
+                Prod: [i8, i16, i32, i64, u8, u16, u32, u64, usize, f32, f64, f16, bf16];
+            }
+            assert_eq!(n, 2 * (3 * 9 + 4 * 13));
+        }
     }
 
     #[test]

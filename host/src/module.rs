@@ -23,6 +23,8 @@ use std::rc::Rc;
 
 /// The global every NVSHMEM device library defines: `{major, minor, patch}` as i32s.
 const DEVICE_VERSION_GLOBAL: &str = "nvshmemi_device_lib_version_d";
+/// NVSHMEM's device state, which `nvshmemx_cumodule_init` fills in.
+const STATE_GLOBAL: &str = "nvshmemi_device_state_d";
 
 /// Which image of a manifest's module to load.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -276,11 +278,22 @@ impl Nvshmem {
                     library: self.library_path().to_path_buf(),
                 }));
             }
+            // Registration fills in this global; NVSHMEM does not always
+            // report its absence (an internalized or stripped module).
+            if !has_global(module, STATE_GLOBAL) {
+                return Err(unload(Error::ModuleNotRegistered {
+                    what,
+                    reason: format!("it has {DEVICE_VERSION_GLOBAL} but no {STATE_GLOBAL}"),
+                }));
+            }
             // SAFETY: NVSHMEM is initialized (enter) and the module is loaded
             // in its context.
             let status = unsafe { self.inner.lib.nvshmemx_cumodule_init(module) };
             if status != 0 {
-                return Err(unload(Error::ModuleNotRegistered { what, status }));
+                return Err(unload(Error::ModuleNotRegistered {
+                    what,
+                    reason: format!("nvshmemx_cumodule_init returned {status}"),
+                }));
             }
         }
         Ok(Module {
@@ -356,6 +369,13 @@ fn load_with_log(image: &[u8]) -> std::result::Result<sys::CUmodule, String> {
             format!("{e}: {log}")
         }
     })
+}
+
+/// Whether the module defines the global `name`.
+fn has_global(module: sys::CUmodule, name: &str) -> bool {
+    let name = CString::new(name).expect("no NUL in the name");
+    // SAFETY: a loaded module.
+    unsafe { result::module::get_global(module, name) }.is_ok()
 }
 
 /// The NVSHMEM version compiled into a module, or `None` when it has no NVSHMEM code.

@@ -164,30 +164,6 @@ fn launcher_uid(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<(u32, u32
     )))
 }
 
-/// NVSHMEM teams the host API can name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Team {
-    /// Every PE (`NVSHMEM_TEAM_WORLD`).
-    World,
-    /// The PEs that share memory with this one (`NVSHMEM_TEAM_SHARED`).
-    Shared,
-    /// The PEs on this node (`NVSHMEMX_TEAM_NODE`).
-    Node,
-}
-
-impl Team {
-    pub(crate) fn to_c(self) -> i32 {
-        use crate::sys::v3_4_5 as c;
-        // The team ids are the same in every supported version (sys tests).
-        match self {
-            Team::World => c::NVSHMEM_TEAM_WORLD,
-            Team::Shared => c::NVSHMEM_TEAM_SHARED,
-            Team::Node => c::NVSHMEMX_TEAM_NODE,
-        }
-    }
-}
-
 /// Configures and initializes NVSHMEM. Get one from [`Nvshmem::builder`].
 ///
 /// NVSHMEM reads its configuration from environment variables when it
@@ -997,42 +973,6 @@ impl Nvshmem {
         let pending = take_drop_error();
         self.inner.finalize_now()?;
         pending.map_or(Ok(()), Err)
-    }
-
-    /// This PE's number within `team`.
-    ///
-    /// ```no_run
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// let node_rank = nv.team_my_pe(nvshmem_host::Team::Node)?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
-    pub fn team_my_pe(&self, team: Team) -> Result<Pe> {
-        self.inner.enter("Nvshmem::team_my_pe")?;
-        // SAFETY: initialized; the team id is a predefined team.
-        let pe = unsafe { self.inner.lib.nvshmem_team_my_pe(team.to_c()) };
-        u32::try_from(pe)
-            .map(Pe::new)
-            .map_err(|_| Error::NvshmemCall {
-                call: "nvshmem_team_my_pe",
-                status: pe,
-            })
-    }
-
-    /// The number of PEs in `team`.
-    ///
-    /// ```no_run
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// let on_node = nv.team_n_pes(nvshmem_host::Team::Node)?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
-    pub fn team_n_pes(&self, team: Team) -> Result<u32> {
-        self.inner.enter("Nvshmem::team_n_pes")?;
-        // SAFETY: as above.
-        let n = unsafe { self.inner.lib.nvshmem_team_n_pes(team.to_c()) };
-        u32::try_from(n).map_err(|_| Error::NvshmemCall {
-            call: "nvshmem_team_n_pes",
-            status: n,
-        })
     }
 }
 

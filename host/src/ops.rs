@@ -4,10 +4,12 @@
 use crate::error::{Error, Result};
 use crate::library::HostLibrary;
 use crate::memory::{AsSymView, SymView};
-use crate::nvshmem::{Nvshmem, Team};
+use crate::nvshmem::Nvshmem;
+use crate::team::{AsTeam, Team};
 use bytemuck::Pod;
 use cudarc::driver::CudaStream;
 use nvshmem_device::Pe;
+use nvshmem_device::ReduceOp;
 
 /// How a signal word is updated by a put-with-signal or a signal op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -407,7 +409,8 @@ impl Nvshmem {
     }
 
     /// `nvshmemx_broadcastmem_on_stream` over every PE: `root`'s `src` lands in
-    /// every PE's `dst` (same length). **Collective.**
+    /// every PE's `dst` (same length). **Collective.** See
+    /// [`Nvshmem::team_broadcast_on_stream`] for other teams.
     ///
     /// Refused with [`Error::Unsupported`] in limited MPG ([`Nvshmem::limited_mpg`]:
     /// several PEs on one GPU without MPS), where NVSHMEM would end the process.
@@ -425,19 +428,46 @@ impl Nvshmem {
         src: &impl AsSymView<T>,
         root: Pe,
     ) -> Result<()> {
+        self.team_broadcast_on_stream(stream, Team::World, dst, src, root)
+    }
+
+    /// `nvshmemx_broadcastmem_on_stream` over `team`: the team's PE `root`'s
+    /// `src` lands in `dst` on every PE of the team (same length).
+    /// **Collective over the team.** Refused in limited MPG, as
+    /// [`Nvshmem::broadcast_on_stream`].
+    ///
+    /// ```no_run
+    /// use nvshmem_host::{Pe, Team};
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// # let (src, dst) = (nv.alloc_from(&[1u32; 7])?, nv.alloc_zeroed::<u32>(7)?);
+    /// nv.team_broadcast_on_stream(nv.stream(), Team::Node, &dst, &src, Pe::new(0))?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn team_broadcast_on_stream<T: Pod>(
+        &self,
+        stream: &CudaStream,
+        team: impl AsTeam,
+        dst: &impl AsSymView<T>,
+        src: &impl AsSymView<T>,
+        root: Pe,
+    ) -> Result<()> {
         const WHAT: &str = "broadcast_on_stream";
-        enter_on(self, stream, WHAT)?;
-        self.inner.check_pe(root)?;
+        let (t, n) = self.enter_team(stream, &team, WHAT)?;
+        if root.index() >= n {
+            return Err(Error::InvalidPe {
+                pe: root.index(),
+                n_pes: n,
+            });
+        }
         let (dst, src) = (
             own(self, dst.as_sym_view(), WHAT)?,
             own(self, src.as_sym_view(), WHAT)?,
         );
         same_len(WHAT, &dst, &src)?;
-        self.inner.check_full_mpg(WHAT)?;
-        // SAFETY: symmetric ranges of equal length; a valid root.
+        // SAFETY: symmetric ranges of equal length; a valid root of a live team.
         let status = unsafe {
             self.inner.lib.nvshmemx_broadcastmem_on_stream(
-                Team::World.to_c(),
+                t,
                 dst.raw().cast(),
                 src.raw().cast(),
                 dst.size_bytes(),
@@ -450,7 +480,7 @@ impl Nvshmem {
 
     /// `nvshmemx_fcollectmem_on_stream` over every PE: each PE's `src` lands
     /// at offset `pe * src.len()` of every PE's `dst` (`n_pes * src.len()`
-    /// elements). **Collective.**
+    /// elements). **Collective.** See [`Nvshmem::team_fcollect_on_stream`].
     ///
     /// Refused with [`Error::Unsupported`] in limited MPG ([`Nvshmem::limited_mpg`]:
     /// several PEs on one GPU without MPS), where NVSHMEM would end the process.
@@ -468,18 +498,39 @@ impl Nvshmem {
         dst: &impl AsSymView<T>,
         src: &impl AsSymView<T>,
     ) -> Result<()> {
+        self.team_fcollect_on_stream(stream, Team::World, dst, src)
+    }
+
+    /// `nvshmemx_fcollectmem_on_stream` over `team`: the `src` of the team's
+    /// PE `i` lands at offset `i * src.len()` of `dst` on every member
+    /// (`team_n_pes * src.len()` elements). **Collective over the team.**
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let team = nvshmem_host::Team::Node;
+    /// let mine = nv.alloc_from(&[1.5f32; 3])?;
+    /// let all = nv.alloc_zeroed::<f32>(3 * nv.team_n_pes(team)? as usize)?;
+    /// nv.team_fcollect_on_stream(nv.stream(), team, &all, &mine)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn team_fcollect_on_stream<T: Pod>(
+        &self,
+        stream: &CudaStream,
+        team: impl AsTeam,
+        dst: &impl AsSymView<T>,
+        src: &impl AsSymView<T>,
+    ) -> Result<()> {
         const WHAT: &str = "fcollect_on_stream";
-        enter_on(self, stream, WHAT)?;
+        let (t, n) = self.enter_team(stream, &team, WHAT)?;
         let (dst, src) = (
             own(self, dst.as_sym_view(), WHAT)?,
             own(self, src.as_sym_view(), WHAT)?,
         );
-        self.check_gathered(WHAT, &dst, &src)?;
-        self.inner.check_full_mpg(WHAT)?;
-        // SAFETY: dst holds n_pes blocks of src's size.
+        check_blocks(WHAT, "destination", dst.len(), n, src.len())?;
+        // SAFETY: dst holds n blocks of src's size.
         let status = unsafe {
             self.inner.lib.nvshmemx_fcollectmem_on_stream(
-                Team::World.to_c(),
+                t,
                 dst.raw().cast(),
                 src.raw().cast(),
                 src.size_bytes(),
@@ -491,7 +542,7 @@ impl Nvshmem {
 
     /// `nvshmemx_alltoallmem_on_stream` over every PE: block `j` of PE `i`'s
     /// `src` lands in block `i` of PE `j`'s `dst`; both hold `n_pes` blocks of
-    /// equal size. **Collective.**
+    /// equal size. **Collective.** See [`Nvshmem::team_alltoall_on_stream`].
     ///
     /// Refused with [`Error::Unsupported`] in limited MPG ([`Nvshmem::limited_mpg`]:
     /// several PEs on one GPU without MPS), where NVSHMEM would end the process.
@@ -509,32 +560,169 @@ impl Nvshmem {
         dst: &impl AsSymView<T>,
         src: &impl AsSymView<T>,
     ) -> Result<()> {
+        self.team_alltoall_on_stream(stream, Team::World, dst, src)
+    }
+
+    /// `nvshmemx_alltoallmem_on_stream` over `team`: block `j` of the `src` of
+    /// the team's PE `i` lands in block `i` of the `dst` of its PE `j`; both
+    /// hold `team_n_pes` equal blocks. **Collective over the team.**
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let team = nvshmem_host::Team::Node;
+    /// let n = nv.team_n_pes(team)? as usize;
+    /// let (src, dst) = (nv.alloc_zeroed::<u16>(5 * n)?, nv.alloc_zeroed::<u16>(5 * n)?);
+    /// nv.team_alltoall_on_stream(nv.stream(), team, &dst, &src)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn team_alltoall_on_stream<T: Pod>(
+        &self,
+        stream: &CudaStream,
+        team: impl AsTeam,
+        dst: &impl AsSymView<T>,
+        src: &impl AsSymView<T>,
+    ) -> Result<()> {
         const WHAT: &str = "alltoall_on_stream";
-        enter_on(self, stream, WHAT)?;
+        let (t, n) = self.enter_team(stream, &team, WHAT)?;
         let (dst, src) = (
             own(self, dst.as_sym_view(), WHAT)?,
             own(self, src.as_sym_view(), WHAT)?,
         );
         same_len(WHAT, &dst, &src)?;
-        let n = self.n_pes() as usize;
-        if src.len() % n != 0 {
+        if src.len() % n as usize != 0 {
             return Err(Error::bad_size(format!(
                 "{WHAT}: {} elements do not split into {n} equal blocks",
                 src.len()
             )));
         }
-        self.inner.check_full_mpg(WHAT)?;
-        // SAFETY: both hold n_pes blocks of size_bytes / n_pes.
+        // SAFETY: both hold n blocks of size_bytes / n.
         let status = unsafe {
             self.inner.lib.nvshmemx_alltoallmem_on_stream(
-                Team::World.to_c(),
+                t,
                 dst.raw().cast(),
                 src.raw().cast(),
-                src.size_bytes() / n,
+                src.size_bytes() / n as usize,
                 stream.cu_stream(),
             )
         };
         check_status("nvshmemx_alltoallmem_on_stream", status)
+    }
+
+    /// `nvshmemx_TYPE_OP_reduce_on_stream` over `team`: `dst[k]` on every
+    /// member becomes `op` ([`Sum`](crate::Sum), [`Max`](crate::Max), ...,
+    /// see [`ReduceOp`] for which types each takes) over the members' `src[k]`.
+    /// `dst` and `src` have the same length; they may be the same buffer.
+    /// **Collective over the team.** Refused in limited MPG.
+    ///
+    /// ```no_run
+    /// use nvshmem_host::{Sum, Team};
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let grads = nv.alloc_from(&[1.0f32; 1001])?;
+    /// nv.reduce_on_stream(nv.stream(), Team::World, Sum, &grads, &grads)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn reduce_on_stream<T: Pod, O: ReduceOp<T>>(
+        &self,
+        stream: &CudaStream,
+        team: impl AsTeam,
+        op: O,
+        dst: &impl AsSymView<T>,
+        src: &impl AsSymView<T>,
+    ) -> Result<()> {
+        const WHAT: &str = "reduce_on_stream";
+        let _ = op;
+        let (t, _) = self.enter_team(stream, &team, WHAT)?;
+        let (dst, src) = (
+            own(self, dst.as_sym_view(), WHAT)?,
+            own(self, src.as_sym_view(), WHAT)?,
+        );
+        same_len(WHAT, &dst, &src)?;
+        self.typed_reduce::<T, O>(WHAT, "reduce", t, dst.raw(), src.raw(), src.len(), stream)
+    }
+
+    /// `nvshmemx_TYPE_OP_reducescatter_on_stream` over `team`: `src` holds
+    /// `team_n_pes` blocks of `dst.len()` elements; `dst` on the team's PE `i`
+    /// becomes `op` over the members' block `i`. **Collective over the team.**
+    /// Refused in limited MPG.
+    ///
+    /// ```no_run
+    /// use nvshmem_host::{Max, Team};
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let n = nv.n_pes() as usize;
+    /// let (src, dst) = (nv.alloc_zeroed::<i32>(7 * n)?, nv.alloc_zeroed::<i32>(7)?);
+    /// nv.reducescatter_on_stream(nv.stream(), Team::World, Max, &dst, &src)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn reducescatter_on_stream<T: Pod, O: ReduceOp<T>>(
+        &self,
+        stream: &CudaStream,
+        team: impl AsTeam,
+        op: O,
+        dst: &impl AsSymView<T>,
+        src: &impl AsSymView<T>,
+    ) -> Result<()> {
+        const WHAT: &str = "reducescatter_on_stream";
+        let _ = op;
+        let (t, n) = self.enter_team(stream, &team, WHAT)?;
+        let (dst, src) = (
+            own(self, dst.as_sym_view(), WHAT)?,
+            own(self, src.as_sym_view(), WHAT)?,
+        );
+        check_blocks(WHAT, "source", src.len(), n, dst.len())?;
+        self.typed_reduce::<T, O>(
+            WHAT,
+            "reducescatter",
+            t,
+            dst.raw(),
+            src.raw(),
+            dst.len(),
+            stream,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn typed_reduce<T: Pod, O: ReduceOp<T>>(
+        &self,
+        what: &'static str,
+        kind: &str,
+        team: i32,
+        dst: *mut T,
+        src: *const T,
+        nreduce: usize,
+        stream: &CudaStream,
+    ) -> Result<()> {
+        // SAFETY: `O: ReduceOp<T>` names NVSHMEM's function for exactly `T`.
+        let lib = self.inner.lib;
+        let f = unsafe { lib.coll.reduce_fn::<T>(O::NAME, kind) }.map_err(|e| {
+            Error::NvshmemUnusable {
+                path: lib.path().to_path_buf(),
+                reason: format!("{what}: {e}"),
+            }
+        })?;
+        // SAFETY: symmetric ranges of the sizes checked by the caller; a live team.
+        let status = unsafe { f(team, dst, src, nreduce, stream.cu_stream()) };
+        check_status(
+            if kind == "reduce" {
+                "nvshmemx_TYPE_OP_reduce_on_stream"
+            } else {
+                "nvshmemx_TYPE_OP_reducescatter_on_stream"
+            },
+            status,
+        )
+    }
+
+    /// Checks a team collective's stream and team, refuses limited MPG, and
+    /// returns the team's handle and size.
+    fn enter_team(
+        &self,
+        stream: &CudaStream,
+        team: &impl AsTeam,
+        what: &'static str,
+    ) -> Result<(i32, u32)> {
+        enter_on(self, stream, what)?;
+        let n = self.team_n_pes(team)?;
+        self.inner.check_full_mpg(what)?;
+        Ok((team.device().raw(), n))
     }
 
     /// `nvshmemx_barrier_on_stream` over `team`: a barrier among its PEs, with
@@ -548,14 +736,13 @@ impl Nvshmem {
     /// nv.team_barrier_on_stream(nv.stream(), nvshmem_host::Team::Node)?;
     /// # Ok::<(), nvshmem_host::Error>(())
     /// ```
-    pub fn team_barrier_on_stream(&self, stream: &CudaStream, team: Team) -> Result<()> {
-        enter_on(self, stream, "team_barrier_on_stream")?;
-        self.inner.check_full_mpg("team_barrier_on_stream")?;
-        // SAFETY: a predefined team and a stream of this context.
+    pub fn team_barrier_on_stream(&self, stream: &CudaStream, team: impl AsTeam) -> Result<()> {
+        let (t, _) = self.enter_team(stream, &team, "team_barrier_on_stream")?;
+        // SAFETY: a live team and a stream of this context.
         let status = unsafe {
             self.inner
                 .lib
-                .nvshmemx_barrier_on_stream(team.to_c(), stream.cu_stream())
+                .nvshmemx_barrier_on_stream(t, stream.cu_stream())
         };
         check_status("nvshmemx_barrier_on_stream", status)
     }
@@ -571,35 +758,15 @@ impl Nvshmem {
     /// nv.team_sync_on_stream(nv.stream(), nvshmem_host::Team::World)?;
     /// # Ok::<(), nvshmem_host::Error>(())
     /// ```
-    pub fn team_sync_on_stream(&self, stream: &CudaStream, team: Team) -> Result<()> {
-        enter_on(self, stream, "team_sync_on_stream")?;
-        self.inner.check_full_mpg("team_sync_on_stream")?;
+    pub fn team_sync_on_stream(&self, stream: &CudaStream, team: impl AsTeam) -> Result<()> {
+        let (t, _) = self.enter_team(stream, &team, "team_sync_on_stream")?;
         // SAFETY: as above.
         let status = unsafe {
             self.inner
                 .lib
-                .nvshmemx_team_sync_on_stream(team.to_c(), stream.cu_stream())
+                .nvshmemx_team_sync_on_stream(t, stream.cu_stream())
         };
         check_status("nvshmemx_team_sync_on_stream", status)
-    }
-
-    fn check_gathered<T: Pod>(
-        &self,
-        what: &str,
-        dst: &SymView<'_, T>,
-        src: &SymView<'_, T>,
-    ) -> Result<()> {
-        let want = src.len().checked_mul(self.n_pes() as usize);
-        if want == Some(dst.len()) {
-            Ok(())
-        } else {
-            Err(Error::bad_size(format!(
-                "{what}: the destination needs n_pes ({}) x {} elements, it has {}",
-                self.n_pes(),
-                src.len(),
-                dst.len()
-            )))
-        }
     }
 
     /// `nvshmem_barrier_all`, from the host: waits for every PE, with all
@@ -646,6 +813,17 @@ impl Nvshmem {
     }
 }
 
+/// `big` holds `n` blocks of `block` elements.
+fn check_blocks(what: &str, which: &str, big: usize, n: u32, block: usize) -> Result<()> {
+    if block.checked_mul(n as usize) == Some(big) {
+        Ok(())
+    } else {
+        Err(Error::bad_size(format!(
+            "{what}: the {which} needs team_n_pes ({n}) x {block} elements, it has {big}"
+        )))
+    }
+}
+
 fn check_status(call: &'static str, status: i32) -> Result<()> {
     if status == 0 {
         Ok(())
@@ -668,5 +846,16 @@ mod tests {
         );
         assert_eq!(Team::World.to_c(), 0);
         assert_eq!(Team::Node.to_c(), 2);
+    }
+
+    #[test]
+    fn block_counts_are_checked() {
+        assert!(check_blocks("fcollect", "destination", 21, 3, 7).is_ok());
+        let e = check_blocks("fcollect", "destination", 20, 3, 7).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("team_n_pes (3) x 7 elements, it has 20"),
+            "{e}"
+        );
     }
 }

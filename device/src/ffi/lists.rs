@@ -130,6 +130,61 @@ macro_rules! extended_amo_half_types {
     ] $($args)* } };
 }
 
+/// `NVSHMEMI_REPT_FOR_BITWISE_REDUCE_TYPES` (`device_host/nvshmem_common.cuh`):
+/// the element types of the `and`/`or`/`xor` reductions.
+macro_rules! bitwise_reduce_types {
+    ($m:ident! $($args:tt)*) => { $m!{ [
+        (uchar, "unsigned char", ::core::ffi::c_uchar)
+        (ushort, "unsigned short", ::core::ffi::c_ushort)
+        (uint, "unsigned int", ::core::ffi::c_uint)
+        (ulong, "unsigned long", ::core::ffi::c_ulong)
+        (ulonglong, "unsigned long long", ::core::ffi::c_ulonglong)
+        (int8, "int8_t", i8)
+        (int16, "int16_t", i16)
+        (int32, "int32_t", i32)
+        (int64, "int64_t", i64)
+        (uint8, "uint8_t", u8)
+        (uint16, "uint16_t", u16)
+        (uint32, "uint32_t", u32)
+        (uint64, "uint64_t", u64)
+        (size, "size_t", usize)
+    ] $($args)* } };
+}
+
+/// `NVSHMEMI_REPT_FOR_STANDARD_REDUCE_TYPES` (`device_host/nvshmem_common.cuh`),
+/// expanded: the bitwise list, then the types of `min`/`max` only.
+/// `NVSHMEMI_REPT_FOR_ARITH_REDUCE_TYPES` (`sum`/`prod`) is the same list
+/// (its `complexf`/`complexd` entries need `NVSHMEM_COMPLEX_SUPPORT`, which the
+/// device bitcode is built without).
+macro_rules! standard_reduce_types {
+    ($m:ident! $($args:tt)*) => { $m!{ [
+        (uchar, "unsigned char", ::core::ffi::c_uchar)
+        (ushort, "unsigned short", ::core::ffi::c_ushort)
+        (uint, "unsigned int", ::core::ffi::c_uint)
+        (ulong, "unsigned long", ::core::ffi::c_ulong)
+        (ulonglong, "unsigned long long", ::core::ffi::c_ulonglong)
+        (int8, "int8_t", i8)
+        (int16, "int16_t", i16)
+        (int32, "int32_t", i32)
+        (int64, "int64_t", i64)
+        (uint8, "uint8_t", u8)
+        (uint16, "uint16_t", u16)
+        (uint32, "uint32_t", u32)
+        (uint64, "uint64_t", u64)
+        (size, "size_t", usize)
+        (char, "char", ::core::ffi::c_char)
+        (schar, "signed char", ::core::ffi::c_schar)
+        (short, "short", ::core::ffi::c_short)
+        (int, "int", ::core::ffi::c_int)
+        (long, "long", ::core::ffi::c_long)
+        (longlong, "long long", ::core::ffi::c_longlong)
+        (bfloat16, "__nv_bfloat16", ::half::bf16)
+        (half, "half", ::half::f16)
+        (float, "float", ::core::ffi::c_float)
+        (double, "double", ::core::ffi::c_double)
+    ] $($args)* } };
+}
+
 /// `NVSHMEMI_REPT_FOR_SIZES` (`device_host/nvshmem_common.cuh`): the bit
 /// widths of `nvshmem_putBITS` and the rest.
 macro_rules! sizes {
@@ -188,6 +243,35 @@ pub const EXTENDED_AMO_TYPES: &[CType] = extended_amo_types!(type_table!);
 /// ```
 pub const EXTENDED_AMO_HALF_TYPES: &[CType] = extended_amo_half_types!(type_table!);
 
+/// `NVSHMEMI_REPT_FOR_BITWISE_REDUCE_TYPES`: the element types of the
+/// `and`/`or`/`xor` `reduce` and `reducescatter` functions.
+///
+/// ```
+/// # use nvshmem_device::ffi::lists::BITWISE_REDUCE_TYPES;
+/// assert_eq!(BITWISE_REDUCE_TYPES.len(), 14);
+/// assert!(!BITWISE_REDUCE_TYPES.iter().any(|t| t.name == "float"));
+/// ```
+pub const BITWISE_REDUCE_TYPES: &[CType] = bitwise_reduce_types!(type_table!);
+
+/// `NVSHMEMI_REPT_FOR_STANDARD_REDUCE_TYPES`, expanded: the element types of
+/// `min`/`max` (and of `sum`/`prod`, see [`ARITH_REDUCE_TYPES`]).
+///
+/// ```
+/// # use nvshmem_device::ffi::lists::STANDARD_REDUCE_TYPES;
+/// assert_eq!(STANDARD_REDUCE_TYPES.len(), 24);
+/// ```
+pub const STANDARD_REDUCE_TYPES: &[CType] = standard_reduce_types!(type_table!);
+
+/// `NVSHMEMI_REPT_FOR_ARITH_REDUCE_TYPES` without `NVSHMEM_COMPLEX_SUPPORT`
+/// (as the device bitcode is built): the element types of `sum`/`prod`, the
+/// same as [`STANDARD_REDUCE_TYPES`].
+///
+/// ```
+/// # use nvshmem_device::ffi::lists::{ARITH_REDUCE_TYPES, STANDARD_REDUCE_TYPES};
+/// assert_eq!(ARITH_REDUCE_TYPES, STANDARD_REDUCE_TYPES);
+/// ```
+pub const ARITH_REDUCE_TYPES: &[CType] = standard_reduce_types!(type_table!);
+
 /// `NVSHMEMI_REPT_FOR_SIZES`: the bit widths of the sized functions (`nvshmem_put64`, ...).
 ///
 /// ```
@@ -198,6 +282,6 @@ pub const SIZES: &[u32] = sizes!(size_table!);
 #[allow(unused_imports)]
 pub(crate) use extended_amo_half_types;
 pub(crate) use {
-    bitwise_amo_types, extended_amo_types, sizes, standard_amo_types, standard_rma_types,
-    wait_types,
+    bitwise_amo_types, bitwise_reduce_types, extended_amo_types, sizes, standard_amo_types,
+    standard_reduce_types, standard_rma_types, wait_types,
 };

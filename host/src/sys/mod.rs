@@ -21,6 +21,7 @@
 )]
 #![allow(missing_docs, clippy::all, unsafe_op_in_unsafe_fn)]
 
+pub mod coll;
 pub mod v3_4_5;
 pub mod v3_8_0;
 

@@ -1,0 +1,510 @@
+//! The benchmark's Rust kernels. Every kernel here has a twin of the same
+//! name, parameters and algorithm in CUDA C++ (`bench/cpp/kernels.cu`); the
+//! bench host launches both with the same grid and block and compares them.
+//!
+//! - latency (one thread, `iters` dependent operations per launch):
+//!   [`lat_p`], [`lat_g`], [`lat_put`], [`lat_get`], `lat_amo_*`,
+//!   [`pingpong`] (put-with-signal), [`barrier_lat`];
+//! - bandwidth (`iters` messages of `bytes` per launch, split over the
+//!   threads, warps or blocks of the grid, rotating over `nbuf` buffers):
+//!   `bw_{put,get}[_nbi]_{thread,warp,block}`;
+//! - atomic throughput (every thread its own word): `tput_amo_*`;
+//! - helpers that are not timed: [`fill_bytes`], [`check_bytes`].
+//!
+//! The in-kernel all-reduce is the allreduce example's (`allreduce-kernels`).
+#![no_std]
+#![feature(abi_ptx)]
+
+use core::sync::atomic::{AtomicU32, Ordering};
+use nvshmem_device::thread::{block_dim_x, block_idx_x, grid_dim_x, thread_idx_x};
+use nvshmem_device::thread::{global_index_x, global_stride_x};
+use nvshmem_device::{Cmp, Pe, SignalOp, SymPtr};
+use nvshmem_device::{atomic_add, atomic_compare_swap, atomic_fetch_add, atomic_swap};
+use nvshmem_device::{barrier_all, g, p, put_signal, quiet, signal_wait_until};
+use nvshmem_device::{get_pod, get_pod_block, get_pod_nbi, get_pod_nbi_block, get_pod_nbi_warp};
+use nvshmem_device::{get_pod_warp, put_pod, put_pod_block, put_pod_nbi, put_pod_nbi_block};
+use nvshmem_device::{put_pod_nbi_warp, put_pod_warp};
+
+nvshmem_device::panic_handler!();
+
+/// The byte pattern of round `seed` at index `i`: never zero.
+#[inline(always)]
+pub fn pattern_byte(i: u64, seed: u32) -> u8 {
+    let mut h = (i as u32) ^ ((i >> 32) as u32).wrapping_mul(0x27d4_eb2f);
+    h = h.wrapping_mul(0x9e37_79b1) ^ seed.wrapping_mul(0x85eb_ca77);
+    h ^= h >> 15;
+    h = h.wrapping_mul(0x2c1b_3c6d);
+    h ^= h >> 13;
+    (h % 255) as u8 + 1
+}
+
+/// Writes [`pattern_byte`]`(i, seed)` to `buf[i]` for `i < bytes` (`seed` 0: zeros, as poison).
+///
+/// # Safety
+/// `buf` is writable device memory for `bytes` bytes. Any 1-D launch.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn fill_bytes(buf: *mut u8, bytes: u64, seed: u32) {
+    let mut i = global_index_x();
+    while i < bytes as usize {
+        let v = if seed == 0 {
+            0
+        } else {
+            pattern_byte(i as u64, seed)
+        };
+        unsafe { *buf.add(i) = v };
+        i += global_stride_x();
+    }
+}
+
+/// Adds to `*errors` the count of `i < bytes` with `buf[i] != pattern_byte(i % period, seed)`.
+///
+/// # Safety
+/// `buf` is readable for `bytes` bytes, `errors` a device `u32`. Any 1-D launch.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn check_bytes(
+    buf: *const u8,
+    bytes: u64,
+    period: u64,
+    seed: u32,
+    errors: *mut u32,
+) {
+    let mut wrong = 0u32;
+    let mut i = global_index_x();
+    while i < bytes as usize {
+        if unsafe { *buf.add(i) } != pattern_byte(i as u64 % period, seed) {
+            wrong += 1;
+        }
+        i += global_stride_x();
+    }
+    if wrong != 0 {
+        // SAFETY: a valid, aligned u32 in device memory.
+        unsafe { AtomicU32::from_ptr(errors) }.fetch_add(wrong, Ordering::Relaxed);
+    }
+}
+
+// ---------------------------------------------------------------- latency
+
+/// `iters` times: `p(dest, i + 1)` to PE `pe`, then `quiet`. One thread.
+///
+/// # Safety
+/// `dest` a symmetric `u64`; launch 1 x 1.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn lat_p(dest: SymPtr<u64>, pe: u32, iters: u64) {
+    for i in 0..iters {
+        unsafe { p(dest, i + 1, Pe::new(pe)) };
+        quiet();
+    }
+}
+
+/// `iters` dependent `g`s on PE `pe`: each reads `src[idx]` and takes the next
+/// `idx` from its low 3 bits. Writes the sum of the values to `*out`. One thread.
+///
+/// # Safety
+/// `src` a symmetric array of 8 `u64`; `out` a device `u64`; launch 1 x 1.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn lat_g(src: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
+    let (mut acc, mut idx) = (0u64, 0usize);
+    for _ in 0..iters {
+        let v = unsafe { g(src.add(idx), Pe::new(pe)) };
+        acc = acc.wrapping_add(v);
+        idx = (v & 7) as usize;
+    }
+    unsafe { *out = acc };
+}
+
+/// `iters` times: a blocking `putmem` of `bytes` to PE `pe`, then `quiet`. One thread.
+///
+/// # Safety
+/// `dest` symmetric and `src` device memory of `bytes` bytes; launch 1 x 1.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn lat_put(
+    dest: SymPtr<u8>,
+    src: *const u8,
+    bytes: u64,
+    pe: u32,
+    iters: u64,
+) {
+    for _ in 0..iters {
+        unsafe { put_pod(dest, src, bytes as usize, Pe::new(pe)) };
+        quiet();
+    }
+}
+
+/// `iters` blocking `getmem`s of `bytes` from PE `pe`. One thread.
+///
+/// # Safety
+/// `src` symmetric and `dest` device memory of `bytes` bytes; launch 1 x 1.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn lat_get(
+    dest: *mut u8,
+    src: SymPtr<u8>,
+    bytes: u64,
+    pe: u32,
+    iters: u64,
+) {
+    for _ in 0..iters {
+        unsafe { get_pod(dest, src, bytes as usize, Pe::new(pe)) };
+    }
+}
+
+/// `iters` dependent `atomic_fetch_add(dest, 1)` on PE `pe`; the sum of the
+/// fetched values goes to `*out`. One thread.
+///
+/// # Safety
+/// `dest` a symmetric `u64` nothing else touches; `out` a device `u64`; launch 1 x 1.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn lat_amo_fetch_add(
+    dest: SymPtr<u64>,
+    pe: u32,
+    iters: u64,
+    out: *mut u64,
+) {
+    let mut acc = 0u64;
+    for _ in 0..iters {
+        acc = acc.wrapping_add(unsafe { atomic_fetch_add(dest, 1, Pe::new(pe)) });
+    }
+    unsafe { *out = acc };
+}
+
+/// `iters` times `atomic_add(dest, 1)` on PE `pe`, each completed by `quiet`. One thread.
+///
+/// # Safety
+/// As [`lat_amo_fetch_add`].
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn lat_amo_add(
+    dest: SymPtr<u64>,
+    pe: u32,
+    iters: u64,
+    out: *mut u64,
+) {
+    for _ in 0..iters {
+        unsafe { atomic_add(dest, 1, Pe::new(pe)) };
+        quiet();
+    }
+    unsafe { *out = iters };
+}
+
+/// `iters` dependent compare-and-swaps that each raise `dest` on PE `pe` by
+/// one; the last value seen goes to `*out`. One thread.
+///
+/// # Safety
+/// As [`lat_amo_fetch_add`].
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn lat_amo_compare_swap(
+    dest: SymPtr<u64>,
+    pe: u32,
+    iters: u64,
+    out: *mut u64,
+) {
+    let mut cur = 0u64;
+    for _ in 0..iters {
+        let old = unsafe { atomic_compare_swap(dest, cur, cur + 1, Pe::new(pe)) };
+        cur = if old == cur { cur + 1 } else { old };
+    }
+    unsafe { *out = cur };
+}
+
+/// `iters` dependent swaps: each writes one more than the value the previous
+/// one returned. The last value written goes to `*out`. One thread.
+///
+/// # Safety
+/// As [`lat_amo_fetch_add`].
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn lat_amo_swap(
+    dest: SymPtr<u64>,
+    pe: u32,
+    iters: u64,
+    out: *mut u64,
+) {
+    let mut cur = 0u64;
+    for _ in 0..iters {
+        cur = unsafe { atomic_swap(dest, cur + 1, Pe::new(pe)) } + 1;
+    }
+    unsafe { *out = cur };
+}
+
+/// Put-with-signal ping-pong of `nelem` `u64`s between this PE and `peer`,
+/// `iters` round trips. The initiator (`first != 0`) sends round `i` with
+/// signal value `base + i + 1` and waits for the answer; the other PE waits
+/// and answers. With `peer` = this PE, it answers itself. One thread.
+///
+/// # Safety
+/// `data` symmetric `nelem` u64s, `sig` a symmetric u64 whose value is at
+/// most `base`, `src` device memory of `nelem` u64s; both PEs launch with the
+/// same `iters` and `base`; launch 1 x 1 (with MPS when both share a GPU).
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn pingpong(
+    data: SymPtr<u64>,
+    sig: SymPtr<u64>,
+    src: *const u64,
+    nelem: u64,
+    peer: u32,
+    first: u32,
+    iters: u64,
+    base: u64,
+) {
+    let to = Pe::new(peer);
+    for i in 0..iters {
+        let e = base + i + 1;
+        if first != 0 {
+            unsafe { put_signal(data, src, nelem as usize, sig, e, SignalOp::Set, to) };
+            unsafe { signal_wait_until(sig, Cmp::Ge, e) };
+        } else {
+            unsafe { signal_wait_until(sig, Cmp::Ge, e) };
+            unsafe { put_signal(data, src, nelem as usize, sig, e, SignalOp::Set, to) };
+        }
+    }
+}
+
+/// `iters` device-side `barrier_all`s by thread 0. Collective (cooperative launch).
+///
+/// # Safety
+/// Every PE launches it with the same `iters`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn barrier_lat(iters: u64) {
+    if thread_idx_x() == 0 && block_idx_x() == 0 {
+        for _ in 0..iters {
+            barrier_all();
+        }
+    }
+}
+
+// ---------------------------------------------------------------- bandwidth
+
+/// Part `part` of `total` bytes cut into `parts`: `(start, len)`, starts 16-byte aligned.
+#[inline(always)]
+pub fn split(total: usize, parts: usize, part: usize) -> (usize, usize) {
+    let unit = total.div_ceil(parts).next_multiple_of(16);
+    let start = (part * unit).min(total);
+    (start, (start + unit).min(total) - start)
+}
+
+/// This actor's index and the count of actors: threads, warps or blocks of the grid.
+#[inline(always)]
+fn actor(scope: u32) -> (usize, usize) {
+    let (b, bd, t, gd) = (
+        block_idx_x() as usize,
+        block_dim_x() as usize,
+        thread_idx_x() as usize,
+        grid_dim_x() as usize,
+    );
+    match scope {
+        0 => (b * bd + t, gd * bd),
+        1 => (b * (bd / 32) + t / 32, gd * (bd / 32)),
+        _ => (b, gd),
+    }
+}
+
+macro_rules! bw_kernels {
+    ($($name:ident, $scope:literal, put, $f:ident;)*) => {$(
+        /// Bandwidth: `iters` puts of `bytes` to PE `pe`, message `i` from/to
+        /// buffer `i % nbuf` (`bytes` apart), split over the grid's actors; `quiet` at the end.
+        ///
+        /// # Safety
+        /// `dest` symmetric and `src` device memory of `nbuf * bytes` bytes. Any 1-D launch
+        /// (warp scope: whole warps).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            dest: SymPtr<u8>, src: *const u8, bytes: u64, pe: u32, iters: u64, nbuf: u64,
+        ) {
+            let (a, na) = actor($scope);
+            let (off, len) = split(bytes as usize, na, a);
+            if len > 0 {
+                for i in 0..iters {
+                    let b = (i % nbuf) as usize * bytes as usize + off;
+                    unsafe { $f(dest.add(b), src.add(b), len, Pe::new(pe)) };
+                }
+            }
+            quiet();
+        }
+    )*};
+    ($($name:ident, $scope:literal, get, $f:ident;)*) => {$(
+        /// Bandwidth: `iters` gets of `bytes` from PE `pe`, as the puts.
+        ///
+        /// # Safety
+        /// `src` symmetric and `dest` device memory of `nbuf * bytes` bytes. Any 1-D launch.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            dest: *mut u8, src: SymPtr<u8>, bytes: u64, pe: u32, iters: u64, nbuf: u64,
+        ) {
+            let (a, na) = actor($scope);
+            let (off, len) = split(bytes as usize, na, a);
+            if len > 0 {
+                for i in 0..iters {
+                    let b = (i % nbuf) as usize * bytes as usize + off;
+                    unsafe { $f(dest.add(b), src.add(b), len, Pe::new(pe)) };
+                }
+            }
+            quiet();
+        }
+    )*};
+}
+
+bw_kernels! {
+    bw_put_thread, 0, put, put_pod;
+    bw_put_warp, 1, put, put_pod_warp;
+    bw_put_block, 2, put, put_pod_block;
+    bw_put_nbi_thread, 0, put, put_pod_nbi;
+    bw_put_nbi_warp, 1, put, put_pod_nbi_warp;
+    bw_put_nbi_block, 2, put, put_pod_nbi_block;
+}
+
+bw_kernels! {
+    bw_get_thread, 0, get, get_pod;
+    bw_get_warp, 1, get, get_pod_warp;
+    bw_get_block, 2, get, get_pod_block;
+    bw_get_nbi_thread, 0, get, get_pod_nbi;
+    bw_get_nbi_warp, 1, get, get_pod_nbi_warp;
+    bw_get_nbi_block, 2, get, get_pod_nbi_block;
+}
+
+// ---------------------------------------------------------------- atomic throughput
+
+/// Throughput: every thread `t` of the grid does `iters` fetch-adds of 1 on
+/// `dest[t]` of PE `pe`; sums the fetched values into `out[t]`.
+///
+/// # Safety
+/// `dest` symmetric and `out` device memory, `grid * block` u64s each. Any 1-D launch.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn tput_amo_fetch_add(
+    dest: SymPtr<u64>,
+    pe: u32,
+    iters: u64,
+    out: *mut u64,
+) {
+    let t = global_index_x();
+    let d = unsafe { dest.add(t) };
+    let mut acc = 0u64;
+    for _ in 0..iters {
+        acc = acc.wrapping_add(unsafe { atomic_fetch_add(d, 1, Pe::new(pe)) });
+    }
+    unsafe { *out.add(t) = acc };
+}
+
+/// Throughput: `iters` adds of 1 on `dest[t]` of PE `pe` per thread, one `quiet` at the end.
+///
+/// # Safety
+/// As [`tput_amo_fetch_add`].
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn tput_amo_add(
+    dest: SymPtr<u64>,
+    pe: u32,
+    iters: u64,
+    out: *mut u64,
+) {
+    let t = global_index_x();
+    let d = unsafe { dest.add(t) };
+    for _ in 0..iters {
+        unsafe { atomic_add(d, 1, Pe::new(pe)) };
+    }
+    quiet();
+    unsafe { *out.add(t) = iters };
+}
+
+/// Throughput: `iters` dependent compare-and-swaps raising `dest[t]` by one, per thread.
+///
+/// # Safety
+/// As [`tput_amo_fetch_add`].
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn tput_amo_compare_swap(
+    dest: SymPtr<u64>,
+    pe: u32,
+    iters: u64,
+    out: *mut u64,
+) {
+    let t = global_index_x();
+    let d = unsafe { dest.add(t) };
+    let mut cur = 0u64;
+    for _ in 0..iters {
+        let old = unsafe { atomic_compare_swap(d, cur, cur + 1, Pe::new(pe)) };
+        cur = if old == cur { cur + 1 } else { old };
+    }
+    unsafe { *out.add(t) = cur };
+}
+
+/// Throughput: `iters` dependent swaps per thread, as [`lat_amo_swap`].
+///
+/// # Safety
+/// As [`tput_amo_fetch_add`].
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn tput_amo_swap(
+    dest: SymPtr<u64>,
+    pe: u32,
+    iters: u64,
+    out: *mut u64,
+) {
+    let t = global_index_x();
+    let d = unsafe { dest.add(t) };
+    let mut cur = 0u64;
+    for _ in 0..iters {
+        cur = unsafe { atomic_swap(d, cur + 1, Pe::new(pe)) } + 1;
+    }
+    unsafe { *out.add(t) = cur };
+}
+
+// ---------------------------------------------------------------- direct-store puts
+
+/// This thread's lane within its actor, and the actor's thread count.
+#[inline(always)]
+fn lane(scope: u32) -> (usize, usize) {
+    let t = thread_idx_x() as usize;
+    match scope {
+        0 => (0, 1),
+        1 => (t % 32, 32),
+        _ => (t, block_dim_x() as usize),
+    }
+}
+
+/// Copies `len` bytes (`dst`, `src` 16-byte aligned) with 16-byte accesses,
+/// lane `l` of `lanes` taking every `lanes`-th vector; the tail byte-wise.
+#[inline(always)]
+unsafe fn copy16(dst: *mut u8, src: *const u8, len: usize, l: usize, lanes: usize) {
+    let n = len / 16;
+    let (d, s) = (dst as *mut u128, src as *const u128);
+    let mut j = l;
+    while j < n {
+        unsafe { *d.add(j) = *s.add(j) };
+        j += lanes;
+    }
+    let mut k = n * 16 + l;
+    while k < len {
+        unsafe { *dst.add(k) = *src.add(k) };
+        k += lanes;
+    }
+}
+
+macro_rules! p2p_kernels {
+    ($($name:ident, $scope:literal, $fallback:ident;)*) => {$(
+        /// Bandwidth, as the `bw_put_*` kernels, but a peer that `nvshmem_ptr`
+        /// reaches is written with plain 16-byte stores (then `quiet`); other
+        /// peers get the library's put.
+        ///
+        /// # Safety
+        /// As the `bw_put_*` kernels.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            dest: SymPtr<u8>, src: *const u8, bytes: u64, pe: u32, iters: u64, nbuf: u64,
+        ) {
+            let (a, na) = actor($scope);
+            let (l, lanes) = lane($scope);
+            let (off, len) = split(bytes as usize, na, a);
+            let direct = nvshmem_device::ptr(dest, Pe::new(pe));
+            if len > 0 {
+                for i in 0..iters {
+                    let b = (i % nbuf) as usize * bytes as usize + off;
+                    match direct {
+                        Some(d) => unsafe { copy16(d.as_ptr().add(b), src.add(b), len, l, lanes) },
+                        None => unsafe { $fallback(dest.add(b), src.add(b), len, Pe::new(pe)) },
+                    }
+                }
+            }
+            quiet();
+        }
+    )*};
+}
+
+p2p_kernels! {
+    bw_put_p2p_thread, 0, put_pod;
+    bw_put_p2p_warp, 1, put_pod_warp;
+    bw_put_p2p_block, 2, put_pod_block;
+}

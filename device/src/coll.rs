@@ -1,0 +1,519 @@
+//! Teams and in-kernel collectives: team queries, team barriers and syncs,
+//! `broadcast`, `fcollect` (all-gather), `alltoall`, `reduce` and
+//! `reducescatter`, each in thread, warp and block scope.
+//!
+//! OpenSHMEM's variable-size `collect` is not here: NVSHMEM (3.4.5 and 3.8.0)
+//! does not implement it. [`fcollect`] is the all-gather.
+//!
+//! Every PE of the team calls a collective, with the same arguments (except
+//! the data), in the same order. **A kernel that calls one must be launched
+//! collectively** (every block co-resident): the builder marks such kernels
+//! `collective` in the manifest and the host refuses a plain launch of them
+//! (`Kernel::launch_collective` does the checked cooperative launch).
+//!
+//! ```no_run
+//! use nvshmem_device::{Sum, SymPtr, Team, reduce_block};
+//! // An all-reduce of `n` floats over every PE, by the whole block.
+//! unsafe fn allreduce(dest: SymPtr<f32>, src: SymPtr<f32>, n: usize) {
+//!     unsafe { reduce_block(Sum, Team::WORLD, dest, src, n) };
+//! }
+//! ```
+
+use crate::__private::{Scope, Sealed};
+use crate::{Pe, SymPtr, ffi};
+use core::ffi::{c_int, c_void};
+use half::{bf16, f16};
+
+/// An NVSHMEM team (`nvshmem_team_t`): a set of PEs that collectives run over.
+///
+/// The predefined teams are constants; a team the host split
+/// (`nvshmem_host::SplitTeam::device`) comes in as a kernel argument. It is
+/// `#[repr(transparent)]` over NVSHMEM's `int32_t` handle, so it is a valid
+/// kernel parameter. PE numbers passed with a team (a broadcast's root, the
+/// PE given to [`team_translate_pe`]) are numbers *within* that team.
+///
+/// ```
+/// use nvshmem_device::Team;
+/// assert_eq!(Team::WORLD.raw(), 0);
+/// assert!(!Team::INVALID.is_valid());
+/// ```
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Team(ffi::nvshmem_team_t);
+
+impl Team {
+    /// Every PE (`NVSHMEM_TEAM_WORLD`).
+    ///
+    /// ```
+    /// assert!(nvshmem_device::Team::WORLD.is_valid());
+    /// ```
+    pub const WORLD: Team = Team(0);
+    /// The PEs that share memory with this one (`NVSHMEM_TEAM_SHARED`).
+    ///
+    /// ```
+    /// assert_eq!(nvshmem_device::Team::SHARED.raw(), 1);
+    /// ```
+    pub const SHARED: Team = Team(1);
+    /// The PEs on this node (`NVSHMEMX_TEAM_NODE`).
+    ///
+    /// ```
+    /// assert_eq!(nvshmem_device::Team::NODE.raw(), 2);
+    /// ```
+    pub const NODE: Team = Team(2);
+    /// No team (`NVSHMEM_TEAM_INVALID`): what a split gives the PEs it leaves
+    /// out. Never pass it to a collective.
+    ///
+    /// ```
+    /// assert_eq!(nvshmem_device::Team::INVALID.raw(), -1);
+    /// ```
+    pub const INVALID: Team = Team(-1);
+
+    /// Wraps a raw `nvshmem_team_t`.
+    ///
+    /// # Safety
+    /// `raw` must be a live team of this NVSHMEM job (predefined, or created
+    /// by a split and not destroyed while in use), or `-1`.
+    ///
+    /// ```
+    /// let t = unsafe { nvshmem_device::Team::from_raw(0) };
+    /// assert_eq!(t, nvshmem_device::Team::WORLD);
+    /// ```
+    pub const unsafe fn from_raw(raw: i32) -> Self {
+        Team(raw)
+    }
+
+    /// The raw `nvshmem_team_t`.
+    ///
+    /// ```
+    /// assert_eq!(nvshmem_device::Team::NODE.raw(), 2);
+    /// ```
+    pub const fn raw(self) -> i32 {
+        self.0
+    }
+
+    /// Whether this is a team at all (not [`Team::INVALID`]).
+    ///
+    /// ```
+    /// assert!(nvshmem_device::Team::SHARED.is_valid());
+    /// ```
+    pub const fn is_valid(self) -> bool {
+        self.0 >= 0
+    }
+}
+
+/// This PE's number in `team` (`nvshmem_team_my_pe`), or `None` when it is
+/// not a member.
+///
+/// ```no_run
+/// use nvshmem_device::{Team, team_my_pe};
+/// let rank_on_node = team_my_pe(Team::NODE);
+/// ```
+#[inline(always)]
+pub fn team_my_pe(team: Team) -> Option<Pe> {
+    // SAFETY: a team handle by value; NVSHMEM returns -1 for non-members.
+    let pe = unsafe { ffi::nvshmem_team_my_pe(team.0) };
+    (pe >= 0).then(|| Pe::new(pe as u32))
+}
+
+/// The number of PEs in `team` (`nvshmem_team_n_pes`); 0 for [`Team::INVALID`].
+///
+/// ```no_run
+/// use nvshmem_device::{Team, team_n_pes};
+/// let on_node = team_n_pes(Team::NODE);
+/// ```
+#[inline(always)]
+pub fn team_n_pes(team: Team) -> u32 {
+    // SAFETY: a team handle by value; NVSHMEM returns -1 for an invalid team.
+    let n = unsafe { ffi::nvshmem_team_n_pes(team.0) };
+    if n < 0 { 0 } else { n as u32 }
+}
+
+/// The number in `dest` of PE `pe` of team `src` (`nvshmem_team_translate_pe`),
+/// or `None` when it is not in `dest`.
+///
+/// ```no_run
+/// use nvshmem_device::{Pe, Team, team_translate_pe};
+/// // The world number of PE 0 of the node team.
+/// let world = team_translate_pe(Team::NODE, Pe::new(0), Team::WORLD);
+/// ```
+#[inline(always)]
+pub fn team_translate_pe(src: Team, pe: Pe, dest: Team) -> Option<Pe> {
+    // SAFETY: handles and a number by value; NVSHMEM returns -1 when unmapped.
+    let out = unsafe { ffi::nvshmem_team_translate_pe(src.0, pe.to_c(), dest.0) };
+    (out >= 0).then(|| Pe::new(out as u32))
+}
+
+macro_rules! team_fns {
+    ($( $(#[$doc:meta])* fn $name:ident => $ffi:ident; )*) => {$(
+        $(#[$doc])*
+        ///
+        /// ```no_run
+        #[doc = concat!("nvshmem_device::", stringify!($name), "(nvshmem_device::Team::WORLD);")]
+        /// ```
+        #[inline(always)]
+        pub fn $name(team: Team) {
+            // SAFETY: a team handle by value; a collective over the team.
+            unsafe { ffi::$ffi(team.0) };
+        }
+    )*};
+}
+
+team_fns! {
+    /// Barrier over `team` (`nvshmem_barrier`): completes this thread's
+    /// operations (as [`quiet`](crate::quiet)), then waits for every PE of the
+    /// team. One thread per PE calls it; the kernel must be launched
+    /// collectively.
+    fn barrier => nvshmem_barrier;
+    /// [`barrier`] called by every thread of one warp per PE (`nvshmemx_barrier_warp`).
+    fn barrier_warp => nvshmemx_barrier_warp;
+    /// [`barrier`] called by every thread of one block per PE (`nvshmemx_barrier_block`).
+    fn barrier_block => nvshmemx_barrier_block;
+    /// [`barrier`] called by every thread of one warpgroup (4 warps, 128
+    /// threads) per PE (`nvshmemx_barrier_warpgroup`).
+    fn barrier_warpgroup => nvshmemx_barrier_warpgroup;
+    /// Synchronizes `team` without completing outstanding operations
+    /// (`nvshmem_team_sync`, OpenSHMEM's `shmem_sync`); otherwise as [`barrier`].
+    fn sync => nvshmem_team_sync;
+    /// [`sync`](fn@sync) called by every thread of one warp per PE (`nvshmemx_team_sync_warp`).
+    fn sync_warp => nvshmemx_team_sync_warp;
+    /// [`sync`](fn@sync) called by every thread of one block per PE (`nvshmemx_team_sync_block`).
+    fn sync_block => nvshmemx_team_sync_block;
+}
+
+/// An element type of the typed `broadcast`, `fcollect` and `alltoall`
+/// (`NVSHMEMI_REPT_FOR_STANDARD_RMA_TYPES`): the same types as
+/// [`RmaElement`](crate::RmaElement). Other plain data goes through the `_pod` forms.
+///
+/// ```
+/// use nvshmem_device::CollectElement;
+/// assert_eq!(<f32 as CollectElement>::COLLECT_NAME, "float");
+/// ```
+pub trait CollectElement: Copy + Sealed {
+    /// The NVSHMEM type name used (`float` in `nvshmem_float_broadcast`).
+    const COLLECT_NAME: &'static str;
+    #[doc(hidden)]
+    unsafe fn __broadcast(s: Scope, t: i32, d: *mut Self, src: *const Self, n: usize, root: c_int);
+    #[doc(hidden)]
+    unsafe fn __fcollect(s: Scope, t: i32, d: *mut Self, src: *const Self, n: usize);
+    #[doc(hidden)]
+    unsafe fn __alltoall(s: Scope, t: i32, d: *mut Self, src: *const Self, n: usize);
+}
+
+// `nvshmem_<n><op>` / `nvshmemx_<n><op>_warp` / `nvshmemx_<n><op>_block`.
+macro_rules! scoped_ffi {
+    ($s:expr, $n:ident, $op:ident, $($a:expr),*) => {
+        match $s {
+            Scope::Thread => ffi::${concat(nvshmem_, $n, $op)}($($a),*),
+            Scope::Warp => ffi::${concat(nvshmemx_, $n, $op, _warp)}($($a),*),
+            Scope::Block => ffi::${concat(nvshmemx_, $n, $op, _block)}($($a),*),
+        }
+    };
+}
+
+macro_rules! impl_collect {
+    ($($t:ty => $n:ident),* $(,)?) => {$(
+        impl CollectElement for $t {
+            const COLLECT_NAME: &'static str = stringify!($n);
+            #[inline(always)]
+            unsafe fn __broadcast(s: Scope, t: i32, d: *mut Self, src: *const Self, n: usize, root: c_int) {
+                unsafe { scoped_ffi!(s, $n, _broadcast, t, d, src, n, root) };
+            }
+            #[inline(always)]
+            unsafe fn __fcollect(s: Scope, t: i32, d: *mut Self, src: *const Self, n: usize) {
+                unsafe { scoped_ffi!(s, $n, _fcollect, t, d, src, n) };
+            }
+            #[inline(always)]
+            unsafe fn __alltoall(s: Scope, t: i32, d: *mut Self, src: *const Self, n: usize) {
+                unsafe { scoped_ffi!(s, $n, _alltoall, t, d, src, n) };
+            }
+        }
+    )*};
+}
+
+impl_collect! {
+    i8 => int8, i16 => int16, i32 => int32, i64 => int64,
+    u8 => uint8, u16 => uint16, u32 => uint32, u64 => uint64,
+    usize => size, isize => ptrdiff,
+    f32 => float, f64 => double, f16 => half, bf16 => bfloat16,
+}
+
+/// A reduction operator (`and`, `or`, `xor`, `min`, `max`, `sum`, `prod`)
+/// that NVSHMEM implements for element type `T`. Only the supported pairs
+/// implement it, so `reduce(And, ..)` over `f32` does not compile:
+///
+/// | Operators | Element types (NVSHMEM's list) |
+/// |---|---|
+/// | [`And`], [`Or`], [`Xor`] | `i8 i16 i32 i64 u8 u16 u32 u64 usize` (`NVSHMEMI_REPT_FOR_BITWISE_REDUCE_TYPES`) |
+/// | [`Min`], [`Max`] | those and `f32 f64 f16 bf16` (`NVSHMEMI_REPT_FOR_STANDARD_REDUCE_TYPES`) |
+/// | [`Sum`], [`Prod`] | the same (`NVSHMEMI_REPT_FOR_ARITH_REDUCE_TYPES`) |
+///
+/// `isize` has no reduction (NVSHMEM's lists have no `ptrdiff`).
+///
+/// ```
+/// use nvshmem_device::{ReduceOp, Sum, Xor};
+/// assert_eq!(<Sum as ReduceOp<f32>>::NAME, "float_sum");
+/// assert_eq!(<Xor as ReduceOp<u64>>::NAME, "uint64_xor");
+/// ```
+pub trait ReduceOp<T>: Copy + Sealed {
+    /// `TYPE_OP` in NVSHMEM's function names (`float_sum` in `nvshmem_float_sum_reduce`).
+    const NAME: &'static str;
+    #[doc(hidden)]
+    unsafe fn __reduce(s: Scope, t: i32, d: *mut T, src: *const T, n: usize);
+    #[doc(hidden)]
+    unsafe fn __reducescatter(s: Scope, t: i32, d: *mut T, src: *const T, n: usize);
+}
+
+macro_rules! ops {
+    ($($(#[$doc:meta])* $op:ident;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// ```no_run
+        #[doc = concat!("# use nvshmem_device::*;\nunsafe fn k(d: SymPtr<u32>, s: SymPtr<u32>) {\n    unsafe { reduce(",
+            stringify!($op), ", Team::WORLD, d, s, 4) };\n}")]
+        /// ```
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        pub struct $op;
+        impl Sealed for $op {}
+    )*};
+}
+
+ops! {
+    /// Bitwise and (`RDXN_OPS_and`).
+    And;
+    /// Bitwise or (`RDXN_OPS_or`).
+    Or;
+    /// Bitwise exclusive or (`RDXN_OPS_xor`).
+    Xor;
+    /// Minimum (`RDXN_OPS_min`).
+    Min;
+    /// Maximum (`RDXN_OPS_max`).
+    Max;
+    /// Sum (`RDXN_OPS_sum`); floating-point sums may differ from a sequential
+    /// sum in the last bits, as the order of additions is NVSHMEM's.
+    Sum;
+    /// Product (`RDXN_OPS_prod`).
+    Prod;
+}
+
+macro_rules! impl_reduce_op {
+    ($op:ident, $o:ident; $($t:ty => $n:ident),* $(,)?) => {$(
+        impl ReduceOp<$t> for $op {
+            const NAME: &'static str = concat!(stringify!($n), "_", stringify!($o));
+            #[inline(always)]
+            unsafe fn __reduce(s: Scope, t: i32, d: *mut $t, src: *const $t, n: usize) {
+                unsafe { scoped_ffi!(s, $n, ${concat(_, $o, _reduce)}, t, d, src, n) };
+            }
+            #[inline(always)]
+            unsafe fn __reducescatter(s: Scope, t: i32, d: *mut $t, src: *const $t, n: usize) {
+                unsafe { scoped_ffi!(s, $n, ${concat(_, $o, _reducescatter)}, t, d, src, n) };
+            }
+        }
+    )*};
+}
+
+// The Rust element types of each NVSHMEM reduce list, by fixed-width name.
+macro_rules! bitwise_reduce_rust {
+    ($m:ident! $($a:tt)*) => { $m!{ $($a)*
+        i8 => int8, i16 => int16, i32 => int32, i64 => int64,
+        u8 => uint8, u16 => uint16, u32 => uint32, u64 => uint64, usize => size,
+    } };
+}
+macro_rules! standard_reduce_rust {
+    ($m:ident! $($a:tt)*) => { $m!{ $($a)*
+        i8 => int8, i16 => int16, i32 => int32, i64 => int64,
+        u8 => uint8, u16 => uint16, u32 => uint32, u64 => uint64, usize => size,
+        f32 => float, f64 => double, f16 => half, bf16 => bfloat16,
+    } };
+}
+
+bitwise_reduce_rust!(impl_reduce_op! And, and;);
+bitwise_reduce_rust!(impl_reduce_op! Or, or;);
+bitwise_reduce_rust!(impl_reduce_op! Xor, xor;);
+standard_reduce_rust!(impl_reduce_op! Min, min;);
+standard_reduce_rust!(impl_reduce_op! Max, max;);
+standard_reduce_rust!(impl_reduce_op! Sum, sum;);
+standard_reduce_rust!(impl_reduce_op! Prod, prod;);
+
+// Three functions (thread, warp, block scope) from one template; the body
+// sees the scope as `$scope`.
+macro_rules! scoped3 {
+    (
+        $(#[$doc:meta])*
+        safety: $safety:literal;
+        example: ($ex_params:literal, $ex_call:literal);
+        pub unsafe fn [$thread:ident, $warp:ident, $block:ident]
+            <$($g:ident: $b:path),*> ($($arg:ident: $argty:ty),* $(,)?)
+        |$scope:ident| $body:block
+    ) => {
+        scoped3! { @one $(#[$doc])* $safety; ($ex_params, $ex_call);
+            "Thread scope: one thread per PE calls it. NVSHMEM: `nvshmem_*`.";
+            $thread <$($g: $b),*> ($($arg: $argty),*) |$scope = Thread| $body }
+        scoped3! { @one $(#[$doc])* $safety; ($ex_params, $ex_call);
+            "**Warp scope**: every thread of one warp per PE calls it, converged and with the same \
+             arguments. NVSHMEM: `nvshmemx_*_warp`.";
+            $warp <$($g: $b),*> ($($arg: $argty),*) |$scope = Warp| $body }
+        scoped3! { @one $(#[$doc])* $safety; ($ex_params, $ex_call);
+            "**Block scope**: every thread of one block per PE calls it with the same arguments. \
+             NVSHMEM: `nvshmemx_*_block`.";
+            $block <$($g: $b),*> ($($arg: $argty),*) |$scope = Block| $body }
+    };
+    (
+        @one $(#[$doc:meta])* $safety:literal; ($ex_params:literal, $ex_call:literal); $scope_doc:literal;
+        $name:ident <$($g:ident: $b:path),*> ($($arg:ident: $argty:ty),*) |$scope:ident = $kind:ident| $body:block
+    ) => {
+        $(#[$doc])*
+        ///
+        #[doc = $scope_doc]
+        /// Collective over `team`: the kernel must be launched collectively.
+        ///
+        /// # Safety
+        #[doc = $safety]
+        ///
+        /// # Example
+        /// ```no_run
+        /// # #![allow(unused)]
+        /// use nvshmem_device::*;
+        #[doc = concat!("unsafe fn kernel(", $ex_params, ") {")]
+        #[doc = concat!("    unsafe { ", stringify!($name), $ex_call, " };")]
+        /// }
+        /// ```
+        #[inline(always)]
+        pub unsafe fn $name<$($g: $b),*>($($arg: $argty),*) {
+            let $scope = Scope::$kind;
+            $body
+        }
+    };
+}
+
+scoped3! {
+    /// Copies `nelems` elements of `source` on the team's PE `root` into
+    /// `dest` on every PE of `team` (`nvshmem_TYPE_broadcast`), the root included.
+    safety: "`dest` and `source` must be live symmetric allocations of at least `nelems` elements; \
+        `root` is a PE number within `team`; every PE of `team` calls it with the same `team`, `nelems` \
+        and `root`, and nothing else touches `dest` meanwhile.";
+    example: ("dest: SymPtr<f32>, src: SymPtr<f32>", "(Team::WORLD, dest, src, 7, Pe::new(0))");
+    pub unsafe fn [broadcast, broadcast_warp, broadcast_block]<T: CollectElement>(
+        team: Team, dest: SymPtr<T>, source: SymPtr<T>, nelems: usize, root: Pe,
+    ) |scope| {
+        // SAFETY: the caller's contract.
+        unsafe { T::__broadcast(scope, team.0, dest.as_ptr(), source.as_ptr(), nelems, root.to_c()) }
+    }
+}
+
+scoped3! {
+    /// All-gather (`nvshmem_TYPE_fcollect`): the `nelems` elements of `source`
+    /// of the team's PE `i` land at `dest[i * nelems..]` on every PE of `team`.
+    safety: "`source` must be a live symmetric allocation of at least `nelems` elements and `dest` one \
+        of at least `team_n_pes(team) * nelems`, distinct; every PE of `team` calls it with the same \
+        `team` and `nelems`.";
+    example: ("dest: SymPtr<u64>, src: SymPtr<u64>", "(Team::WORLD, dest, src, 5)");
+    pub unsafe fn [fcollect, fcollect_warp, fcollect_block]<T: CollectElement>(
+        team: Team, dest: SymPtr<T>, source: SymPtr<T>, nelems: usize,
+    ) |scope| {
+        // SAFETY: the caller's contract.
+        unsafe { T::__fcollect(scope, team.0, dest.as_ptr(), source.as_ptr(), nelems) }
+    }
+}
+
+scoped3! {
+    /// All-to-all (`nvshmem_TYPE_alltoall`): block `j` (`nelems` elements at
+    /// `source[j * nelems..]`) of the team's PE `i` lands in block `i` of
+    /// `dest` on the team's PE `j`.
+    safety: "`dest` and `source` must be live, distinct symmetric allocations of at least \
+        `team_n_pes(team) * nelems` elements; every PE of `team` calls it with the same `team` and `nelems`.";
+    example: ("dest: SymPtr<i32>, src: SymPtr<i32>", "(Team::WORLD, dest, src, 3)");
+    pub unsafe fn [alltoall, alltoall_warp, alltoall_block]<T: CollectElement>(
+        team: Team, dest: SymPtr<T>, source: SymPtr<T>, nelems: usize,
+    ) |scope| {
+        // SAFETY: the caller's contract.
+        unsafe { T::__alltoall(scope, team.0, dest.as_ptr(), source.as_ptr(), nelems) }
+    }
+}
+
+// `nvshmem_<op>mem` / `nvshmemx_<op>mem_warp` / `_block`.
+macro_rules! mem_ffi {
+    ($s:expr, $op:ident, $($a:expr),*) => {
+        match $s {
+            Scope::Thread => ffi::${concat(nvshmem_, $op)}($($a),*),
+            Scope::Warp => ffi::${concat(nvshmemx_, $op, _warp)}($($a),*),
+            Scope::Block => ffi::${concat(nvshmemx_, $op, _block)}($($a),*),
+        }
+    };
+}
+
+const fn bytes<T>(n: usize) -> usize {
+    n * core::mem::size_of::<T>()
+}
+
+scoped3! {
+    /// [`broadcast`] of any plain data, byte-wise (`nvshmem_broadcastmem`).
+    safety: "As for [`broadcast`], for `nelems * size_of::<T>()` bytes.";
+    example: ("dest: SymPtr<[f32; 3]>, src: SymPtr<[f32; 3]>", "(Team::WORLD, dest, src, 9, Pe::new(1))");
+    pub unsafe fn [broadcast_pod, broadcast_pod_warp, broadcast_pod_block]<T: bytemuck::Pod>(
+        team: Team, dest: SymPtr<T>, source: SymPtr<T>, nelems: usize, root: Pe,
+    ) |scope| {
+        let (d, s) = (dest.as_ptr() as *mut c_void, source.as_ptr() as *const c_void);
+        // SAFETY: the caller's contract.
+        unsafe { mem_ffi!(scope, broadcastmem, team.0, d, s, bytes::<T>(nelems), root.to_c()) };
+    }
+}
+
+scoped3! {
+    /// [`fcollect`] of any plain data, byte-wise (`nvshmem_fcollectmem`).
+    safety: "As for [`fcollect`], for `nelems * size_of::<T>()` bytes per PE.";
+    example: ("dest: SymPtr<[u8; 6]>, src: SymPtr<[u8; 6]>", "(Team::WORLD, dest, src, 2)");
+    pub unsafe fn [fcollect_pod, fcollect_pod_warp, fcollect_pod_block]<T: bytemuck::Pod>(
+        team: Team, dest: SymPtr<T>, source: SymPtr<T>, nelems: usize,
+    ) |scope| {
+        let (d, s) = (dest.as_ptr() as *mut c_void, source.as_ptr() as *const c_void);
+        // SAFETY: the caller's contract.
+        unsafe { mem_ffi!(scope, fcollectmem, team.0, d, s, bytes::<T>(nelems)) };
+    }
+}
+
+scoped3! {
+    /// [`alltoall`] of any plain data, byte-wise (`nvshmem_alltoallmem`).
+    safety: "As for [`alltoall`], for blocks of `nelems * size_of::<T>()` bytes.";
+    example: ("dest: SymPtr<[u16; 3]>, src: SymPtr<[u16; 3]>", "(Team::WORLD, dest, src, 4)");
+    pub unsafe fn [alltoall_pod, alltoall_pod_warp, alltoall_pod_block]<T: bytemuck::Pod>(
+        team: Team, dest: SymPtr<T>, source: SymPtr<T>, nelems: usize,
+    ) |scope| {
+        let (d, s) = (dest.as_ptr() as *mut c_void, source.as_ptr() as *const c_void);
+        // SAFETY: the caller's contract.
+        unsafe { mem_ffi!(scope, alltoallmem, team.0, d, s, bytes::<T>(nelems)) };
+    }
+}
+
+scoped3! {
+    /// All-reduce (`nvshmem_TYPE_OP_reduce`): `dest[k]` on every PE of `team`
+    /// becomes `op` over the team's `source[k]`, for `k < nreduce`. `op` is
+    /// [`And`], [`Or`], [`Xor`], [`Min`], [`Max`], [`Sum`] or [`Prod`]; see
+    /// [`ReduceOp`] for the types each takes. `dest` may equal `source`.
+    safety: "`dest` and `source` must be live symmetric allocations of at least `nreduce` elements \
+        (equal or not overlapping); every PE of `team` calls it with the same `team`, `op` and `nreduce`.";
+    example: ("dest: SymPtr<f32>, src: SymPtr<f32>", "(Sum, Team::WORLD, dest, src, 1001)");
+    pub unsafe fn [reduce, reduce_warp, reduce_block]<T: Copy, O: ReduceOp<T>>(
+        op: O, team: Team, dest: SymPtr<T>, source: SymPtr<T>, nreduce: usize,
+    ) |scope| {
+        let _ = op;
+        // SAFETY: the caller's contract.
+        unsafe { O::__reduce(scope, team.0, dest.as_ptr(), source.as_ptr(), nreduce) }
+    }
+}
+
+scoped3! {
+    /// Reduce-scatter (`nvshmem_TYPE_OP_reducescatter`): `source` holds
+    /// `team_n_pes(team)` blocks of `nreduce` elements; `dest` on the team's PE
+    /// `i` becomes `op` over every PE's block `i`.
+    safety: "`source` must be a live symmetric allocation of at least `team_n_pes(team) * nreduce` \
+        elements and `dest` a distinct one of at least `nreduce`; every PE of `team` calls it with the \
+        same `team`, `op` and `nreduce`.";
+    example: ("dest: SymPtr<i64>, src: SymPtr<i64>", "(Max, Team::WORLD, dest, src, 7)");
+    pub unsafe fn [reducescatter, reducescatter_warp, reducescatter_block]<T: Copy, O: ReduceOp<T>>(
+        op: O, team: Team, dest: SymPtr<T>, source: SymPtr<T>, nreduce: usize,
+    ) |scope| {
+        let _ = op;
+        // SAFETY: the caller's contract.
+        unsafe { O::__reducescatter(scope, team.0, dest.as_ptr(), source.as_ptr(), nreduce) }
+    }
+}

@@ -1,0 +1,117 @@
+//! What the host runtime itself costs: NVSHMEM initialization, loading a
+//! module (PTX through the driver's JIT vs the builder's cubin), and launching
+//! a kernel (plain vs collective, i.e. cooperative after an occupancy check).
+//! A benchmark: it prints figures and asserts nothing about them.
+//!
+//! ```text
+//! CUDA_CACHE_DISABLE=1 cargo run --release --example runtime_costs        # 1 PE
+//! CUDA_CACHE_DISABLE=1 nvshmem-run -n 2 -- target/release/examples/runtime_costs
+//! ```
+//!
+//! `CUDA_CACHE_DISABLE=1` keeps the driver from answering a PTX load from its
+//! JIT cache (`~/.nv/ComputeCache`), which would hide the compile time.
+//! Every PE prints its own line; init time is the slowest PE's that matters.
+
+use nvshmem_host::{ModuleImage, Nvshmem};
+use std::time::{Duration, Instant};
+
+const MODULE: &str = "runtime-kernels";
+/// A plain kernel that, with `n = 0`, does nothing but `quiet`.
+const KERNEL: &str = "p_to_next";
+const LOADS: usize = 5;
+const LAUNCHES: usize = 2000;
+const ROUND_TRIPS: usize = 200;
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("runtime_costs: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> nvshmem_host::Result<()> {
+    let started = Instant::now();
+    let nv = Nvshmem::init()?;
+    let init = started.elapsed();
+    let (me, n) = (nv.my_pe().index(), nv.n_pes());
+    let tag = format!("PE {me}/{n}");
+    println!("{tag}: init {:.1} ms", init.as_secs_f64() * 1e3);
+
+    let manifest = nvshmem_rs::ptx_dir().join(format!("{MODULE}.json"));
+    let ptx_bytes = std::fs::metadata(nvshmem_rs::ptx_dir().join(format!("{MODULE}.ptx")))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    for (what, image) in [
+        ("PTX (JIT)", ModuleImage::Ptx),
+        ("cubin", ModuleImage::Cubin),
+    ] {
+        let mut times = Vec::with_capacity(LOADS);
+        for _ in 0..LOADS {
+            let t = Instant::now();
+            let module = nv.load_module_with(&manifest, image)?;
+            times.push(t.elapsed());
+            drop(module);
+        }
+        println!(
+            "{tag}: load + register {MODULE} from {what}: median {:.2} ms, first {:.2} ms ({LOADS} loads; PTX {} KiB)",
+            median(times.clone()).as_secs_f64() * 1e3,
+            times[0].as_secs_f64() * 1e3,
+            ptx_bytes / 1024
+        );
+    }
+
+    let module = nv.load_module_with(&manifest, ModuleImage::Cubin)?;
+    let k = module.kernel(KERNEL)?;
+    let dest = nv.alloc_zeroed::<u64>(1)?;
+    let s = nv.stream();
+    let args = (dest.sym_ptr(), 0u64);
+    for collective in [false, true] {
+        let launch = || {
+            // SAFETY: with n = 0 the kernel touches no memory.
+            unsafe {
+                if collective {
+                    k.launch_collective(s, 1, 32, args)
+                } else {
+                    k.launch(s, 1, 32, args)
+                }
+            }
+        };
+        for _ in 0..20 {
+            launch()?;
+        }
+        nv.synchronize(s)?;
+        let t = Instant::now();
+        for _ in 0..LAUNCHES {
+            launch()?;
+        }
+        let enqueue = t.elapsed() / LAUNCHES as u32;
+        nv.synchronize(s)?;
+        let drained = t.elapsed() / LAUNCHES as u32;
+        let mut trips = Vec::with_capacity(ROUND_TRIPS);
+        for _ in 0..ROUND_TRIPS {
+            let t = Instant::now();
+            launch()?;
+            nv.synchronize(s)?;
+            trips.push(t.elapsed());
+        }
+        println!(
+            "{tag}: {} launch: {:.2} us per call (host), {:.2} us per kernel back to back, {:.2} us launch + synchronize (median)",
+            if collective { "collective" } else { "plain" },
+            us(enqueue),
+            us(drained),
+            us(median(trips))
+        );
+    }
+    nv.barrier_all_on_stream(s)?;
+    nv.synchronize(s)?;
+    Ok(())
+}

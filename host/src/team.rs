@@ -1,0 +1,378 @@
+//! Teams: the predefined ones ([`Team`]), teams split from them
+//! ([`SplitTeam`], destroyed on drop), and the queries over both.
+//!
+//! A team reaches a kernel as a [`nvshmem_device::Team`] argument
+//! ([`AsTeam::device`]); the kernel then runs collectives over it.
+//!
+//! ```no_run
+//! use nvshmem_host::{AsTeam, Nvshmem, Team};
+//! let nv = Nvshmem::init()?;
+//! // The even PEs: 0, 2, 4, ... (collective over the parent team).
+//! let evens = nv.split_strided(Team::World, 0, 2, nv.n_pes().div_ceil(2))?;
+//! if let Some(evens) = &evens {
+//!     println!("PE {} of {} evens", nv.team_my_pe(evens)?.index(), nv.team_n_pes(evens)?);
+//! }
+//! # Ok::<(), nvshmem_host::Error>(())
+//! ```
+
+use crate::error::{Error, Result};
+use crate::nvshmem::{Inner, Nvshmem, record_drop_error};
+use nvshmem_device::Pe;
+use std::rc::Rc;
+
+/// The predefined NVSHMEM teams.
+///
+/// ```
+/// use nvshmem_host::{AsTeam, Team};
+/// assert_eq!(Team::World.device(), nvshmem_host::DeviceTeam::WORLD);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Team {
+    /// Every PE (`NVSHMEM_TEAM_WORLD`).
+    World,
+    /// The PEs that share memory with this one (`NVSHMEM_TEAM_SHARED`).
+    Shared,
+    /// The PEs on this node (`NVSHMEMX_TEAM_NODE`).
+    Node,
+}
+
+impl Team {
+    pub(crate) fn to_c(self) -> i32 {
+        use crate::sys::v3_4_5 as c;
+        // The team ids are the same in every supported version (sys tests).
+        match self {
+            Team::World => c::NVSHMEM_TEAM_WORLD,
+            Team::Shared => c::NVSHMEM_TEAM_SHARED,
+            Team::Node => c::NVSHMEMX_TEAM_NODE,
+        }
+    }
+}
+
+/// A team the host API can name: a [`Team`] or a [`SplitTeam`] (or a reference
+/// to one). Sealed.
+///
+/// ```
+/// use nvshmem_host::{AsTeam, Team};
+/// fn id(t: impl AsTeam) -> i32 { t.device().raw() }
+/// assert_eq!(id(Team::Node), 2);
+/// ```
+pub trait AsTeam: sealed::Sealed {
+    /// The handle to pass to a kernel that takes a [`nvshmem_device::Team`].
+    fn device(&self) -> nvshmem_device::Team;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Team {}
+    impl Sealed for super::SplitTeam {}
+    impl<T: Sealed + ?Sized> Sealed for &T {}
+}
+
+impl AsTeam for Team {
+    fn device(&self) -> nvshmem_device::Team {
+        // SAFETY: a predefined team exists for as long as NVSHMEM does.
+        unsafe { nvshmem_device::Team::from_raw(self.to_c()) }
+    }
+}
+
+impl<T: AsTeam + ?Sized> AsTeam for &T {
+    fn device(&self) -> nvshmem_device::Team {
+        (**self).device()
+    }
+}
+
+/// A team split from another ([`Nvshmem::split_strided`], [`Nvshmem::split_2d`]),
+/// held by each of its members; destroyed (`nvshmem_team_destroy`) on drop or
+/// by [`SplitTeam::destroy`].
+///
+/// **Destruction is collective over the team**: every member drops (or
+/// destroys) it, in the same order relative to other collectives, after the
+/// kernels that use it are done. A failure in `Drop` is recorded for
+/// [`take_drop_error`](crate::take_drop_error), as for buffers. It keeps NVSHMEM
+/// alive, like a buffer, so it can be dropped after the [`Nvshmem`].
+///
+/// ```no_run
+/// use nvshmem_host::{AsTeam, Nvshmem, Team};
+/// let nv = Nvshmem::init()?;
+/// let (rows, cols) = nv.split_2d(Team::World, 2)?;
+/// if let Some(row) = rows {
+///     let handle = row.device(); // a kernel argument
+///     row.destroy()?;
+/// }
+/// # Ok::<(), nvshmem_host::Error>(())
+/// ```
+pub struct SplitTeam {
+    inner: Rc<Inner>,
+    raw: i32,
+    destroyed: bool,
+}
+
+impl std::fmt::Debug for SplitTeam {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SplitTeam").field("raw", &self.raw).finish()
+    }
+}
+
+impl AsTeam for SplitTeam {
+    fn device(&self) -> nvshmem_device::Team {
+        // SAFETY: the team lives until this value is dropped; the borrow of
+        // `self` outlives the call, the caller keeps it alive for the kernel.
+        unsafe { nvshmem_device::Team::from_raw(self.raw) }
+    }
+}
+
+impl SplitTeam {
+    /// Destroys the team now and reports failure (a `Drop` only records it).
+    /// **Collective over the team.**
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// if let Some(t) = nv.split_strided(nvshmem_host::Team::World, 0, 1, 1)? {
+    ///     t.destroy()?;
+    /// }
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn destroy(mut self) -> Result<()> {
+        self.destroy_now()
+    }
+
+    fn destroy_now(&mut self) -> Result<()> {
+        if std::mem::replace(&mut self.destroyed, true) {
+            return Ok(());
+        }
+        // After finalize the team is gone with NVSHMEM; after a kernel fault
+        // NVSHMEM's teardown would abort the process.
+        if self.inner.check_active("SplitTeam::destroy").is_err() || self.inner.poisoned() {
+            return Ok(());
+        }
+        self.inner.enter("SplitTeam::destroy")?;
+        self.inner.sync_context()?;
+        // SAFETY: a team this runtime split and has not destroyed; the GPU is idle.
+        unsafe { (self.inner.lib.coll.nvshmem_team_destroy)(self.raw) };
+        Ok(())
+    }
+}
+
+impl Drop for SplitTeam {
+    fn drop(&mut self) {
+        record_drop_error(self.destroy_now());
+    }
+}
+
+fn pe_or_none(pe: i32) -> Option<Pe> {
+    u32::try_from(pe).ok().map(Pe::new)
+}
+
+impl Nvshmem {
+    fn check_team(&self, team: &impl AsTeam, what: &'static str) -> Result<i32> {
+        self.inner.enter(what)?;
+        let raw = team.device().raw();
+        if raw < 0 {
+            return Err(Error::InvalidArgument {
+                reason: format!("{what}: NVSHMEM_TEAM_INVALID is not a team"),
+            });
+        }
+        Ok(raw)
+    }
+
+    /// This PE's number within `team`.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let node_rank = nv.team_my_pe(nvshmem_host::Team::Node)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn team_my_pe(&self, team: impl AsTeam) -> Result<Pe> {
+        let raw = self.check_team(&team, "Nvshmem::team_my_pe")?;
+        // SAFETY: initialized; a live team.
+        let pe = unsafe { self.inner.lib.nvshmem_team_my_pe(raw) };
+        pe_or_none(pe).ok_or(Error::NvshmemCall {
+            call: "nvshmem_team_my_pe",
+            status: pe,
+        })
+    }
+
+    /// The number of PEs in `team`.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let on_node = nv.team_n_pes(nvshmem_host::Team::Node)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn team_n_pes(&self, team: impl AsTeam) -> Result<u32> {
+        let raw = self.check_team(&team, "Nvshmem::team_n_pes")?;
+        // SAFETY: as above.
+        let n = unsafe { self.inner.lib.nvshmem_team_n_pes(raw) };
+        u32::try_from(n).map_err(|_| Error::NvshmemCall {
+            call: "nvshmem_team_n_pes",
+            status: n,
+        })
+    }
+
+    /// The number in `dest` of PE `pe` of team `src` (`nvshmem_team_translate_pe`),
+    /// or `None` when that PE is not in `dest`.
+    ///
+    /// ```no_run
+    /// use nvshmem_host::{Pe, Team};
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let world = nv.team_translate_pe(Team::Node, Pe::new(0), Team::World)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn team_translate_pe(
+        &self,
+        src: impl AsTeam,
+        pe: Pe,
+        dest: impl AsTeam,
+    ) -> Result<Option<Pe>> {
+        let s = self.check_team(&src, "Nvshmem::team_translate_pe")?;
+        let d = self.check_team(&dest, "Nvshmem::team_translate_pe")?;
+        // SAFETY: live teams; NVSHMEM returns -1 for a PE outside either.
+        Ok(pe_or_none(unsafe {
+            self.inner.lib.nvshmem_team_translate_pe(s, pe.to_c(), d)
+        }))
+    }
+
+    /// Splits `parent` into the team of its PEs `start, start + stride, ...`
+    /// (`size` of them; `nvshmem_team_split_strided`, with the default
+    /// configuration). Returns the new team on its members, `None` on the
+    /// others. **Collective over `parent`**: every PE of it calls this with
+    /// the same arguments.
+    ///
+    /// Refused with [`Error::Unsupported`] in limited MPG ([`Nvshmem::limited_mpg`]:
+    /// several PEs on one GPU without MPS), where NVSHMEM would end the process.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// // PEs 1, 3, 5, ... of the world.
+    /// let odds = nv.split_strided(nvshmem_host::Team::World, 1, 2, nv.n_pes() / 2)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn split_strided(
+        &self,
+        parent: impl AsTeam,
+        start: u32,
+        stride: u32,
+        size: u32,
+    ) -> Result<Option<SplitTeam>> {
+        const WHAT: &str = "Nvshmem::split_strided";
+        let p = self.check_team(&parent, WHAT)?;
+        let n = self.team_n_pes(&parent)?;
+        check_strided(n, start, stride, size)?;
+        self.inner.check_full_mpg(WHAT)?;
+        let mut new = -1;
+        // SAFETY: a live parent; the range is inside it; a null config with a
+        // zero mask means the defaults.
+        let status = unsafe {
+            (self.inner.lib.coll.nvshmem_team_split_strided)(
+                p,
+                start as i32,
+                stride as i32,
+                size as i32,
+                std::ptr::null(),
+                0,
+                &mut new,
+            )
+        };
+        if status != 0 {
+            return Err(Error::NvshmemCall {
+                call: "nvshmem_team_split_strided",
+                status,
+            });
+        }
+        Ok(self.split_team(new))
+    }
+
+    /// Splits `parent` into a 2-D grid with `xrange` PEs per row
+    /// (`nvshmem_team_split_2d`): returns this PE's row (x-axis) team and
+    /// column (y-axis) team. **Collective over `parent`**. Refused in limited
+    /// MPG, as [`Nvshmem::split_strided`].
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// let (row, col) = nv.split_2d(nvshmem_host::Team::World, 2)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn split_2d(
+        &self,
+        parent: impl AsTeam,
+        xrange: u32,
+    ) -> Result<(Option<SplitTeam>, Option<SplitTeam>)> {
+        const WHAT: &str = "Nvshmem::split_2d";
+        let p = self.check_team(&parent, WHAT)?;
+        if xrange == 0 || xrange > i32::MAX as u32 {
+            return Err(Error::InvalidArgument {
+                reason: format!("{WHAT}: xrange must be at least 1, not {xrange}"),
+            });
+        }
+        self.inner.check_full_mpg(WHAT)?;
+        let (mut x, mut y) = (-1, -1);
+        // SAFETY: a live parent; null configs with zero masks mean the defaults.
+        let status = unsafe {
+            (self.inner.lib.coll.nvshmem_team_split_2d)(
+                p,
+                xrange as i32,
+                std::ptr::null(),
+                0,
+                &mut x,
+                std::ptr::null(),
+                0,
+                &mut y,
+            )
+        };
+        if status != 0 {
+            return Err(Error::NvshmemCall {
+                call: "nvshmem_team_split_2d",
+                status,
+            });
+        }
+        Ok((self.split_team(x), self.split_team(y)))
+    }
+
+    fn split_team(&self, raw: i32) -> Option<SplitTeam> {
+        (raw >= 0).then(|| SplitTeam {
+            inner: self.inner.clone(),
+            raw,
+            destroyed: false,
+        })
+    }
+}
+
+/// The strided range `start + k * stride` (`k < size`) lies inside a team of `n` PEs.
+fn check_strided(n: u32, start: u32, stride: u32, size: u32) -> Result<()> {
+    let last = (size.max(1) as u64 - 1) * stride as u64 + start as u64;
+    if size == 0 || last >= n as u64 || (size > 1 && stride == 0) || last > i32::MAX as u64 {
+        return Err(Error::InvalidArgument {
+            reason: format!(
+                "Nvshmem::split_strided: start {start}, stride {stride}, size {size} is not a range of \
+                 distinct PEs of the parent team's {n}"
+            ),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strided_ranges_are_checked_before_nvshmem_sees_them() {
+        assert!(check_strided(4, 0, 2, 2).is_ok());
+        assert!(check_strided(4, 1, 2, 2).is_ok());
+        assert!(check_strided(4, 3, 0, 1).is_ok());
+        assert!(check_strided(4, 0, 1, 4).is_ok());
+        assert!(check_strided(4, 0, 2, 3).is_err()); // PE 4
+        assert!(check_strided(4, 0, 1, 0).is_err());
+        assert!(check_strided(4, 0, 0, 2).is_err());
+        let e = check_strided(3, 1, 1, 3).unwrap_err().to_string();
+        assert!(e.contains("start 1, stride 1, size 3"), "{e}");
+    }
+
+    #[test]
+    fn predefined_teams_have_the_header_ids() {
+        assert_eq!(Team::World.device(), nvshmem_device::Team::WORLD);
+        assert_eq!(Team::Shared.device(), nvshmem_device::Team::SHARED);
+        assert_eq!(Team::Node.device(), nvshmem_device::Team::NODE);
+    }
+}

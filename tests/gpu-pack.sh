@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Packs what a GPU machine without Rust needs into .gpu/ (ignored): the test
+# binaries, examples, launcher and benchmark (stripped), and the built kernels
+# (manifests, headers, cubins, and the PTX files under 4 MiB; a module whose
+# PTX is left out loads from its cubin). Then, on the GPU machine, from the
+# repository root: `bash tests/gpu-run.sh` (see there).
+#
+#   bash tests/gpu-pack.sh        # after ./x test (or cargo build + cargo test --no-run)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --workspace --bins --examples
+tests=$(cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
+  python3 -c 'import sys, json
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"] \
+       and m["target"]["name"] in ("gpu", "collectives", "bench_check"):
+        print(m["target"]["name"], m["executable"])')
+rm -rf .gpu && mkdir -p .gpu/bin
+while read -r name exe; do objcopy --strip-debug "$exe" ".gpu/bin/test-$name"; done <<< "$tests"
+for b in nvshmem-run nvshmem-bench demo; do objcopy --strip-debug "target/release/$b" ".gpu/bin/$b"; done
+for e in ring allreduce ag_gemm runtime_costs; do objcopy --strip-debug "target/release/examples/$e" ".gpu/bin/$e"; done
+for d in ptx/nvshmem-*/*/; do
+  mkdir -p ".gpu/$d"
+  find "$d" -maxdepth 1 -type f \( -name '*.json' -o -name '*.h' -o -name '*.cubin' -o \( -name '*.ptx' -size -4M \) \) \
+    -exec cp {} ".gpu/$d" \;
+done
+du -sh .gpu
