@@ -51,6 +51,80 @@ fn put_block(pe: &mut Pe) -> TestResult {
     check_eq("put_block_to_next", &dest.to_vec(nv.stream())?, &want)
 }
 
+/// `put_pod`/`get_pod` at every alignment mix (same residue mod 16, 8, 4, or
+/// none), lengths from 1 byte to 4 KiB + 3, in thread, warp and block scope:
+/// the bytes land exactly, and the guard bytes around them stay untouched.
+fn unaligned_bytes(pe: &mut Pe) -> TestResult {
+    let nv = pe.nvshmem();
+    let (me, next, prev) = ring(nv);
+    let k = pe.module(KERNELS)?.kernel("copy_bytes")?;
+    const SPAN: usize = 4096 + 64;
+    let byte = |pe: u32, i: usize| (pe as usize * 89 + i * 7 + 1) as u8 | 1;
+    let mine: Vec<u8> = (0..SPAN).map(|i| byte(me, i)).collect();
+    // (dest offset, source offset, length)
+    let cases: &[(usize, usize, usize)] = &[
+        (0, 0, 4096),
+        (16, 32, 4099),
+        (8, 24, 1000),
+        (4, 12, 333),
+        (3, 7, 1001),
+        (1, 2, 17),
+        (5, 5, 1),
+        (0, 0, 8),
+        (9, 1, 64),
+    ];
+    for get in [false, true] {
+        for scope in 0..3u32 {
+            for &(doff, soff, len) in cases {
+                // A put writes the next PE's `sym`; a get reads it into `local`.
+                let sym = nv.alloc_from(&if get { mine.clone() } else { vec![0u8; SPAN] })?;
+                let local = nv.alloc_from(&if get { vec![0u8; SPAN] } else { mine.clone() })?;
+                barrier(nv)?;
+                // SAFETY: both buffers hold SPAN bytes; offset + len < SPAN.
+                unsafe {
+                    k.launch(
+                        nv.stream(),
+                        1,
+                        128,
+                        (
+                            sym.sym_ptr(),
+                            local.device_ptr(),
+                            doff as u64,
+                            soff as u64,
+                            len as u64,
+                            scope,
+                            get as u32,
+                        ),
+                    )?
+                };
+                barrier(nv)?;
+                // A put into this PE came from the previous one; a get read the next.
+                let (got, from) = if get {
+                    (local.to_vec(nv.stream())?, next)
+                } else {
+                    (sym.to_vec(nv.stream())?, prev)
+                };
+                let want: Vec<u8> = (0..SPAN)
+                    .map(|i| {
+                        if (doff..doff + len).contains(&i) {
+                            byte(from, soff + i - doff)
+                        } else {
+                            0
+                        }
+                    })
+                    .collect();
+                let what = format!(
+                    "{} scope {} dest+{doff} src+{soff} len {len}",
+                    if get { "get_pod" } else { "put_pod" },
+                    ["thread", "warp", "block"][scope as usize]
+                );
+                check_eq(&what, &got, &want)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn get_nbi(pe: &mut Pe) -> TestResult {
     let nv = pe.nvshmem();
     let (me, _, prev) = ring(nv);
@@ -479,6 +553,7 @@ fn main() {
         &[
             GpuTest::new("put_block", put_block).pes(ALL),
             GpuTest::new("get_nbi", get_nbi).pes(ALL),
+            GpuTest::new("unaligned_bytes", unaligned_bytes).pes(ALL),
             GpuTest::new("p_and_g", p_and_g).pes(ALL),
             GpuTest::new("atomic_fetch_add", atomic_fetch_add).pes(ALL),
             GpuTest::new("atomic_sequence", atomic_sequence).pes(ALL),

@@ -74,13 +74,14 @@
 //!   shorter than `nelems`. Without it the checks do not exist.
 //! - `abi-probe`: internal, for `tests/abi.rs`.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx))]
+#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, link_llvm_intrinsics))]
 #![warn(missing_docs)]
 #![feature(macro_metavar_expr_concat)]
 
 mod amo;
 mod coll;
 mod debug;
+mod direct;
 pub mod ffi;
 pub mod panic;
 mod rma;

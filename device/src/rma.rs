@@ -198,6 +198,23 @@ impl_rma! {
     f32 => float, f64 => double, f16 => half, bf16 => bfloat16,
 }
 
+/// A put or get of `$len` bytes through the peer's address when `nvshmem_ptr`
+/// gives one (see `direct`), else `$fallback` (NVSHMEM's own path).
+macro_rules! direct_or {
+    (put, $scope:expr, $sym:expr, $pe:expr, $local:expr, $len:expr, $fallback:expr) => {
+        match crate::symmetric::ptr($sym, $pe) {
+            Some(peer) => crate::direct::put($scope, peer.as_ptr().cast(), $local.cast(), $len),
+            None => $fallback,
+        }
+    };
+    (get, $scope:expr, $sym:expr, $pe:expr, $local:expr, $len:expr, $fallback:expr) => {
+        match crate::symmetric::ptr($sym, $pe) {
+            Some(peer) => crate::direct::get($scope, $local.cast(), peer.as_ptr().cast(), $len),
+            None => $fallback,
+        }
+    };
+}
+
 // Three functions (thread, warp, block scope) from one template. The body sees
 // the scope as `$scope`.
 macro_rules! scoped {
@@ -317,7 +334,10 @@ scoped! {
     ) |scope| {
         check_pe(pe);
         // SAFETY: the caller's contract.
-        unsafe { T::__put(scope, dest.as_ptr(), source, nelems, pe.to_c()) }
+        unsafe {
+            direct_or!(put, scope, dest, pe, source, bytes::<T>(nelems),
+                T::__put(scope, dest.as_ptr(), source, nelems, pe.to_c()))
+        }
     }
 }
 
@@ -332,7 +352,10 @@ scoped! {
     ) |scope| {
         check_pe(pe);
         // SAFETY: the caller's contract.
-        unsafe { T::__put_nbi(scope, dest.as_ptr(), source, nelems, pe.to_c()) }
+        unsafe {
+            direct_or!(put, scope, dest, pe, source, bytes::<T>(nelems),
+                T::__put_nbi(scope, dest.as_ptr(), source, nelems, pe.to_c()))
+        }
     }
 }
 
@@ -347,7 +370,10 @@ scoped! {
     ) |scope| {
         check_pe(pe);
         // SAFETY: the caller's contract.
-        unsafe { T::__get(scope, dest, source.as_ptr(), nelems, pe.to_c()) }
+        unsafe {
+            direct_or!(get, scope, source, pe, dest, bytes::<T>(nelems),
+                T::__get(scope, dest, source.as_ptr(), nelems, pe.to_c()))
+        }
     }
 }
 
@@ -362,7 +388,10 @@ scoped! {
     ) |scope| {
         check_pe(pe);
         // SAFETY: the caller's contract.
-        unsafe { T::__get_nbi(scope, dest, source.as_ptr(), nelems, pe.to_c()) }
+        unsafe {
+            direct_or!(get, scope, source, pe, dest, bytes::<T>(nelems),
+                T::__get_nbi(scope, dest, source.as_ptr(), nelems, pe.to_c()))
+        }
     }
 }
 
@@ -470,7 +499,10 @@ scoped! {
         check_pe(pe);
         let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
         // SAFETY: the caller's contract.
-        unsafe { mem_call!(scope, putmem, d, s, bytes::<T>(nelems), pe.to_c()) }
+        unsafe {
+            direct_or!(put, scope, dest, pe, source, bytes::<T>(nelems),
+                mem_call!(scope, putmem, d, s, bytes::<T>(nelems), pe.to_c()))
+        }
     }
 }
 
@@ -484,7 +516,10 @@ scoped! {
         check_pe(pe);
         let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
         // SAFETY: the caller's contract.
-        unsafe { mem_call!(scope, putmem_nbi, d, s, bytes::<T>(nelems), pe.to_c()) }
+        unsafe {
+            direct_or!(put, scope, dest, pe, source, bytes::<T>(nelems),
+                mem_call!(scope, putmem_nbi, d, s, bytes::<T>(nelems), pe.to_c()))
+        }
     }
 }
 
@@ -499,7 +534,10 @@ scoped! {
         check_pe(pe);
         let (d, s) = (dest as *mut c_void, source.as_ptr() as *const c_void);
         // SAFETY: the caller's contract.
-        unsafe { mem_call!(scope, getmem, d, s, bytes::<T>(nelems), pe.to_c()) }
+        unsafe {
+            direct_or!(get, scope, source, pe, dest, bytes::<T>(nelems),
+                mem_call!(scope, getmem, d, s, bytes::<T>(nelems), pe.to_c()))
+        }
     }
 }
 
@@ -513,7 +551,10 @@ scoped! {
         check_pe(pe);
         let (d, s) = (dest as *mut c_void, source.as_ptr() as *const c_void);
         // SAFETY: the caller's contract.
-        unsafe { mem_call!(scope, getmem_nbi, d, s, bytes::<T>(nelems), pe.to_c()) }
+        unsafe {
+            direct_or!(get, scope, source, pe, dest, bytes::<T>(nelems),
+                mem_call!(scope, getmem_nbi, d, s, bytes::<T>(nelems), pe.to_c()))
+        }
     }
 }
 

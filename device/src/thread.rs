@@ -35,7 +35,15 @@ mod arch {
         pub fn _grid_dim_y() -> i32;
         pub fn _grid_dim_z() -> i32;
         pub fn _syncthreads();
+        pub fn bar_warp_sync(mask: u32);
     }
+}
+
+#[cfg(target_arch = "nvptx64")]
+unsafe extern "C" {
+    /// `bar.warp.sync` (`__syncwarp(mask)`); `core::arch::nvptx` has no wrapper.
+    #[link_name = "llvm.nvvm.bar.warp.sync"]
+    fn bar_warp_sync(mask: u32);
 }
 
 /// Threads per warp on every NVIDIA GPU.
@@ -137,6 +145,25 @@ pub fn lane_id() -> u32 {
 #[inline(always)]
 pub fn warp_id() -> u32 {
     block_thread_rank() / WARP_SIZE
+}
+
+/// `__syncwarp()`: waits until every thread of the warp reaches it, and orders
+/// their memory accesses before it against those after it.
+///
+/// ```no_run
+/// nvshmem_device::thread::sync_warp();
+/// ```
+#[inline(always)]
+pub fn sync_warp() {
+    // SAFETY: a warp barrier over all 32 lanes; every lane must reach it, as in CUDA.
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        bar_warp_sync(0xffff_ffff)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    unsafe {
+        arch::bar_warp_sync(0xffff_ffff)
+    }
 }
 
 /// `__syncthreads()`: waits until every thread of the block reaches it.

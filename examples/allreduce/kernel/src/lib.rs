@@ -48,7 +48,7 @@ use core::sync::atomic::{AtomicU32, Ordering, fence};
 use nvshmem_device::thread::{block_dim_x, block_idx_x, global_index_x, global_stride_x};
 use nvshmem_device::thread::{grid_dim_x, sync_threads, thread_idx_x};
 use nvshmem_device::{Cmp, Pe, SignalOp, SymPtr};
-use nvshmem_device::{get_block, my_pe, n_pes, ptr, put_nbi_block, quiet};
+use nvshmem_device::{ffi, my_pe, n_pes, ptr, quiet};
 use nvshmem_device::{signal_op, signal_wait_until};
 
 nvshmem_device::panic_handler!();
@@ -152,7 +152,10 @@ unsafe fn source_tile(
             let tile = block_dim_x() as usize * UNROLL * 4;
             let mine = unsafe { scratch.as_ptr().add(block_idx_x() as usize * tile) };
             sync_threads(); // everyone is done with the previous contents
-            unsafe { get_block(mine, at, tlen, pe) };
+            // NVSHMEM's own path (the raw layer): `get_block` would first try
+            // the direct copy, which `ptr` just ruled out, and its inlined
+            // loop would cost this kernel registers.
+            unsafe { ffi::nvshmemx_float_get_block(mine, at.as_ptr(), tlen, pe.to_c()) };
             sync_threads();
             mine
         }
@@ -320,7 +323,10 @@ pub unsafe extern "ptx-kernel" fn allreduce_rs_ag(
                     indirect = true;
                     fence_system();
                     sync_threads();
-                    unsafe { put_nbi_block(at, at.as_ptr(), tlen, Pe::new(j)) };
+                    // NVSHMEM's own path, as in `source_tile`.
+                    unsafe {
+                        ffi::nvshmemx_float_put_nbi_block(at.as_ptr(), at.as_ptr(), tlen, j as i32)
+                    };
                 }
             }
         }

@@ -194,3 +194,37 @@ pub unsafe extern "ptx-kernel" fn barrier_then_count(counter: SymPtr<u64>, out: 
 pub unsafe extern "ptx-kernel" fn fault(target: *mut u64) {
     unsafe { core::ptr::write_volatile(target, 1) };
 }
+
+/// Copies `len` bytes between this PE and the next in the scope `scope` picks
+/// (0 thread 0, 1 warp 0, 2 the block): `get = 0` puts `local[soff..]` to
+/// `sym[doff..]` on the next PE; `get = 1` gets the next PE's `sym[soff..]`
+/// into `local[doff..]`. Every alignment mix goes through one of the direct
+/// copy's word widths.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn copy_bytes(
+    sym: SymPtr<u8>,
+    local: *mut u8,
+    doff: u64,
+    soff: u64,
+    len: u64,
+    scope: u32,
+    get: u32,
+) {
+    let next = my_pe().ring_next(n_pes());
+    let (d, s, n) = (doff as usize, soff as usize, len as usize);
+    let t = thread_idx_x();
+    unsafe {
+        match (scope, get) {
+            (0, 0) if t == 0 => put_pod(sym.add(d), local.add(s), n, next),
+            (1, 0) if t < 32 => put_pod_warp(sym.add(d), local.add(s), n, next),
+            (2, 0) => put_pod_block(sym.add(d), local.add(s), n, next),
+            (0, _) if t == 0 => get_pod_nbi(local.add(d), sym.add(s), n, next),
+            (1, _) if t < 32 => get_pod_warp(local.add(d), sym.add(s), n, next),
+            (2, _) => get_pod_block(local.add(d), sym.add(s), n, next),
+            _ => {}
+        }
+    }
+    if t == 0 {
+        quiet();
+    }
+}
