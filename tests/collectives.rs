@@ -181,6 +181,9 @@ fn input<T: Elem>(pe: u32, len: usize) -> Vec<T> {
 }
 
 /// Launches `kernel` collectively on a team's members, waits for all PEs.
+/// Every PE calls it. It starts with a barrier: a PE's buffers are filled
+/// (and zeroed) on its own stream, and a peer's kernel must not write into
+/// them, or read them, before that is done.
 fn run<A: nvshmem_host::KernelArgs>(
     nv: &Nvshmem,
     module: &Module,
@@ -188,6 +191,7 @@ fn run<A: nvshmem_host::KernelArgs>(
     member: bool,
     args: A,
 ) -> Result<(), Error> {
+    barrier(nv)?;
     if member {
         let k = module.kernel(kernel)?;
         // SAFETY: every kernel of the crate reads and writes only the
@@ -212,22 +216,16 @@ fn broadcast_case<T: Elem>(
         let root = t.members.len() as u32 - 1;
         let src = nv.alloc_from(&input::<T>(me, n))?;
         let dst = nv.alloc_zeroed::<T>(n)?;
-        if let Some(team) = t.device {
-            run(
-                nv,
-                m,
-                kernel,
-                true,
-                (team, dst.sym_ptr(), src.sym_ptr(), n as u64, root, scope),
-            )?;
+        let team = t.device.unwrap_or(DeviceTeam::INVALID);
+        let args = (team, dst.sym_ptr(), src.sym_ptr(), n as u64, root, scope);
+        run(nv, m, kernel, t.device.is_some(), args)?;
+        if t.device.is_some() {
             let want = input::<T>(t.members[root as usize], n);
             record(
                 f,
                 format!("{} on {}, n={n}, {}", kernel, t.name, SCOPES[k]),
                 check_eq(kernel, &dst.to_vec(nv.stream())?, &want),
             );
-        } else {
-            barrier(nv)?;
         }
         barrier(nv)?;
     }

@@ -272,8 +272,10 @@ impl Nvshmem {
         })
     }
 
-    /// [`Nvshmem::alloc`], then zeroes the buffer (and waits for that).
-    /// **Collective.**
+    /// [`Nvshmem::alloc`], then zeroes the buffer. **Collective**; it returns
+    /// once the buffer is zero on *every* PE (it ends with a barrier), so a
+    /// peer's kernel may write into it at once: without that barrier, this
+    /// PE's zeroing could land after, and erase, a peer's early put.
     ///
     /// ```no_run
     /// # let nv = nvshmem_host::Nvshmem::init()?;
@@ -284,12 +286,15 @@ impl Nvshmem {
         let buf = self.alloc::<T>(len)?;
         let stream = self.stream();
         buf.as_sym_view().memset_bytes(stream, 0)?;
+        self.barrier_all_on_stream(stream)?;
         buf.as_sym_view().wait(stream)?;
         Ok(buf)
     }
 
     /// [`Nvshmem::alloc`] of `data.len()` elements, then copies `data` in.
-    /// **Collective** (every PE passes a slice of the same length).
+    /// **Collective** (every PE passes a slice of the same length); it
+    /// returns once every PE's copy is in place (it ends with a barrier), so
+    /// a peer's kernel may read it at once.
     ///
     /// ```no_run
     /// # let nv = nvshmem_host::Nvshmem::init()?;
@@ -298,7 +303,10 @@ impl Nvshmem {
     /// ```
     pub fn alloc_from<T: Pod>(&self, data: &[T]) -> Result<SymBuffer<T>> {
         let buf = self.alloc::<T>(data.len())?;
-        buf.copy_from_host(self.stream(), data)?;
+        let stream = self.stream();
+        buf.copy_from_host(stream, data)?;
+        self.barrier_all_on_stream(stream)?;
+        buf.as_sym_view().wait(stream)?;
         Ok(buf)
     }
 }
