@@ -368,7 +368,10 @@ impl Builder {
             .join(arch);
         let ptxas = find_ptxas();
         let key = self.inputs_key(rlibs, bitcode, tools, ptxas.as_deref(), features, &out_dir)?;
-        let key_path = work.join("inputs.key");
+        // One key per output folder: builds of the same crate into two
+        // folders (the root build and the builder tests) share the work
+        // folder, and one shared key would make each undo the other's reuse.
+        let key_path = work.join(format!("inputs-{:016x}.key", stable_hash(&out_dir)));
         if let Some(out) = reuse_outputs(&key_path, &key, &out_dir, &meta.name, nv) {
             timings.lap("reused (inputs unchanged)");
             return Ok(BuildOutput {
@@ -592,6 +595,16 @@ impl Builder {
         }
         Ok(key)
     }
+}
+
+/// FNV-1a of a path: a stable name for a cache file.
+fn stable_hash(path: &Path) -> u64 {
+    path.as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        })
 }
 
 /// `path size mtime`, one line: changes whenever the file is rewritten.
