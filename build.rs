@@ -1,11 +1,14 @@
 //! Builds the project's own kernel crates to `ptx/` with `nvshmem-builder`.
 //!
 //! Settings (environment): `NVSHMEM_RS_ARCH` (default `sm_90`),
-//! `NVSHMEM_RS_NVSHMEM_VERSION` (default: the builder's, 3.4.5), `NVSHMEM_HOME`.
+//! `NVSHMEM_RS_NVSHMEM_VERSION` (default: the builder's, 3.4.5),
+//! `NVSHMEM_RS_DEVICE_LINK` (`auto`, `whole-program` or `separate`; default
+//! `auto`), `NVSHMEM_HOME`.
 //! The host programs find the outputs through `NVSHMEM_RS_PTX_DIR`, set here
 //! at compile time and overridable at run time. Per-crate step times go to
 //! `target/nvshmem-kernels/build-times.txt`.
 
+use nvshmem_builder::DeviceLink;
 use nvshmem_builder::nvshmem::{Nvshmem, Query, Version};
 use std::path::{Path, PathBuf};
 
@@ -28,6 +31,7 @@ const OTHER_VERSIONS: &[&str] = &["3.8.0", "3.4.5"];
 fn main() {
     println!("cargo:rerun-if-env-changed=NVSHMEM_RS_ARCH");
     println!("cargo:rerun-if-env-changed=NVSHMEM_RS_NVSHMEM_VERSION");
+    println!("cargo:rerun-if-env-changed=NVSHMEM_RS_DEVICE_LINK");
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let arch = std::env::var("NVSHMEM_RS_ARCH").unwrap_or_else(|_| "sm_90".into());
     let version =
@@ -40,9 +44,17 @@ fn main() {
                     std::process::exit(1);
                 }
             });
+    let device_link = match std::env::var("NVSHMEM_RS_DEVICE_LINK") {
+        Ok(v) => v.parse::<DeviceLink>().unwrap_or_else(|e| {
+            eprintln!("error: NVSHMEM_RS_DEVICE_LINK: {e}");
+            std::process::exit(1);
+        }),
+        Err(_) => DeviceLink::Auto,
+    };
     let build = |krate: &str, version: Option<Version>| {
         let mut b = nvshmem_builder::Builder::new(root.join(krate))
             .arch(&arch)
+            .device_link(device_link)
             .out_dir(root.join("ptx"))
             .target_dir(root.join("target/nvshmem-kernels"));
         if let Some(v) = version {

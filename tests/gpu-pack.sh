@@ -25,4 +25,14 @@ for d in ptx/nvshmem-*/*/; do
   find "$d" -maxdepth 1 -type f \( -name '*.json' -o -name '*.h' -o -name '*.cubin' -o \( -name '*.ptx' -size -4M \) \) \
     -exec cp {} ".gpu/$d" \;
 done
+# The runtime test kernels and the benchmark's kernels (its all-reduce too) again, compiled separately
+# (ptxas -c + nvlink; step `separate` of gpu-run.sh), to check that mode on the GPU.
+for k in tests/kernels/runtime bench/kernel examples/allreduce/kernel; do
+  target/release/examples/nvshmem-build --device-link=separate --target-dir=target/nvshmem-kernels \
+    "$k" sm_90 3.4.5 target/ptx-separate > /dev/null
+done
+mkdir -p .gpu/ptx-separate/nvshmem-3.4.5/sm_90
+cp target/ptx-separate/nvshmem-3.4.5/sm_90/* .gpu/ptx-separate/nvshmem-3.4.5/sm_90/
+# The version-mismatch test looks for the other version's build beside it.
+[ -d .gpu/ptx/nvshmem-3.8.0 ] && cp -r .gpu/ptx/nvshmem-3.8.0 .gpu/ptx-separate/
 du -sh .gpu

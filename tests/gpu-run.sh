@@ -4,7 +4,7 @@
 # more PEs than GPUs), the benchmark's correctness check, the examples, and the
 # runtime's own costs. Logs go to $OUT (default /tmp/gpu-out); a table last.
 #
-#   bash tests/gpu-run.sh [STEP...]     # steps: info tests collectives bench examples costs (default: all)
+#   bash tests/gpu-run.sh [STEP...]     # steps: info tests collectives bench examples costs separate (default: all)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pack=${PACK:-$root/.gpu}
@@ -19,7 +19,7 @@ fi
 export NVSHMEM_RS_PTX_DIR=$pack/ptx/nvshmem-3.4.5/sm_90
 export NVSHMEM_RS_REQUIRE_GPU=1
 bin=$pack/bin
-steps=${*:-info tests collectives bench examples costs}
+steps=${*:-info tests collectives bench examples costs separate}
 table=()
 record() { table+=("$(printf '%-34s %s' "$1" "$2")"); }
 run() { # name, command...
@@ -67,6 +67,12 @@ for step in $steps; do case $step in
       run ring-$n "$bin/nvshmem-run" -n $n --timeout 120 -- "$bin/ring"
       run allreduce-$n "$bin/nvshmem-run" -n $n --timeout 200 -- "$bin/allreduce" --quick
     done
+    stop_mps ;;
+  separate)
+    # The runtime test kernels compiled separately (ptxas -c + nvlink), every GPU test.
+    start_mps
+    run gpu-separate-mps env NVSHMEM_RS_PTX_DIR="$pack/ptx-separate/nvshmem-3.4.5/sm_90" \
+      NVSHMEM_RS_TEST_REPORT="$out/gpu-separate.json" "$bin/test-gpu"
     stop_mps ;;
   costs)
     export CUDA_CACHE_DISABLE=1

@@ -151,12 +151,26 @@ fn get_nbi(pe: &mut Pe) -> TestResult {
 }
 
 fn p_and_g(pe: &mut Pe) -> TestResult {
+    let module = pe.module(KERNELS)?;
+    p_and_g_in(pe, module)
+}
+
+/// `p_and_g` with the module compiled from its PTX on this GPU (through the
+/// driver's linker when the builder compiled it separately).
+fn p_and_g_from_ptx(pe: &mut Pe) -> TestResult {
+    let manifest = pe.ptx_dir().join(format!("{KERNELS}.json"));
+    let module = pe
+        .nvshmem()
+        .load_module_with(manifest, nvshmem_host::ModuleImage::Ptx)?;
+    p_and_g_in(pe, module)
+}
+
+fn p_and_g_in(pe: &mut Pe, module: nvshmem_host::Module) -> TestResult {
     let nv = pe.nvshmem();
     let (me, _, prev) = ring(nv);
     let n = 300usize;
     let dest = nv.alloc_zeroed::<u64>(n)?;
     let out = nv.alloc_zeroed::<u64>(n)?;
-    let module = pe.module(KERNELS)?;
     let blocks = (n as u32).div_ceil(128);
     // SAFETY: thread i < n writes element i of the next PE's `dest`.
     unsafe {
@@ -494,6 +508,7 @@ fn unregistrable_module(pe: &mut Pe) -> TestResult {
         ptx_isa: "8.0".into(),
         ptx: "stripped.ptx".into(),
         cubin: None,
+        device_link: None,
         kernels: Vec::new(),
     };
     match nv.load_module_image(ptx.as_bytes(), manifest) {
@@ -555,6 +570,7 @@ fn main() {
             GpuTest::new("get_nbi", get_nbi).pes(ALL),
             GpuTest::new("unaligned_bytes", unaligned_bytes).pes(ALL),
             GpuTest::new("p_and_g", p_and_g).pes(ALL),
+            GpuTest::new("p_and_g_from_ptx", p_and_g_from_ptx).pes(&[1, 2]),
             GpuTest::new("atomic_fetch_add", atomic_fetch_add).pes(ALL),
             GpuTest::new("atomic_sequence", atomic_sequence).pes(ALL),
             GpuTest::new("put_signal_ring", put_signal_ring).pes(ALL),

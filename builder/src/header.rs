@@ -45,6 +45,15 @@ pub(crate) fn render(m: &Manifest) -> String {
     if let Some(cubin) = &m.cubin {
         let _ = writeln!(h, "#define {upper}_CUBIN_FILE \"{cubin}\"");
     }
+    if m.device_link.as_deref() == Some("separate") {
+        let _ = writeln!(
+            h,
+            "/* The cubin was compiled function by function (ptxas -c + nvlink): whole-program\n\
+             * compilation of this PTX is very slow. Load the cubin; to JIT the PTX instead, add it\n\
+             * to a cuLinkCreate() link (relocatable, like the cubin) rather than cuModuleLoadData(). */\n\
+             #define {upper}_SEPARATE_COMPILATION 1"
+        );
+    }
     let _ = writeln!(h, "#define {upper}_KERNEL_COUNT {}\n", m.kernels.len());
     for k in &m.kernels {
         let params: Vec<String> = k
@@ -131,6 +140,7 @@ mod tests {
             ptx_isa: "8.3".into(),
             ptx: "ring-kernels.ptx".into(),
             cubin: Some("ring-kernels.cubin".into()),
+            device_link: Some("whole-program".into()),
             kernels: vec![kernel("ring_put", false), kernel("allreduce", true)],
         };
         let h = render(&m);

@@ -24,7 +24,9 @@
 //! 4. `llc -O3 -mcpu=<arch>`;
 //! 5. no `.extern .func` may remain but ptxas' own (`vprintf`, `__assertfail`,
 //!    `malloc`, `free`);
-//! 6. `ptxas` (when found) writes a cubin and the register figures;
+//! 6. `ptxas` (when found) writes a cubin and the register figures: on the
+//!    whole module, or function by function and then `nvlink` for modules
+//!    too large to inline whole (see [`DeviceLink`]);
 //! 7. a [manifest](manifest::Manifest) (NVSHMEM version, arch, kernels, their
 //!    parameters, which need a collective launch) and a C header.
 //!
@@ -48,4 +50,4 @@ mod signature;
 
 pub use error::{Error, Result};
 #[cfg(feature = "build")]
-pub use pipeline::{BuildOutput, Builder, CheckOutput};
+pub use pipeline::{AUTO_SEPARATE_ABOVE_LINES, BuildOutput, Builder, CheckOutput, DeviceLink};

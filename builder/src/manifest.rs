@@ -35,6 +35,11 @@ pub struct Manifest {
     pub ptx: String,
     /// The cubin's name, relative to the manifest's folder, when `ptxas` was found.
     pub cubin: Option<String>,
+    /// How the cubin was made: `whole-program` (`ptxas`, every call inlined)
+    /// or `separate` (`ptxas -c` + `nvlink`). Absent without a cubin, and in
+    /// manifests from before this field.
+    #[serde(default)]
+    pub device_link: Option<String>,
     /// The kernels (`.entry` functions), in PTX order.
     pub kernels: Vec<KernelInfo>,
 }
@@ -101,7 +106,7 @@ impl Manifest {
     /// ```
     /// # use nvshmem_builder::manifest::Manifest;
     /// # let m = Manifest { format: 1, crate_name: "k".into(), nvshmem_version: "3.4.5".into(),
-    /// #   arch: "sm_90".into(), ptx_isa: "8.3".into(), ptx: "k.ptx".into(), cubin: None, kernels: vec![] };
+    /// #   arch: "sm_90".into(), ptx_isa: "8.3".into(), ptx: "k.ptx".into(), cubin: None, device_link: None, kernels: vec![] };
     /// assert!(m.kernel("missing").is_none());
     /// ```
     pub fn kernel(&self, name: &str) -> Option<&KernelInfo> {

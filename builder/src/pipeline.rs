@@ -5,6 +5,7 @@ use crate::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
 use crate::nvshmem::{Nvshmem, Query, Version, sm_number};
 use crate::toolchain::Toolchain;
 use crate::{header, ir, signature};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -14,6 +15,72 @@ const TARGET: &str = "nvptx64-nvidia-cuda";
 const STATE_GLOBALS: [&str; 2] = ["nvshmemi_device_state_d", "nvshmemi_device_lib_version_d"];
 /// Functions ptxas resolves itself.
 const PTXAS_BUILTINS: [&str; 4] = ["vprintf", "__assertfail", "malloc", "free"];
+
+/// How `ptxas` turns the PTX into the cubin.
+///
+/// Whole-program `ptxas` inlines every function call into its kernel. That
+/// gives the fastest kernels for small call graphs, but its time grows faster
+/// than the inlined size: NVSHMEM 3.8's transport code (IBGDA, GPUNetIO and
+/// proxy paths, kept out of line in its bitcode) makes a kernel that calls many
+/// operations hundreds of thousands of PTX lines once inlined (measured on 2
+/// cores: one kernel calling every RMA function, 315 000 lines inlined, 3 min
+/// of ptxas and 7.8 GB; the 3.8 coverage crate, 5.7 million, over 21 min).
+/// Separate compilation (`ptxas -c`, then `nvlink`, as `nvcc -rdc` does)
+/// compiles each function once (that crate: 42 s), at the price of calls
+/// between functions and register counts that cover the whole call graph.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DeviceLink {
+    /// [`Separate`](Self::Separate) when some kernel would exceed
+    /// [`AUTO_SEPARATE_ABOVE_LINES`] with every call inlined and `nvlink` is
+    /// found, else [`WholeProgram`](Self::WholeProgram).
+    #[default]
+    Auto,
+    /// `ptxas` on the whole module: every call inlined.
+    WholeProgram,
+    /// `ptxas -c` on the module, then `nvlink`: every function compiled once.
+    Separate,
+}
+
+/// The inlined size (PTX lines of the largest kernel with every call inlined)
+/// above which [`DeviceLink::Auto`] compiles separately. Measured with
+/// whole-program ptxas on 2 cores: 16 000 lines took 2.4 s, 56 000 (the
+/// collectives' GPU test crate, largest kernel) 250-400 s for the crate,
+/// 87 000 (NVSHMEM 3.8 runtime test kernels) 32-92 s, 315 000 three minutes.
+pub const AUTO_SEPARATE_ABOVE_LINES: usize = 50_000;
+
+impl DeviceLink {
+    /// The name used in manifests, `NVSHMEM_RS_DEVICE_LINK` and the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceLink::Auto => "auto",
+            DeviceLink::WholeProgram => "whole-program",
+            DeviceLink::Separate => "separate",
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for DeviceLink {
+    type Err = String;
+
+    /// `auto`, `whole-program` or `separate`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        [
+            DeviceLink::Auto,
+            DeviceLink::WholeProgram,
+            DeviceLink::Separate,
+        ]
+        .into_iter()
+        .find(|m| m.as_str() == s)
+        .ok_or_else(|| format!("`{s}` is no device link mode: use auto, whole-program or separate"))
+    }
+}
 
 /// Builds one kernel crate for one GPU architecture and NVSHMEM version.
 ///
@@ -37,6 +104,7 @@ pub struct Builder {
     features: Vec<String>,
     require_ptxas: bool,
     llvm_tools_dir: Option<PathBuf>,
+    device_link: DeviceLink,
 }
 
 /// What [`Builder::check`] found.
@@ -144,6 +212,7 @@ impl Builder {
             features: Vec::new(),
             require_ptxas: false,
             llvm_tools_dir: None,
+            device_link: DeviceLink::Auto,
         }
     }
 
@@ -196,6 +265,12 @@ impl Builder {
     /// Fail when `ptxas` is not found, instead of skipping the cubin.
     pub fn require_ptxas(mut self, yes: bool) -> Self {
         self.require_ptxas = yes;
+        self
+    }
+
+    /// How ptxas makes the cubin (default [`DeviceLink::Auto`]).
+    pub fn device_link(mut self, mode: DeviceLink) -> Self {
+        self.device_link = mode;
         self
     }
 
@@ -454,17 +529,12 @@ impl Builder {
         let ptx_path = out_dir.join(format!("{}.ptx", meta.name));
         write_if_changed(&ptx_path, ptx.as_bytes())?;
 
-        let (cubin, figures) = match ptxas {
+        let (cubin, figures, device_link) = match ptxas {
             Some(ptxas) => {
                 let cubin = out_dir.join(format!("{}.cubin", meta.name));
-                let stderr = tools.run("ptxas", &ptxas, |c| {
-                    c.arg(format!("-arch={arch}"))
-                        .arg("-v")
-                        .arg(&ptx_path)
-                        .arg("-o")
-                        .arg(&cubin);
-                })?;
-                (Some(cubin), ir::ptxas_figures(&stderr))
+                let (figures, mode) =
+                    self.assemble(tools, &ptxas, &ptx, &ptx_path, &cubin, work)?;
+                (Some(cubin), figures, Some(mode))
             }
             None if self.require_ptxas => {
                 return Err(Error::ToolNotRunnable {
@@ -475,7 +545,7 @@ impl Builder {
                     ),
                 });
             }
-            None => (None, Default::default()),
+            None => (None, Default::default(), None),
         };
         timings.lap("ptxas");
 
@@ -530,6 +600,7 @@ impl Builder {
             ptx_isa: format!("{}.{}", ptx_isa / 10, ptx_isa % 10),
             ptx: file_name(&ptx_path),
             cubin: cubin.as_deref().map(file_name),
+            device_link: device_link.map(|m| m.as_str().to_string()),
             kernels,
         };
         let manifest_path = out_dir.join(format!("{}.json", meta.name));
@@ -555,6 +626,87 @@ impl Builder {
 }
 
 impl Builder {
+    /// Runs ptxas (and nvlink when compiling separately) on the PTX; returns
+    /// every kernel's figures and the mode used.
+    fn assemble(
+        &self,
+        tools: &Tools,
+        ptxas: &Path,
+        ptx: &str,
+        ptx_path: &Path,
+        cubin: &Path,
+        work: &Path,
+    ) -> Result<(BTreeMap<String, ir::PtxasFigures>, DeviceLink)> {
+        let arch = self.arch.as_str();
+        let nvlink = find_nvlink(ptxas);
+        let funcs = ir::ptx_functions(ptx);
+        let mode = match self.device_link {
+            DeviceLink::Auto => {
+                let largest = ir::inlined_lines(&funcs).into_values().max().unwrap_or(0);
+                if largest > AUTO_SEPARATE_ABOVE_LINES && nvlink.is_some() {
+                    DeviceLink::Separate
+                } else {
+                    DeviceLink::WholeProgram
+                }
+            }
+            mode => mode,
+        };
+        if mode == DeviceLink::WholeProgram {
+            let stderr = tools.run("ptxas", ptxas, |c| {
+                c.arg(format!("-arch={arch}"))
+                    .arg("-v")
+                    .arg(ptx_path)
+                    .arg("-o")
+                    .arg(cubin);
+            })?;
+            return Ok((ir::ptxas_figures(&stderr), mode));
+        }
+        let nvlink = nvlink.ok_or_else(|| Error::ToolNotRunnable {
+            program: ptxas.with_file_name("nvlink"),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "separate compilation needs nvlink, which was not found beside ptxas, in NVLINK or on PATH; it ships with ptxas in `pip install nvidia-cuda-nvcc==13.0.*`",
+            ),
+        })?;
+        let object = work.join("separate.o");
+        let per_function = ir::ptxas_figures(&tools.run("ptxas", ptxas, |c| {
+            c.arg(format!("-arch={arch}"))
+                .args(["-c", "-v"])
+                .arg(ptx_path)
+                .arg("-o")
+                .arg(&object);
+        })?);
+        let linked = ir::nvlink_figures(&tools.run("nvlink", &nvlink, |c| {
+            c.arg(format!("-arch={arch}"))
+                .arg("-v")
+                .arg(&object)
+                .arg("-o")
+                .arg(cubin);
+        })?);
+        // Per kernel: registers and stack as linked (the whole call graph);
+        // spills summed over every function it reaches.
+        let figures = funcs
+            .iter()
+            .filter(|(_, f)| f.is_entry)
+            .map(|(name, _)| {
+                let mut fig = ir::PtxasFigures::default();
+                for f in ir::reachable(&funcs, name) {
+                    if let Some(p) = per_function.get(f) {
+                        fig.spill_stores += p.spill_stores;
+                        fig.spill_loads += p.spill_loads;
+                    }
+                }
+                let (registers, stack) = linked.get(name).copied().unwrap_or_default();
+                fig.registers = registers;
+                fig.stack_frame = stack;
+                (name.clone(), fig)
+            })
+            .collect();
+        Ok((figures, mode))
+    }
+}
+
+impl Builder {
     /// A description of every input of the steps after `cargo build`: the
     /// exact rlibs and NVSHMEM bitcode (path, size, mtime), the tools, the
     /// settings and this builder's own version.
@@ -568,12 +720,13 @@ impl Builder {
         out_dir: &Path,
     ) -> Result<String> {
         let mut key = format!(
-            "nvshmem-builder {}\narch {}\nptx_isa {:?}\nfeatures {:?}\nrequire_ptxas {}\nout {}\n",
+            "nvshmem-builder {}\narch {}\nptx_isa {:?}\nfeatures {:?}\nrequire_ptxas {}\ndevice_link {}\nout {}\n",
             env!("CARGO_PKG_VERSION"),
             self.arch,
             self.ptx_isa,
             features,
             self.require_ptxas,
+            self.device_link,
             out_dir.display(),
         );
         for tool in [&tools.llvm_link, &tools.opt, &tools.llc] {
@@ -581,6 +734,9 @@ impl Builder {
         }
         if let Some(p) = ptxas {
             key += &file_identity(p)?;
+            if let Some(nvlink) = find_nvlink(p) {
+                key += &file_identity(&nvlink)?;
+            }
         }
         key += &file_identity(bitcode)?;
         // Cargo reports dependencies in a varying order: sort them (the
@@ -1161,6 +1317,25 @@ pub(crate) fn find_ptxas() -> Option<PathBuf> {
     }
     candidates.push("/usr/local/cuda/bin/ptxas".into());
     candidates.into_iter().find(|p| p.is_file())
+}
+
+/// `nvlink`: `$NVLINK`, beside `ptxas` (both ship in the nvcc wheel and in
+/// CUDA's `bin/`), then `PATH`.
+pub(crate) fn find_nvlink(ptxas: &Path) -> Option<PathBuf> {
+    let from_env = std::env::var_os("NVLINK").map(PathBuf::from);
+    let beside = ptxas.with_file_name("nvlink");
+    let on_path = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("nvlink"))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    from_env
+        .into_iter()
+        .chain([beside])
+        .chain(on_path)
+        .find(|p| p.is_file())
 }
 
 /// The source files cargo recorded for the kernel crate (its own and its path

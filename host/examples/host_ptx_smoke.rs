@@ -51,6 +51,7 @@ fn manifest(nvshmem_version: String) -> Manifest {
         ptx_isa: "7.0".into(),
         ptx: "plain_kernels.ptx".into(),
         cubin: None,
+        device_link: None,
         kernels: vec![
             kernel("fill_u32", fill(), false),
             kernel("fill_u32_collective", fill(), true),

@@ -33,7 +33,9 @@ pub enum ModuleImage {
     /// The cubin when the manifest has one for this GPU's architecture, else the PTX.
     #[default]
     Auto,
-    /// The PTX (the driver compiles it, which takes a moment).
+    /// The PTX (the driver compiles it, which takes a moment). A module the
+    /// builder compiled separately (manifest `device_link: "separate"`) goes
+    /// through the driver's linker, function by function, as its cubin was.
     Ptx,
     /// The cubin; an error if there is none.
     Cubin,
@@ -261,7 +263,13 @@ impl Nvshmem {
         if !image.starts_with(b"\x7fELF") && image.last() != Some(&0) {
             image.push(0);
         }
-        let module = load_with_log(&image).map_err(load_err)?;
+        let is_ptx = !image.starts_with(b"\x7fELF");
+        let module = if is_ptx && manifest.device_link.as_deref() == Some("separate") {
+            link_with_log(&image)
+        } else {
+            load_with_log(&image)
+        }
+        .map_err(load_err)?;
         let unload = |e: Error| {
             // SAFETY: loaded above and not handed out.
             let _ = unsafe { result::module::unload(module) };
@@ -338,15 +346,44 @@ fn manifest_path(path: &Path) -> Result<PathBuf> {
     }
 }
 
+/// A buffer for the JIT's error log, and the two options that hand it to
+/// the driver.
+struct JitLog {
+    buf: Vec<u8>,
+    options: [sys::CUjit_option; 2],
+    values: [*mut c_void; 2],
+}
+
+impl JitLog {
+    fn new() -> Self {
+        let mut buf = vec![0u8; 16 << 10];
+        let values = [buf.as_mut_ptr() as *mut c_void, buf.len() as *mut c_void];
+        JitLog {
+            buf,
+            options: [
+                sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+                sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            ],
+            values,
+        }
+    }
+
+    /// A driver error with what the JIT logged, when it logged anything.
+    fn error(&self, e: impl std::fmt::Display) -> String {
+        let end = self.buf.iter().position(|&b| b == 0).unwrap_or(0);
+        let log = String::from_utf8_lossy(&self.buf[..end]).trim().to_string();
+        if log.is_empty() {
+            e.to_string()
+        } else {
+            format!("{e}: {log}")
+        }
+    }
+}
+
 /// `cuModuleLoadDataEx` with the JIT's error log, so a PTX that does not
 /// compile says why.
 fn load_with_log(image: &[u8]) -> std::result::Result<sys::CUmodule, String> {
-    let mut log = vec![0u8; 16 << 10];
-    let mut options = [
-        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-    ];
-    let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
+    let mut log = JitLog::new();
     let mut module = std::ptr::null_mut();
     // SAFETY: the image is a NUL-terminated PTX or a cubin; the option arrays
     // match, and the log buffer outlives the call.
@@ -354,21 +391,62 @@ fn load_with_log(image: &[u8]) -> std::result::Result<sys::CUmodule, String> {
         sys::cuModuleLoadDataEx(
             &mut module,
             image.as_ptr().cast(),
-            options.len() as u32,
-            options.as_mut_ptr(),
-            values.as_mut_ptr(),
+            log.options.len() as u32,
+            log.options.as_mut_ptr(),
+            log.values.as_mut_ptr(),
         )
     };
-    status.result().map(|_| module).map_err(|e| {
-        let log = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(0)])
-            .trim()
-            .to_string();
-        if log.is_empty() {
-            e.to_string()
-        } else {
-            format!("{e}: {log}")
-        }
-    })
+    status.result().map(|_| module).map_err(|e| log.error(e))
+}
+
+/// Compiles PTX through the driver's linker, function by function like the
+/// builder's separate compilation (`ptxas -c` + `nvlink`), and loads the
+/// result. For modules the builder compiled separately: `cuModuleLoadDataEx`
+/// compiles PTX as one program, which for them takes minutes.
+fn link_with_log(ptx: &[u8]) -> std::result::Result<sys::CUmodule, String> {
+    let mut log = JitLog::new();
+    let mut state = std::ptr::null_mut();
+    // SAFETY: the option arrays match; the log buffer outlives the link state
+    // (destroyed below, on every path).
+    let created = unsafe {
+        sys::cuLinkCreate_v2(
+            log.options.len() as u32,
+            log.options.as_mut_ptr(),
+            log.values.as_mut_ptr(),
+            &mut state,
+        )
+    };
+    created.result().map_err(|e| log.error(e))?;
+    let name = c"module.ptx";
+    // SAFETY: `state` is a live link; the PTX is NUL-terminated and read
+    // during the call; the cubin `cuLinkComplete` returns lives until
+    // `cuLinkDestroy`, after the module is loaded from it.
+    let linked = unsafe {
+        sys::cuLinkAddData_v2(
+            state,
+            sys::CUjitInputType::CU_JIT_INPUT_PTX,
+            ptx.as_ptr() as *mut c_void,
+            ptx.len(),
+            name.as_ptr(),
+            0,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+        .result()
+        .and_then(|_| {
+            let (mut cubin, mut size) = (std::ptr::null_mut(), 0usize);
+            sys::cuLinkComplete(state, &mut cubin, &mut size)
+                .result()
+                .map(|_| std::slice::from_raw_parts(cubin as *const u8, size))
+        })
+    };
+    let loaded = match linked {
+        Ok(cubin) => load_with_log(cubin),
+        Err(e) => Err(log.error(e)),
+    };
+    // SAFETY: created above; nothing refers to its cubin any more.
+    let _ = unsafe { sys::cuLinkDestroy(state) };
+    loaded
 }
 
 /// Whether the module defines the global `name`.
