@@ -181,9 +181,9 @@ fn input<T: Elem>(pe: u32, len: usize) -> Vec<T> {
 }
 
 /// Launches `kernel` collectively on a team's members, waits for all PEs.
-/// Every PE calls it. It starts with a barrier: a PE's buffers are filled
-/// (and zeroed) on its own stream, and a peer's kernel must not write into
-/// them, or read them, before that is done.
+/// Every PE calls it, right after allocating the kernel's buffers with
+/// `alloc_zeroed`/`alloc_from`: those return once every PE's copy is filled,
+/// so no peer's kernel can reach a buffer before it is ready.
 fn run<A: nvshmem_host::KernelArgs>(
     nv: &Nvshmem,
     module: &Module,
@@ -191,7 +191,6 @@ fn run<A: nvshmem_host::KernelArgs>(
     member: bool,
     args: A,
 ) -> Result<(), Error> {
-    barrier(nv)?;
     if member {
         let k = module.kernel(kernel)?;
         // SAFETY: every kernel of the crate reads and writes only the
