@@ -6,8 +6,11 @@
 # repository root: `bash tests/gpu-run.sh` (see there).
 #
 #   bash tests/gpu-pack.sh        # after ./x test (or cargo build + cargo test --no-run)
+#   bash tests/gpu-pack.sh 3.8.0  # also .gpu-3.8.0/: the GPU tests against NVSHMEM 3.8.0,
+#                                 # with its host library (run: PACK=.gpu-3.8.0 tests/gpu-run.sh tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+other_version=${1:-}
 cargo build --release --workspace --bins --examples
 tests=$(cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
   python3 -c 'import sys, json
@@ -36,3 +39,21 @@ cp target/ptx-separate/nvshmem-3.4.5/sm_90/* .gpu/ptx-separate/nvshmem-3.4.5/sm_
 # The version-mismatch test looks for the other version's build beside it.
 [ -d .gpu/ptx/nvshmem-3.8.0 ] && cp -r .gpu/ptx/nvshmem-3.8.0 .gpu/ptx-separate/
 du -sh .gpu
+if [ -n "$other_version" ]; then
+  # A pack of its own (the carry limit is 64 MiB): the GPU test binary and
+  # launcher, that version's runtime kernels (PTX too, for the PTX-load test),
+  # the 3.4.5 ones for the mismatch test, and that version's host library,
+  # bootstrap plugin and version header.
+  p=.gpu-$other_version
+  src=.deps/nvshmem-$other_version/nvidia/nvshmem
+  [ -f "$src/lib/libnvshmem_host.so.3" ] || { echo "NVSHMEM $other_version is not in .deps: run ./x setup" >&2; exit 1; }
+  rm -rf "$p" && mkdir -p "$p/bin" "$p/nvshmem/lib" "$p/nvshmem/include/non_abi"
+  cp .gpu/bin/test-gpu .gpu/bin/nvshmem-run "$p/bin/"
+  for v in "$other_version" 3.4.5; do
+    mkdir -p "$p/ptx/nvshmem-$v/sm_90"
+    cp ptx/nvshmem-$v/sm_90/runtime-kernels.* "$p/ptx/nvshmem-$v/sm_90/"
+  done
+  cp "$src"/lib/libnvshmem_host.so.3 "$src"/lib/nvshmem_bootstrap_uid.so.3 "$p/nvshmem/lib/"
+  cp "$src"/include/non_abi/nvshmem_version.h "$p/nvshmem/include/non_abi/"
+  du -sh "$p"
+fi

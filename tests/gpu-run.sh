@@ -11,12 +11,16 @@ pack=${PACK:-$root/.gpu}
 out=${OUT:-/tmp/gpu-out}
 mkdir -p "$out"
 export NVSHMEM_DISABLE_NVLS=1 NVSHMEM_REMOTE_TRANSPORT=none NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo
+# A pack with its own NVSHMEM (tests/gpu-pack.sh 3.8.0) runs against it.
 if [ -z "${NVSHMEM_HOME:-}" ]; then
-  for d in /opt/torch/.venv/lib/python3.12/site-packages/nvidia/nvshmem "$root/.deps/nvshmem-3.4.5/nvidia/nvshmem"; do
+  for d in "$pack/nvshmem" /opt/torch/.venv/lib/python3.12/site-packages/nvidia/nvshmem "$root/.deps/nvshmem-3.4.5/nvidia/nvshmem"; do
     [ -f "$d/lib/libnvshmem_host.so.3" ] && export NVSHMEM_HOME=$d && break
   done
 fi
-export NVSHMEM_RS_PTX_DIR=$pack/ptx/nvshmem-3.4.5/sm_90
+export LD_LIBRARY_PATH=$NVSHMEM_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+version=$(sed -n 's/^#define NVSHMEM_VENDOR_MAJOR_VERSION \([0-9]*\).*/\1/p; s/^#define NVSHMEM_VENDOR_MINOR_VERSION \([0-9]*\).*/\1/p; s/^#define NVSHMEM_VENDOR_PATCH_VERSION \([0-9]*\).*/\1/p' \
+  "$NVSHMEM_HOME/include/non_abi/nvshmem_version.h" 2>/dev/null | paste -sd.)
+export NVSHMEM_RS_PTX_DIR=$pack/ptx/nvshmem-${version:-3.4.5}/sm_90
 export NVSHMEM_RS_REQUIRE_GPU=1
 bin=$pack/bin
 steps=${*:-info tests collectives bench examples costs separate}
@@ -42,7 +46,7 @@ trap stop_mps EXIT
 for step in $steps; do case $step in
   info)
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv | tee "$out/machine.txt"
-    echo "NVSHMEM_HOME=$NVSHMEM_HOME" | tee -a "$out/machine.txt" ;;
+    echo "NVSHMEM_HOME=$NVSHMEM_HOME (version ${version:-unknown}), kernels from $NVSHMEM_RS_PTX_DIR" | tee -a "$out/machine.txt" ;;
   tests)
     # 1 and 2 PEs without MPS first (2 PEs time-slice: limited MPG), then all under MPS.
     # (no NVSHMEM_RS_REQUIRE_GPU here: the 4-PE runs skip for want of MPS)

@@ -580,7 +580,13 @@ fn main() {
             GpuTest::new("collective_launch", collective_launch).pes(ALL),
             GpuTest::new("stream_ops", stream_ops).pes(ALL),
             // A fault leaves its PE unable to join a collective teardown: 1 PE.
-            GpuTest::new("kernel_fault", kernel_fault).pes(&[1]),
+            // NVSHMEM 3.8's proxy thread ends the process (exit status 255,
+            // "proxy.cpp:1773 cuda failed with an illegal memory access")
+            // as soon as it sees the fault, before the host can report it.
+            // With no remote transport it can be turned off, as here.
+            GpuTest::new("kernel_fault", kernel_fault)
+                .pes(&[1])
+                .env(&[("NVSHMEM_DISABLE_LOCAL_ONLY_PROXY", "1")]),
             GpuTest::new("version_mismatch", version_mismatch).pes(&[1]),
             GpuTest::new("unregistrable_module", unregistrable_module).pes(&[1]),
         ],

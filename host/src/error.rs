@@ -256,6 +256,12 @@ pub enum Error {
     },
 
     /// A kernel faulted on the GPU (illegal address, trap, ...).
+    ///
+    /// With NVSHMEM 3.8, its proxy thread may see the fault first and end
+    /// the process itself (exit status 255, "proxy.cpp: cuda failed with an
+    /// illegal memory access"), so this error never reaches the caller. On
+    /// machines with no remote transport, `NVSHMEM_DISABLE_LOCAL_ONLY_PROXY=1`
+    /// turns that thread off (and with it device-side `global_exit`).
     #[error(
         "kernel `{kernel}` faulted on the GPU: {source}. The CUDA context is unusable now; \
          restart the process. Fix: check the kernel's pointers and indices (run it under \

@@ -133,6 +133,7 @@ pub struct GpuTest {
     run: fn(&mut Pe) -> TestResult,
     pes: &'static [u32],
     timeout: Option<Duration>,
+    env: &'static [(&'static str, &'static str)],
 }
 
 impl GpuTest {
@@ -150,7 +151,20 @@ impl GpuTest {
             run,
             pes: &[1, 2],
             timeout: None,
+            env: &[],
         }
+    }
+
+    /// Environment variables for every PE of each run (NVSHMEM settings, say).
+    ///
+    /// ```
+    /// use nvshmem_host::harness::{GpuTest, Pe, TestResult};
+    /// fn noop(_: &mut Pe) -> TestResult { Ok(()) }
+    /// let t = GpuTest::new("noop", noop).env(&[("NVSHMEM_DEBUG", "WARN")]);
+    /// ```
+    pub const fn env(mut self, vars: &'static [(&'static str, &'static str)]) -> Self {
+        self.env = vars;
+        self
     }
 
     /// The PE counts to run it with.
@@ -319,11 +333,14 @@ fn run_orchestrated(test: &GpuTest, n: u32, ptx_dir: &Path) -> Verdict {
                 .unwrap_or(120),
         )
     });
-    let plan = LaunchPlan::new(n as usize, exe.into_os_string(), uid.to_hex())
+    let mut plan = LaunchPlan::new(n as usize, exe.into_os_string(), uid.to_hex())
         .with_timeout(timeout)
         .with_env(WORKER, test.name)
         .with_env(VERDICTS, verdicts.as_os_str())
         .with_env(PTX_DIR, ptx_dir.as_os_str());
+    for (name, value) in test.env {
+        plan = plan.with_env(*name, *value);
+    }
     let outcome = launcher::run(&plan);
     let mut failures = Vec::new();
     for rank in 0..n {
