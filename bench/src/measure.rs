@@ -17,9 +17,9 @@
 use crate::{Record, ar_pattern, human, median, sizes};
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
 use nvshmem_host::cudarc;
+use nvshmem_host::exchange::{GridAgreement, WordExchange};
 use nvshmem_host::{DevicePtr, Kernel, KernelArgs, Manifest, Module, Nvshmem, Pe, SymBuffer};
 use std::cell::Cell;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::PathBuf;
 
 /// Errors of a run.
@@ -75,41 +75,6 @@ impl Impl {
     }
 }
 
-/// Every PE's few words, gathered on every PE through puts and host barriers.
-struct Exchange {
-    slots: SymBuffer<u64>,
-    mine: SymBuffer<u64>,
-    width: usize,
-}
-
-impl Exchange {
-    fn new(nv: &Nvshmem, width: usize) -> Res<Exchange> {
-        Ok(Exchange {
-            slots: nv.alloc_zeroed(width * nv.n_pes() as usize)?,
-            mine: nv.alloc_zeroed(width)?,
-            width,
-        })
-    }
-
-    /// Every PE's `values` (at most `width` words), by PE. Collective.
-    fn all_gather(&self, nv: &Nvshmem, values: &[u64]) -> Res<Vec<Vec<u64>>> {
-        let stream = nv.stream();
-        let w = self.width;
-        let mut v = values.to_vec();
-        v.resize(w, 0);
-        nv.barrier_all_on_stream(stream)?;
-        self.mine.copy_from_host(stream, &v)?;
-        let me = nv.my_pe().index() as usize;
-        let dst = self.slots.view(me * w..(me + 1) * w)?;
-        for pe in 0..nv.n_pes() {
-            nv.put_on_stream(stream, &dst, &self.mine, Pe::new(pe))?;
-        }
-        nv.barrier_all_on_stream(stream)?;
-        let all = self.slots.to_vec(stream)?;
-        Ok(all.chunks(w).map(<[u64]>::to_vec).collect())
-    }
-}
-
 /// Threads per block of the all-reduce (the example's).
 const AR_THREADS: u32 = 512;
 /// The all-reduce kernels' tile: `AR_THREADS * UNROLL * 4` floats.
@@ -151,7 +116,7 @@ pub struct Bench<'a> {
     impls: Vec<Impl>,
     util: Module,
     ar_util: Module,
-    ex: Exchange,
+    ex: WordExchange,
     sms: u32,
     pool: u64,
     src: SymBuffer<u8>,
@@ -171,7 +136,7 @@ pub struct Bench<'a> {
     ar_max_grid: u32,
     ar_sizes: Vec<u64>,
     all_direct: bool,
-    pes_per_gpu: u64,
+    pes_per_gpu: u32,
     distinct_gpus: bool,
     seed: Cell<u32>,
     epoch: Cell<u64>,
@@ -182,24 +147,6 @@ pub struct Bench<'a> {
     pub info: Vec<(String, String)>,
     /// Failures seen (a message each).
     pub failures: Vec<String>,
-}
-
-/// A number that is the same for PEs on the same GPU: host name and PCI address.
-fn gpu_key(nv: &Nvshmem) -> Res<u64> {
-    let ctx = nv.context();
-    let mut h = DefaultHasher::new();
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .unwrap_or_default()
-        .trim()
-        .hash(&mut h);
-    for a in [
-        CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID,
-        CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID,
-        CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID,
-    ] {
-        ctx.attribute(a)?.hash(&mut h);
-    }
-    Ok(h.finish())
 }
 
 /// Loads a C++ cubin with the manifest of the Rust kernels it twins (same
@@ -248,7 +195,7 @@ impl<'a> Bench<'a> {
         let sms =
             ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         let np = nv.n_pes();
-        let ex = Exchange::new(nv, 16)?;
+        let ex = WordExchange::new(nv, 16)?;
 
         // The all-reduce grid: the same on every PE, all blocks of all PEs on a GPU resident.
         let mut cap = 2 * sms;
@@ -257,22 +204,13 @@ impl<'a> Bench<'a> {
                 cap = cap.min(i.kernel(k)?.max_collective_blocks(AR_THREADS, 0)?);
             }
         }
-        let mut direct = true;
-        for pe in 0..np {
-            direct &= ex.slots.peer_ptr(Pe::new(pe))?.is_some();
-        }
-        let key = gpu_key(nv)?;
-        let recs = ex.all_gather(nv, &[key, cap as u64, direct as u64])?;
-        let sharing = |key: u64| recs.iter().filter(|r| r[0] == key).count() as u64;
-        let ar_max_grid = recs
-            .iter()
-            .map(|r| r[1] / sharing(r[0]))
-            .min()
-            .unwrap_or(1)
-            .max(1) as u32;
-        let all_direct = recs.iter().all(|r| r[2] == 1);
-        let pes_per_gpu = sharing(key);
-        let distinct_gpus = recs.iter().all(|r| sharing(r[0]) == 1);
+        let GridAgreement {
+            max_grid: ar_max_grid,
+            all_direct,
+            pes_per_gpu,
+            distinct_gpus,
+            ..
+        } = nv.agree_on_grid(&ex, cap)?;
 
         let (pool, ar_max) = if opts.check {
             (8u64 << 20, 1u64 << 20)

@@ -73,9 +73,9 @@
 //! ```
 
 use nvshmem_host::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
-use nvshmem_host::{DevicePtr, Kernel, KernelArgs, Nvshmem, Pe, SymBuffer};
+use nvshmem_host::exchange::WordExchange;
+use nvshmem_host::{DevicePtr, Kernel, KernelArgs, Nvshmem, SymBuffer};
 use std::cell::Cell;
-use std::hash::{DefaultHasher, Hash, Hasher};
 
 type Res<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -271,61 +271,6 @@ fn pattern(pe: u32, i: u64, seed: u32) -> u32 {
     h = h.wrapping_mul(0x2c1b_3c6d);
     h ^= h >> 12;
     (h & 15) + 1
-}
-
-/// Every PE's few words, gathered on every PE through puts and host barriers
-/// (which work in every configuration, limited MPG included).
-struct Exchange {
-    slots: SymBuffer<u64>,
-    mine: SymBuffer<u64>,
-    width: usize,
-}
-
-impl Exchange {
-    /// Collective.
-    fn new(nv: &Nvshmem, width: usize) -> Res<Exchange> {
-        Ok(Exchange {
-            slots: nv.alloc_zeroed(width * nv.n_pes() as usize)?,
-            mine: nv.alloc_zeroed(width)?,
-            width,
-        })
-    }
-
-    /// Every PE's `values` (`width` words), by PE. Collective.
-    fn all_gather(&self, nv: &Nvshmem, values: &[u64]) -> Res<Vec<Vec<u64>>> {
-        let stream = nv.stream();
-        let w = self.width;
-        // Every PE has read the previous round before anyone overwrites it.
-        nv.barrier_all_on_stream(stream)?;
-        self.mine.copy_from_host(stream, values)?;
-        let me = nv.my_pe().index() as usize;
-        let dst = self.slots.view(me * w..(me + 1) * w)?;
-        for pe in 0..nv.n_pes() {
-            nv.put_on_stream(stream, &dst, &self.mine, Pe::new(pe))?;
-        }
-        nv.barrier_all_on_stream(stream)?;
-        let all = self.slots.to_vec(stream)?;
-        Ok(all.chunks(w).map(<[u64]>::to_vec).collect())
-    }
-}
-
-/// A number that is the same for PEs on the same GPU and (almost surely)
-/// different otherwise: host name and PCI address.
-fn gpu_key(nv: &Nvshmem) -> Res<u64> {
-    let ctx = nv.context();
-    let mut h = DefaultHasher::new();
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .unwrap_or_default()
-        .trim()
-        .hash(&mut h);
-    for a in [
-        CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID,
-        CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID,
-        CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID,
-    ] {
-        ctx.attribute(a)?.hash(&mut h);
-    }
-    Ok(h.finish())
 }
 
 /// One size's outcome on this PE.
@@ -526,7 +471,7 @@ fn run(opts: &Options) -> Res<bool> {
     let rs_ag = module.kernel("allreduce_rs_ag")?;
 
     // Agree on the grid cap and the transport with every PE.
-    let exchange = Exchange::new(&nv, 4)?;
+    let exchange = WordExchange::new(&nv, 4)?;
     let sms = nv
         .context()
         .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
@@ -535,20 +480,8 @@ fn run(opts: &Options) -> Res<bool> {
         .max_collective_blocks(THREADS, 0)?
         .min(rs_ag.max_collective_blocks(THREADS, 0)?)
         .min(2 * sms);
-    let mut direct = true;
-    for pe in 0..np {
-        direct &= exchange.slots.peer_ptr(Pe::new(pe))?.is_some();
-    }
-    let key = gpu_key(&nv)?;
-    let records = exchange.all_gather(&nv, &[key, cap as u64, direct as u64, 0])?;
-    let sharing = |key: u64| records.iter().filter(|r| r[0] == key).count() as u64;
-    let max_grid = records
-        .iter()
-        .map(|r| r[1] / sharing(r[0]))
-        .min()
-        .unwrap_or(1)
-        .max(1) as u32;
-    let all_direct = records.iter().all(|r| r[2] == 1);
+    let grid = nv.agree_on_grid(&exchange, cap)?;
+    let (max_grid, all_direct) = (grid.max_grid, grid.all_direct);
     let threshold = opts.threshold.unwrap_or((2 << 20) / np.max(2) as usize);
 
     let runs: Vec<(usize, Algo)> = opts
@@ -574,7 +507,7 @@ fn run(opts: &Options) -> Res<bool> {
     if lead {
         println!(
             "allreduce: {np} PE(s), {} per GPU, NVSHMEM {}; grid up to {max_grid} x {THREADS} threads{}",
-            sharing(key),
+            grid.pes_per_gpu,
             nv.version(),
             if opts.plain_launch {
                 " (plain launch)"

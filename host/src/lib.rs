@@ -46,6 +46,7 @@
 
 mod driver;
 mod error;
+pub mod exchange;
 pub mod harness;
 pub mod launch;
 pub mod launcher;

@@ -151,27 +151,13 @@ macro_rules! bitwise_reduce_types {
     ] $($args)* } };
 }
 
-/// `NVSHMEMI_REPT_FOR_STANDARD_REDUCE_TYPES` (`device_host/nvshmem_common.cuh`),
-/// expanded: the bitwise list, then the types of `min`/`max` only.
+/// `NVSHMEMI_REPT_FOR_STANDARD_REDUCE_TYPES` (`device_host/nvshmem_common.cuh`):
+/// as there, the bitwise list, then the types of `min`/`max` only.
 /// `NVSHMEMI_REPT_FOR_ARITH_REDUCE_TYPES` (`sum`/`prod`) is the same list
 /// (its `complexf`/`complexd` entries need `NVSHMEM_COMPLEX_SUPPORT`, which the
 /// device bitcode is built without).
 macro_rules! standard_reduce_types {
-    ($m:ident! $($args:tt)*) => { $m!{ [
-        (uchar, "unsigned char", ::core::ffi::c_uchar)
-        (ushort, "unsigned short", ::core::ffi::c_ushort)
-        (uint, "unsigned int", ::core::ffi::c_uint)
-        (ulong, "unsigned long", ::core::ffi::c_ulong)
-        (ulonglong, "unsigned long long", ::core::ffi::c_ulonglong)
-        (int8, "int8_t", i8)
-        (int16, "int16_t", i16)
-        (int32, "int32_t", i32)
-        (int64, "int64_t", i64)
-        (uint8, "uint8_t", u8)
-        (uint16, "uint16_t", u16)
-        (uint32, "uint32_t", u32)
-        (uint64, "uint64_t", u64)
-        (size, "size_t", usize)
+    ($m:ident! $($args:tt)*) => { $crate::ffi::lists::bitwise_reduce_types!{ append_types! [
         (char, "char", ::core::ffi::c_char)
         (schar, "signed char", ::core::ffi::c_schar)
         (short, "short", ::core::ffi::c_short)
@@ -182,7 +168,14 @@ macro_rules! standard_reduce_types {
         (half, "half", ::half::f16)
         (float, "float", ::core::ffi::c_float)
         (double, "double", ::core::ffi::c_double)
-    ] $($args)* } };
+    ] $m! $($args)* } };
+}
+
+/// Calls `$m!` on one type list followed by another: how NVSHMEM builds a
+/// list out of a shorter one.
+/// (Callers of such a list import this macro too: it expands where they are.)
+macro_rules! append_types {
+    ([$($first:tt)*] [$($then:tt)*] $m:ident! $($args:tt)*) => { $m!{ [$($first)* $($then)*] $($args)* } };
 }
 
 /// `NVSHMEMI_REPT_FOR_SIZES` (`device_host/nvshmem_common.cuh`): the bit
@@ -282,6 +275,6 @@ pub const SIZES: &[u32] = sizes!(size_table!);
 #[allow(unused_imports)]
 pub(crate) use extended_amo_half_types;
 pub(crate) use {
-    bitwise_amo_types, bitwise_reduce_types, extended_amo_types, sizes, standard_amo_types,
-    standard_reduce_types, standard_rma_types, wait_types,
+    append_types, bitwise_amo_types, bitwise_reduce_types, extended_amo_types, sizes,
+    standard_amo_types, standard_reduce_types, standard_rma_types, wait_types,
 };
