@@ -70,8 +70,8 @@ fn print_summary(dir: &std::path::Path) -> Result<(), String> {
     manifests.sort();
     println!("Built kernels in {}:", dir.display());
     println!(
-        "{:<20} {:>7} {:>9} {:>6}  kernels",
-        "crate", "kernels", "max regs", "spills"
+        "{:<20} {:>7} {:>9} {:>6}  {:<13}  kernels",
+        "crate", "kernels", "max regs", "spills", "cubin"
     );
     for path in manifests {
         let m = Manifest::read(&path)?;
@@ -93,8 +93,10 @@ fn print_summary(dir: &std::path::Path) -> Result<(), String> {
             names.truncate(5);
             names.push(format!("... {more} more"));
         }
+        // How ptxas made the cubin: whole-program or separate (see README).
+        let cubin = m.device_link.as_deref().unwrap_or("none");
         println!(
-            "{:<20} {:>7} {:>9} {spills:>6}  {}",
+            "{:<20} {:>7} {:>9} {spills:>6}  {cubin:<13}  {}",
             m.crate_name,
             m.kernels.len(),
             regs.map_or("-".into(), |r| r.to_string()),
