@@ -45,7 +45,7 @@ pub(crate) fn render(m: &Manifest) -> String {
     if let Some(cubin) = &m.cubin {
         let _ = writeln!(h, "#define {upper}_CUBIN_FILE \"{cubin}\"");
     }
-    if m.device_link.as_deref() == Some("separate") {
+    if m.is_separately_compiled() {
         let _ = writeln!(
             h,
             "/* The cubin was compiled function by function (ptxas -c + nvlink): whole-program\n\

@@ -265,16 +265,24 @@ fn parse_param(decl: &str) -> PtxParam {
     }
 }
 
+/// What follows a leading `(...)` return parameter, as in `.func (.param .b32
+/// func_retval0) name(` or `call.uni (retval0), name, (...)`; `None` when the
+/// parenthesis does not close on this line.
+fn skip_return_param(rest: &str) -> Option<&str> {
+    let rest = rest.trim_start();
+    match rest.strip_prefix('(') {
+        Some(r) => r.split_once(')').map(|(_, after)| after),
+        None => Some(rest),
+    }
+}
+
 /// `.extern .func` declarations left in a PTX file.
 pub(crate) fn ptx_extern_funcs(ptx: &str) -> Vec<String> {
     ptx.lines()
         .filter_map(|l| {
             let rest = l.trim().strip_prefix(".extern .func")?;
             // `.extern .func (.param .b32 ret) name(` or `.extern .func name(`
-            let rest = match rest.trim_start().strip_prefix('(') {
-                Some(r) => r.split_once(')')?.1,
-                None => rest,
-            };
+            let rest = skip_return_param(rest)?;
             let name = rest.trim().split(['(', ' ', ';']).next()?.to_string();
             (!name.is_empty()).then_some(name)
         })
@@ -311,11 +319,7 @@ pub(crate) fn ptx_functions(ptx: &str) -> BTreeMap<String, PtxFunction> {
                 Some(t)
             } else if let Some(rest) = t.strip_prefix("call") {
                 let rest = rest.trim_start_matches(|c: char| c == '.' || c.is_alphabetic());
-                let rest = rest.trim_start();
-                let rest = match rest.strip_prefix('(') {
-                    Some(r) => r.split_once(')').map_or("", |(_, r)| r),
-                    None => rest,
-                };
+                let rest = skip_return_param(rest).unwrap_or_default();
                 let rest = rest.trim_start().trim_start_matches(',').trim_start();
                 if rest.is_empty() {
                     call_pending = true;
@@ -346,12 +350,7 @@ pub(crate) fn ptx_functions(ptx: &str) -> BTreeMap<String, PtxFunction> {
             .strip_prefix(".entry ")
             .or_else(|| t.strip_prefix(".func "))
         {
-            let rest = rest.trim_start();
-            // `.func (.param .b32 func_retval0) name(`
-            let rest = match rest.strip_prefix('(') {
-                Some(r) => r.split_once(')').map_or("", |(_, r)| r),
-                None => rest,
-            };
+            let rest = skip_return_param(rest).unwrap_or_default();
             let name = rest.trim().split(['(', ' ']).next().unwrap_or_default();
             header = (!name.is_empty()).then(|| (name.to_string(), t.starts_with(".entry")));
         } else if line.starts_with('{')

@@ -79,7 +79,17 @@ pub struct ParamInfo {
     pub align: u32,
 }
 
+/// [`Manifest::device_link`] of a cubin compiled function by function.
+pub const SEPARATE_COMPILATION: &str = "separate";
+
 impl Manifest {
+    /// Whether the cubin was compiled function by function (`ptxas -c` +
+    /// `nvlink`): its PTX should be JIT-compiled through the driver's linker,
+    /// not as one program.
+    pub fn is_separately_compiled(&self) -> bool {
+        self.device_link.as_deref() == Some(SEPARATE_COMPILATION)
+    }
+
     /// Reads a manifest file.
     ///
     /// ```no_run

@@ -55,7 +55,7 @@ impl DeviceLink {
         match self {
             DeviceLink::Auto => "auto",
             DeviceLink::WholeProgram => "whole-program",
-            DeviceLink::Separate => "separate",
+            DeviceLink::Separate => crate::manifest::SEPARATE_COMPILATION,
         }
     }
 }

@@ -260,11 +260,11 @@ impl Nvshmem {
             )));
         }
         // PTX is text that the driver reads up to a NUL; a cubin is an ELF file.
-        if !image.starts_with(b"\x7fELF") && image.last() != Some(&0) {
+        let is_ptx = !image.starts_with(b"\x7fELF");
+        if is_ptx && image.last() != Some(&0) {
             image.push(0);
         }
-        let is_ptx = !image.starts_with(b"\x7fELF");
-        let module = if is_ptx && manifest.device_link.as_deref() == Some("separate") {
+        let module = if is_ptx && manifest.is_separately_compiled() {
             link_with_log(&image)
         } else {
             load_with_log(&image)
