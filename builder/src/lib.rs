@@ -34,8 +34,6 @@
 #![warn(missing_docs)]
 
 mod error;
-pub mod manifest;
-pub mod nvshmem;
 #[cfg(feature = "build")]
 pub mod toolchain;
 
@@ -49,5 +47,6 @@ mod pipeline;
 mod signature;
 
 pub use error::{Error, Result};
+pub use nvshmem_types::{Arch, SUPPORTED_ARCHS, SUPPORTED_VERSIONS, Version, install, manifest};
 #[cfg(feature = "build")]
 pub use pipeline::{AUTO_SEPARATE_ABOVE_LINES, BuildOutput, Builder, CheckOutput, DeviceLink};

@@ -2,9 +2,10 @@
 
 use crate::error::{Error, Result, io_err};
 use crate::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
-use crate::nvshmem::{Nvshmem, Query, Version, sm_number};
 use crate::toolchain::Toolchain;
 use crate::{header, ir, signature};
+use nvshmem_types::install::{Installation, Query};
+use nvshmem_types::{Arch, Version};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -113,7 +114,7 @@ pub struct CheckOutput {
     /// Every kernel, and whether it needs a collective launch.
     pub kernels: std::collections::BTreeMap<String, bool>,
     /// The NVSHMEM installation linked against.
-    pub nvshmem: Nvshmem,
+    pub nvshmem: Installation,
     /// Wall time of each step, in order.
     pub timings: Vec<(&'static str, Duration)>,
 }
@@ -135,7 +136,7 @@ impl Laps {
 
 /// A kernel crate compiled to nvptx64 rlibs, with its work folder locked.
 struct Compiled {
-    nv: Nvshmem,
+    nv: Installation,
     bitcode: PathBuf,
     tc: Toolchain,
     tools: Tools,
@@ -191,7 +192,7 @@ pub struct BuildOutput {
     /// The manifest's contents.
     pub manifest: Manifest,
     /// The NVSHMEM installation linked against.
-    pub nvshmem: Nvshmem,
+    pub nvshmem: Installation,
     /// Source files the build depended on (for `cargo:rerun-if-changed`).
     pub sources: Vec<PathBuf>,
     /// Wall time of each step, in order.
@@ -200,7 +201,7 @@ pub struct BuildOutput {
 
 impl Builder {
     /// A builder for the kernel crate in `crate_dir` (the folder with its `Cargo.toml`).
-    /// Defaults: `sm_90`, NVSHMEM found by [`Nvshmem::find`] from that folder.
+    /// Defaults: `sm_90`, NVSHMEM found by [`Installation::find`] from that folder.
     pub fn new(crate_dir: impl Into<PathBuf>) -> Self {
         Builder {
             crate_dir: crate_dir.into(),
@@ -222,7 +223,7 @@ impl Builder {
         self
     }
 
-    /// Link against this NVSHMEM version (it must be installed where [`Nvshmem::find`] looks).
+    /// Link against this NVSHMEM version (it must be installed where [`Installation::find`] looks).
     pub fn nvshmem_version(mut self, version: Version) -> Self {
         self.query = self.query.version(version);
         self
@@ -317,9 +318,16 @@ impl Builder {
             });
         }
         let arch = self.arch.as_str();
-        sm_number(arch).ok_or_else(|| Error::InvalidArch { arch: arch.into() })?;
-        let nv = Nvshmem::find(&self.query.clone().project_dir(crate_dir))?;
-        let bitcode = nv.device_bitcode(arch)?;
+        let parsed: Arch = arch
+            .parse()
+            .map_err(|_| Error::InvalidArch { arch: arch.into() })?;
+        if let Some(version) = self.query.wanted()
+            && version.info().is_none()
+        {
+            return Err(Error::UnsupportedVersion { version });
+        }
+        let nv = Installation::find(&self.query.clone().project_dir(crate_dir))?;
+        let bitcode = nv.device_bitcode(parsed)?;
         let tc = Toolchain::detect(crate_dir)?;
         let tools = Tools::new(&tc, self.llvm_tools_dir.as_deref())?;
         check_producer(&bitcode, &tools)?;
@@ -343,14 +351,7 @@ impl Builder {
         lock.lock().map_err(io_err(&lock_path))?;
 
         let mut features = self.features.clone();
-        if meta.depends_on_device
-            && nv.version
-                >= (Version {
-                    major: 3,
-                    minor: 8,
-                    patch: 0,
-                })
-        {
+        if meta.depends_on_device && nv.version >= Version::new(3, 8, 0) {
             features.push("nvshmem-device/nvshmem-3-8".into());
         }
         let rlibs = cargo_build(&tc, crate_dir, &target_dir, &meta, &features)?;
@@ -426,7 +427,10 @@ impl Builder {
             ..
         } = &c;
         let arch = self.arch.as_str();
-        let sm = sm_number(arch).ok_or_else(|| Error::InvalidArch { arch: arch.into() })?;
+        let sm = arch
+            .parse::<Arch>()
+            .map_err(|_| Error::InvalidArch { arch: arch.into() })?
+            .number();
 
         // Everything below is a pure function of these inputs: when none
         // changed since the last build, reuse its outputs instead of re-running
@@ -798,7 +802,7 @@ fn reuse_outputs(
     key: &str,
     out_dir: &Path,
     crate_name: &str,
-    nv: &Nvshmem,
+    nv: &Installation,
 ) -> Option<BuildOutput> {
     let stored = std::fs::read_to_string(key_path).ok()?;
     let outputs = stored.strip_prefix(key)?;

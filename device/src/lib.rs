@@ -79,7 +79,6 @@
 // is marked internal; kernels are built warning-free, so say it once here.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![warn(missing_docs)]
-#![feature(macro_metavar_expr_concat)]
 
 mod amo;
 mod coll;

@@ -44,7 +44,7 @@ fn manifest(nvshmem_version: String) -> Manifest {
         ]
     };
     Manifest {
-        format: nvshmem_builder::manifest::MANIFEST_FORMAT,
+        format: nvshmem_host::MANIFEST_FORMAT,
         crate_name: "plain_kernels".into(),
         nvshmem_version,
         arch: "sm_70".into(),

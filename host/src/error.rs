@@ -57,7 +57,7 @@ pub enum Error {
     #[error("{source}{}", missing_install_hint(source))]
     NvshmemNotFound {
         /// The discovery error, which lists where it looked and how to install NVSHMEM.
-        source: nvshmem_builder::Error,
+        source: nvshmem_types::install::FindError,
     },
 
     /// A host library was found but could not be loaded or lacks a function.
@@ -328,7 +328,7 @@ pub enum Error {
 }
 
 /// The install hint, for discovery errors whose own message lacks it.
-fn missing_install_hint(source: &nvshmem_builder::Error) -> String {
+fn missing_install_hint(source: &nvshmem_types::install::FindError) -> String {
     if source.to_string().contains("pip install nvidia-nvshmem") {
         String::new()
     } else {

@@ -7,8 +7,8 @@
 
 use crate::error::{Error, Result};
 use crate::memory::DevicePtr;
-use nvshmem_builder::manifest::KernelInfo;
-use nvshmem_device::{Pe, SymPtr};
+use nvshmem_types::manifest::KernelInfo;
+use nvshmem_types::{Pe, SymPtr};
 use std::ffi::c_void;
 
 /// A grid or block shape. Converts from `u32`, `(u32, u32)` and `(u32, u32, u32)`.
@@ -122,7 +122,7 @@ impl LaunchConfig {
 /// A value that can be passed to a kernel parameter of the same size.
 ///
 /// Implemented for the integer and float primitives, `bool`, `half::f16` and
-/// `half::bf16`, [`SymPtr`], [`DevicePtr`], [`Pe`] and [`nvshmem_device::Team`].
+/// `half::bf16`, [`SymPtr`], [`DevicePtr`], [`Pe`] and [`Team`](nvshmem_types::Team).
 ///
 /// # Safety
 /// The type must have the ABI of the PTX parameter it is passed to: a plain
@@ -167,7 +167,7 @@ unsafe impl<T> KernelParam for DevicePtr<T> {}
 // SAFETY: `#[repr(transparent)]` over `u32`.
 unsafe impl KernelParam for Pe {}
 // SAFETY: `#[repr(transparent)]` over `i32` (`nvshmem_team_t`).
-unsafe impl KernelParam for nvshmem_device::Team {}
+unsafe impl KernelParam for nvshmem_types::Team {}
 
 /// A kernel's arguments: a tuple of up to 16 [`KernelParam`]s (`()` for none,
 /// `(x,)` for one).
@@ -224,7 +224,7 @@ kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11,
 /// and each argument's size. Works without a GPU.
 ///
 /// ```
-/// use nvshmem_builder::manifest::{KernelInfo, ParamInfo};
+/// use nvshmem_types::manifest::{KernelInfo, ParamInfo};
 /// use nvshmem_host::launch::check_kernel_args;
 /// let param = |name: &str, ty: &str, size| ParamInfo {
 ///     name: name.into(), rust_type: ty.into(), c_type: String::new(), size, align: size,
@@ -245,7 +245,7 @@ pub fn check_kernel_args<A: KernelArgs>(info: &KernelInfo, args: &A) -> Result<(
         kernel: info.name.clone(),
         reason,
     };
-    let describe = |p: &nvshmem_builder::manifest::ParamInfo| {
+    let describe = |p: &nvshmem_types::manifest::ParamInfo| {
         if p.rust_type.is_empty() {
             format!("`{}`", p.name)
         } else {
@@ -307,7 +307,7 @@ pub fn check_co_resident(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nvshmem_builder::manifest::ParamInfo;
+    use nvshmem_types::manifest::ParamInfo;
 
     fn info(params: &[(&str, &str, u32)], collective: bool) -> KernelInfo {
         KernelInfo {

@@ -15,8 +15,8 @@ use crate::error::{Error, Result};
 use crate::launch::{KernelArgs, LaunchConfig, check_co_resident, check_kernel_args};
 use crate::nvshmem::{Inner, Nvshmem, record_drop_error};
 use cudarc::driver::{CudaStream, DriverError, result, sys};
-use nvshmem_builder::manifest::{KernelInfo, Manifest};
-use nvshmem_builder::nvshmem::{Version, sm_number};
+use nvshmem_types::manifest::{KernelInfo, Manifest};
+use nvshmem_types::{Arch, Version};
 use std::ffi::{CString, c_void};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -177,7 +177,8 @@ impl Nvshmem {
             .as_ref()
             .map(|c| dir.join(c))
             .filter(|p| p.is_file());
-        let arch_matches = Some(self.gpu_arch()?) == sm_number(&manifest.arch);
+        let arch_matches =
+            Some(self.gpu_arch()?) == manifest.arch.parse::<Arch>().ok().map(Arch::number);
         let file = match (image, cubin) {
             (ModuleImage::Cubin, None) => {
                 return Err(Error::ModuleLoad {
@@ -201,7 +202,7 @@ impl Nvshmem {
     /// [`Nvshmem::load_module`] does.
     ///
     /// ```no_run
-    /// use nvshmem_builder::manifest::Manifest;
+    /// use nvshmem_types::manifest::Manifest;
     /// # let nv = nvshmem_host::Nvshmem::init()?;
     /// let manifest = Manifest::read("kernels.json".as_ref()).unwrap();
     /// let module = nv.load_module_image(include_bytes!("../../Cargo.toml"), manifest)?;
@@ -251,7 +252,7 @@ impl Nvshmem {
             reason,
         };
         let gpu = self.gpu_arch()?;
-        if let Some(built) = sm_number(&manifest.arch)
+        if let Some(built) = manifest.arch.parse::<Arch>().ok().map(Arch::number)
             && built > gpu
         {
             return Err(load_err(format!(

@@ -4,7 +4,10 @@
 //! which kernels need a collective launch, and to check launch arguments.
 
 use serde::{Deserialize, Serialize};
+use std::format;
 use std::path::Path;
+use std::string::String;
+use std::vec::Vec;
 
 /// The file format version; bumped when a field changes meaning.
 pub const MANIFEST_FORMAT: u32 = 1;
@@ -12,7 +15,7 @@ pub const MANIFEST_FORMAT: u32 = 1;
 /// Everything the builder knows about one built kernel crate.
 ///
 /// ```
-/// use nvshmem_builder::manifest::Manifest;
+/// use nvshmem_types::manifest::Manifest;
 /// let json = r#"{"format":1,"crate_name":"k","nvshmem_version":"3.4.5","arch":"sm_90",
 ///   "ptx_isa":"8.3","ptx":"k.ptx","cubin":null,"kernels":[]}"#;
 /// let m: Manifest = serde_json::from_str(json).unwrap();
@@ -93,7 +96,7 @@ impl Manifest {
     /// Reads a manifest file.
     ///
     /// ```no_run
-    /// let m = nvshmem_builder::manifest::Manifest::read("ptx/nvshmem-3.4.5/sm_90/kernels.json".as_ref())?;
+    /// let m = nvshmem_types::manifest::Manifest::read("ptx/nvshmem-3.4.5/sm_90/kernels.json".as_ref())?;
     /// # Ok::<(), String>(())
     /// ```
     pub fn read(path: &Path) -> Result<Self, String> {
@@ -114,7 +117,7 @@ impl Manifest {
     /// The kernel named `name`, if the module has it.
     ///
     /// ```
-    /// # use nvshmem_builder::manifest::Manifest;
+    /// # use nvshmem_types::manifest::Manifest;
     /// # let m = Manifest { format: 1, crate_name: "k".into(), nvshmem_version: "3.4.5".into(),
     /// #   arch: "sm_90".into(), ptx_isa: "8.3".into(), ptx: "k.ptx".into(), cubin: None, device_link: None, kernels: vec![] };
     /// assert!(m.kernel("missing").is_none());
