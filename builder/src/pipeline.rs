@@ -1152,6 +1152,10 @@ fn cargo_build(
     .arg(&meta.manifest_path)
     .arg("--target-dir")
     .arg(target_dir)
+    // Kernels abort on panic and carry no debug info, whatever the profile
+    // of the workspace they may be a member of says.
+    .env("CARGO_PROFILE_RELEASE_PANIC", "abort")
+    .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
     .env("CARGO_TERM_COLOR", "never")
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());

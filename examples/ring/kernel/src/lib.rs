@@ -2,16 +2,15 @@
 //! signal, adds one to the token, and hands it to the next PE with a single
 //! put-with-signal. After the last lap PE 0 holds `laps * n_pes`.
 #![no_std]
-#![feature(abi_ptx)]
 
-use nvshmem_device::{Cmp, SignalOp, SymPtr, my_pe, n_pes, put_signal, signal_wait_until};
+use nvshmem_device::{Cmp, SignalOp, SymPtr, kernel, my_pe, n_pes, put_signal, signal_wait_until};
 
 nvshmem_device::panic_handler!();
 
 /// One thread per PE. `token` receives the token, `send` stages it, `signal`
 /// counts arrivals (lap `k` sets it to `k + 1`). `out[0]` gets the final token on PE 0.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ring_pass(
+#[kernel]
+pub unsafe fn ring_pass(
     token: SymPtr<u64>,
     send: SymPtr<u64>,
     signal: SymPtr<u64>,
