@@ -27,14 +27,22 @@ fn expand(f: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
     let refuse = |span: proc_macro2::Span, what: &str| {
         Err(syn::Error::new(
             span,
-            format!("a #[kernel] function {what}: kernels are `pub unsafe fn name(args)` returning nothing"),
+            format!(
+                "a #[kernel] function {what}: kernels are `pub unsafe fn name(args)` returning nothing"
+            ),
         ))
     };
     if let Some(abi) = &sig.abi {
-        return refuse(abi.span(), "has no `extern` ABI of its own (the attribute gives it `ptx-kernel`)");
+        return refuse(
+            abi.span(),
+            "has no `extern` ABI of its own (the attribute gives it `ptx-kernel`)",
+        );
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        return refuse(sig.generics.span(), "cannot be generic (PTX entry points have one signature)");
+        return refuse(
+            sig.generics.span(),
+            "cannot be generic (PTX entry points have one signature)",
+        );
     }
     if let ReturnType::Type(_, ty) = &sig.output {
         return refuse(ty.span(), "cannot return a value");
@@ -45,11 +53,18 @@ fn expand(f: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
     if sig.variadic.is_some() {
         return refuse(sig.ident.span(), "cannot be variadic");
     }
-    if let Some(arg) = sig.inputs.iter().find(|a| matches!(a, syn::FnArg::Receiver(_))) {
+    if let Some(arg) = sig
+        .inputs
+        .iter()
+        .find(|a| matches!(a, syn::FnArg::Receiver(_)))
+    {
         return refuse(arg.span(), "cannot take `self`");
     }
     if !matches!(f.vis, syn::Visibility::Public(_)) {
-        return refuse(sig.ident.span(), "must be `pub` (the host finds it by name)");
+        return refuse(
+            sig.ident.span(),
+            "must be `pub` (the host finds it by name)",
+        );
     }
     let attrs = &f.attrs;
     let vis = &f.vis;

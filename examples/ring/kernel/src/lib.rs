@@ -9,6 +9,11 @@ nvshmem_device::panic_handler!();
 
 /// One thread per PE. `token` receives the token, `send` stages it, `signal`
 /// counts arrivals (lap `k` sets it to `k + 1`). `out[0]` gets the final token on PE 0.
+///
+/// # Safety
+/// `token`, `send` and `signal` are one-element symmetric allocations, zeroed
+/// before the launch on every PE; `out` is valid for one write on PE 0; every
+/// PE launches it with the same `laps`, one thread each.
 #[kernel]
 pub unsafe fn ring_pass(
     token: SymPtr<u64>,
@@ -30,7 +35,15 @@ pub unsafe fn ring_pass(
         };
         unsafe {
             *send.as_ptr() = value + 1;
-            put_signal(token, send.as_ptr(), 1, signal, lap + 1, SignalOp::Set, next);
+            put_signal(
+                token,
+                send.as_ptr(),
+                1,
+                signal,
+                lap + 1,
+                SignalOp::Set,
+                next,
+            );
         }
     }
     if me.index() == 0 {
