@@ -74,7 +74,10 @@
 //!   shorter than `nelems`. Without it the checks do not exist.
 //! - `abi-probe`: internal, for `tests/abi.rs`.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, link_llvm_intrinsics))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(stdarch_nvptx, link_llvm_intrinsics, asm_experimental_arch)
+)]
 // `link_llvm_intrinsics` (for `bar.warp.sync`, which `core::arch::nvptx` lacks)
 // is marked internal; kernels are built warning-free, so say it once here.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
@@ -82,15 +85,36 @@
 #![feature(macro_metavar_expr_concat)]
 
 mod amo;
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(unreachable_code, unused, unused_unsafe)
+)] // host stubs
+pub mod atomic;
 mod coll;
 mod debug;
 mod direct;
 pub mod ffi;
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(unreachable_code, unused, unused_unsafe)
+)] // host stubs
+pub mod math;
+mod nvvm;
 pub mod panic;
 mod rma;
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(unreachable_code, unused, unused_unsafe)
+)] // host stubs
+pub mod shared;
 pub mod symmetric;
 mod sync;
 pub mod thread;
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(unreachable_code, unused, unused_unsafe)
+)] // host stubs
+pub mod warp;
 
 #[cfg(test)]
 mod tests;

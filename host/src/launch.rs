@@ -233,6 +233,7 @@ kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11,
 ///     name: "scale".into(),
 ///     params: vec![param("data", "SymPtr<f32>", 8), param("n", "u32", 4)],
 ///     collective: false, registers: None, spill_stores: None, spill_loads: None, stack_frame: None,
+///     static_shared_bytes: None,
 /// };
 /// let data = unsafe { nvshmem_host::SymPtr::from_raw(std::ptr::null_mut::<f32>()) };
 /// assert!(check_kernel_args(&info, &(data, 10u32)).is_ok());
@@ -327,6 +328,7 @@ mod tests {
             spill_stores: None,
             spill_loads: None,
             stack_frame: None,
+            static_shared_bytes: None,
         }
     }
 
