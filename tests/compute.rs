@@ -329,7 +329,7 @@ fn shared_static(pe: &mut Pe) -> TestResult {
     launch(
         pe,
         "shared_static",
-        LaunchConfig::new(2, n as u32),
+        LaunchConfig::new(1, n as u32),
         (inp.device_ptr(), out.device_ptr()),
     )?;
     let got = out.to_vec(nv.stream())?;

@@ -1,4 +1,4 @@
-//! Shared memory: static arrays declared in Rust ([`static_shared!`]) and a
+//! Shared memory: static arrays declared in Rust ([`static_shared!`](crate::static_shared)) and a
 //! typed, bounds-checked view of the launch's dynamic shared memory
 //! ([`DynamicShared`]).
 //!
@@ -25,7 +25,7 @@
 //! ```
 //!
 //! # How static shared memory is made
-//! Rust has no address-space attribute, so [`static_shared!`] makes an
+//! Rust has no address-space attribute, so [`static_shared!`](crate::static_shared) makes an
 //! ordinary `static` placed in the link section `.nvshmem.shared`, and
 //! `nvshmem-builder` rewrites it in the linked LLVM IR, before optimizing:
 //! the global moves to `addrspace(3)` (PTX `.shared`) with an `undef`
@@ -66,7 +66,7 @@ use core::mem::{MaybeUninit, align_of, size_of};
 #[doc(hidden)]
 pub const SECTION: &str = ".nvshmem.shared";
 
-/// A `T` in the block's shared memory, declared with [`static_shared!`].
+/// A `T` in the block's shared memory, declared with [`static_shared!`](crate::static_shared).
 ///
 /// Every block has its own copy; every thread of the block sees it. It starts
 /// uninitialized.

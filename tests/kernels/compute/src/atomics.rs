@@ -9,8 +9,9 @@ use nvshmem_device::static_shared;
 use nvshmem_device::thread::{block_idx_x, global_index_x, sync_threads, thread_idx_x};
 
 /// Every thread of the grid (`T` threads, global index `g`) updates the
-/// counters `w` (`u32`) and `d` (`u64`); `tickets[g]` and `olds[g]` get what
-/// it fetched. The host sets the initial values and checks the final ones
+/// counters `w` (`u32`) and `d` (`u64`) with `Gpu` or `Sys` scope
+/// (`Cta`-scoped atomics of different blocks on one location would race, by
+/// the PTX memory model); `tickets[g]` and `olds[g]` get what it fetched. The host sets the initial values and checks the final ones
 /// (see `tests/compute.rs`, `atomics_global`, for the slot list).
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn atomics_global(
@@ -33,7 +34,7 @@ pub unsafe extern "ptx-kernel" fn atomics_global(
         atomic::fetch_and(s(4), !bit, Acquire, Gpu);
         atomic::fetch_xor(s(5), bit, SeqCst, Gpu);
         atomic::fetch_max(s(6), g32 * 7 % 1000, Relaxed, Gpu);
-        atomic::fetch_min(s(7), g32 + 5, Release, Cta);
+        atomic::fetch_min(s(7), g32 + 5, Release, Gpu);
         atomic::fetch_inc(s(8), 9, Relaxed, Gpu);
         atomic::fetch_dec(s(9), 9, AcqRel, Gpu);
         atomic::inc(s(10), 15, Relaxed, Gpu);
@@ -44,7 +45,7 @@ pub unsafe extern "ptx-kernel" fn atomics_global(
         *olds.add(g) = atomic::swap(s(12), g32, AcqRel, Gpu);
         atomic::min(as_i32(13), -(g as i32), Relaxed, Gpu);
         atomic::fetch_max(as_i32(14), g as i32 - 100, Relaxed, Gpu);
-        atomic::global::fetch_add(s(15), 1, Relaxed, Cta);
+        atomic::global::fetch_add(s(15), 1, SeqCst, Gpu);
         atomic::global::add(s(16), 1, Relaxed, Sys);
         atomic::fetch_add(
             s(17).cast::<F16x2>(),
