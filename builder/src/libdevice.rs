@@ -45,7 +45,7 @@ pub(crate) fn needed(ll: &str) -> Vec<String> {
 /// `libdevice.10.bc`: `$NVSHMEM_RS_LIBDEVICE` (the file or its folder), the
 /// set-up step's `.deps/cuda-nvvm-*/` (searched upward from the crate being
 /// built and the current folder, as for `ptxas`), `$CUDA_HOME/nvvm/libdevice`,
-/// `/usr/local/cuda/nvvm/libdevice`.
+/// the CUDA install of the `ptxas` found, `/usr/local/cuda/nvvm/libdevice`.
 pub(crate) fn find(crate_dir: &Path) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(ENV).map(PathBuf::from) {
         let file = if p.is_dir() {
@@ -80,6 +80,12 @@ pub(crate) fn find(crate_dir: &Path) -> Option<PathBuf> {
     }
     if let Some(home) = std::env::var_os("CUDA_HOME") {
         candidates.push(Path::new(&home).join("nvvm/libdevice/libdevice.10.bc"));
+    }
+    // Beside the ptxas in use: `<cuda>/bin/ptxas` → `<cuda>/nvvm/libdevice`.
+    if let Some(cuda) =
+        crate::pipeline::find_ptxas().and_then(|p| Some(p.parent()?.parent()?.to_path_buf()))
+    {
+        candidates.push(cuda.join("nvvm/libdevice/libdevice.10.bc"));
     }
     candidates.push("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc".into());
     candidates.into_iter().find(|p| p.is_file())
