@@ -18,6 +18,7 @@ const KERNEL_CRATES: &[&str] = &[
     "tests/kernels/coverage",
     "tests/kernels/runtime",
     "tests/kernels/collectives",
+    "tests/kernels/compute",
     "examples/ring/kernel",
     "examples/allreduce/kernel",
     "examples/ag_gemm/kernel",

@@ -129,6 +129,27 @@ pub enum Error {
         version: nvshmem_types::Version,
     },
 
+    /// The kernels call libdevice math functions (`__nv_*`), and no
+    /// `libdevice.10.bc` was found.
+    #[error(
+        "the kernels call libdevice's {} (through nvshmem_device::math), but libdevice.10.bc was \
+         not found. Fix: run `./x setup` (it fetches the nvidia-nvvm wheel into .deps/), or \
+         `pip install nvidia-nvvm==13.0.*` and set NVSHMEM_RS_LIBDEVICE to its \
+         nvidia/cu13/nvvm/libdevice/libdevice.10.bc, or set CUDA_HOME",
+        symbols.join(", ")
+    )]
+    LibdeviceNotFound {
+        /// The `__nv_*` functions the module needs.
+        symbols: Vec<String>,
+    },
+
+    /// A `static_shared!` global cannot be placed in shared memory.
+    #[error("{reason}")]
+    SharedMemory {
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// An external tool failed.
     #[error("{tool} failed ({status}):\n{command}\n{stderr}")]
     ToolFailed {

@@ -173,8 +173,35 @@ impl Compiled {
             c.arg(&linked_bc).arg("-o").arg(&linked_ll);
         })?;
         let ll = std::fs::read_to_string(&linked_ll).map_err(io_err(&linked_ll))?;
+        let ll = self.link_libdevice(ll, &linked_bc)?;
         timings.lap("llvm-link");
         Ok(ll)
+    }
+
+    /// When the module calls libdevice (`__nv_*`), links it in
+    /// `--only-needed` and returns the new module's text.
+    fn link_libdevice(&self, ll: String, linked_bc: &Path) -> Result<String> {
+        let needed = crate::libdevice::needed(&ll);
+        if needed.is_empty() {
+            return Ok(ll);
+        }
+        let crate_dir = self.meta.manifest_path.parent().unwrap_or(Path::new("."));
+        let libdevice = crate::libdevice::find(crate_dir)
+            .ok_or(Error::LibdeviceNotFound { symbols: needed })?;
+        let (tools, work) = (&self.tools, &self.work);
+        let with_bc = work.join("linked-libdevice.bc");
+        tools.run("llvm-link", &tools.llvm_link, |c| {
+            c.arg(linked_bc)
+                .arg("--only-needed")
+                .arg(&libdevice)
+                .arg("-o")
+                .arg(&with_bc);
+        })?;
+        let with_ll = work.join("linked-libdevice.ll");
+        tools.run("llvm-dis", &tools.llvm_dis, |c| {
+            c.arg(&with_bc).arg("-o").arg(&with_ll);
+        })?;
+        std::fs::read_to_string(&with_ll).map_err(io_err(&with_ll))
     }
 }
 
@@ -393,9 +420,12 @@ impl Builder {
                 crate_name: c.meta.name.clone(),
             });
         }
+        // NVVM reflection is resolved by `opt`, which `check` does not run.
+        let reflect = [crate::libdevice::REFLECT_ALIAS, "__nvvm_reflect"];
         let unresolved: Vec<String> = ir::declared_functions(&ll)
             .into_iter()
             .filter(|f| !f.starts_with("llvm.") && !PTXAS_BUILTINS.contains(&f.as_str()))
+            .filter(|f| !reflect.contains(&f.as_str()))
             .collect();
         if !unresolved.is_empty() {
             return Err(Error::UnresolvedExterns {
@@ -463,6 +493,9 @@ impl Builder {
         let _ = std::fs::remove_file(&key_path);
 
         let ll = c.link(&mut timings)?;
+        let ll =
+            crate::shared_memory::lower(&ll).map_err(|reason| Error::SharedMemory { reason })?;
+        let ll = crate::libdevice::unhide_reflect(&ll);
 
         let funcs = ir::functions(&ll);
         let collective = ir::collective_kernels(&funcs);
@@ -486,6 +519,9 @@ impl Builder {
                 "--internalize-public-api-list={}",
                 public.join(",")
             ))
+            // -mcpu: NVPTX's own passes run, NVVMReflect among them
+            // (`__nvvm_reflect("__CUDA_ARCH")` becomes the arch's number).
+            .arg(format!("-mcpu={arch}"))
             .arg("-passes=internalize,default<O3>,globaldce")
             .arg(&retargeted)
             .arg("-o")
@@ -592,6 +628,7 @@ impl Builder {
                     spill_stores: fig.map(|f| f.spill_stores),
                     spill_loads: fig.map(|f| f.spill_loads),
                     stack_frame: fig.map(|f| f.stack_frame),
+                    static_shared_bytes: fig.map(|f| f.shared_bytes),
                 }
             })
             .collect();
@@ -700,9 +737,10 @@ impl Builder {
                         fig.spill_loads += p.spill_loads;
                     }
                 }
-                let (registers, stack) = linked.get(name).copied().unwrap_or_default();
+                let (registers, stack, shared) = linked.get(name).copied().unwrap_or_default();
                 fig.registers = registers;
                 fig.stack_frame = stack;
+                fig.shared_bytes = shared;
                 (name.clone(), fig)
             })
             .collect();
@@ -743,6 +781,9 @@ impl Builder {
             }
         }
         key += &file_identity(bitcode)?;
+        if let Some(libdevice) = crate::libdevice::find(&self.crate_dir) {
+            key += &file_identity(&libdevice)?;
+        }
         // Cargo reports dependencies in a varying order: sort them (the
         // kernel crate's rlib, last, stays last).
         let (kernel, deps) = rlibs

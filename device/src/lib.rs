@@ -76,7 +76,12 @@
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(stdarch_nvptx, link_llvm_intrinsics, allow_internal_unstable)
+    feature(
+        stdarch_nvptx,
+        link_llvm_intrinsics,
+        asm_experimental_arch,
+        allow_internal_unstable
+    )
 )]
 // `link_llvm_intrinsics` (for `bar.warp.sync`, which `core::arch::nvptx` lacks)
 // is marked internal; kernels are built warning-free, so say it once here.
@@ -84,15 +89,36 @@
 #![warn(missing_docs)]
 
 mod amo;
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(unreachable_code, unused, unused_unsafe)
+)] // host stubs
+pub mod atomic;
 mod coll;
 mod debug;
 mod direct;
 pub mod ffi;
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(unreachable_code, unused, unused_unsafe)
+)] // host stubs
+pub mod math;
+mod nvvm;
 pub mod panic;
 mod rma;
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(unreachable_code, unused, unused_unsafe)
+)] // host stubs
+pub mod shared;
 pub mod symmetric;
 mod sync;
 pub mod thread;
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(unreachable_code, unused, unused_unsafe)
+)] // host stubs
+pub mod warp;
 
 #[cfg(test)]
 mod tests;

@@ -32,6 +32,7 @@ fn kernel(name: &str, params: Vec<ParamInfo>, collective: bool) -> KernelInfo {
         spill_stores: None,
         spill_loads: None,
         stack_frame: None,
+        static_shared_bytes: None,
     }
 }
 

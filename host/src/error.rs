@@ -246,6 +246,26 @@ pub enum Error {
         max_blocks: u64,
     },
 
+    /// A launch asks for more shared memory per block than the GPU has.
+    #[error(
+        "kernel `{kernel}`: {static_bytes} bytes of static shared memory + {dynamic_bytes} bytes \
+         of dynamic shared memory per block is over this GPU's limit of {limit} bytes; ask for \
+         at most {} bytes of dynamic shared memory (LaunchConfig::shared_mem_bytes), or shrink \
+         the kernel's static_shared! arrays",
+        limit.saturating_sub(*static_bytes)
+    )]
+    SharedMemoryTooLarge {
+        /// The kernel.
+        kernel: String,
+        /// Its static shared memory (`static_shared!` arrays and NVSHMEM's).
+        static_bytes: u32,
+        /// The launch's dynamic shared memory.
+        dynamic_bytes: u32,
+        /// Shared memory one block can have on this GPU, opted in
+        /// (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`).
+        limit: u32,
+    },
+
     /// The driver refused to launch a kernel.
     #[error("kernel `{kernel}` could not be launched: {source}")]
     LaunchFailed {

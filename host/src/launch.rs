@@ -233,6 +233,7 @@ kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11,
 ///     name: "scale".into(),
 ///     params: vec![param("data", "SymPtr<f32>", 8), param("n", "u32", 4)],
 ///     collective: false, registers: None, spill_stores: None, spill_loads: None, stack_frame: None,
+///     static_shared_bytes: None,
 /// };
 /// let data = unsafe { nvshmem_host::SymPtr::from_raw(std::ptr::null_mut::<f32>()) };
 /// assert!(check_kernel_args(&info, &(data, 10u32)).is_ok());
@@ -271,6 +272,43 @@ pub fn check_kernel_args<A: KernelArgs>(info: &KernelInfo, args: &A) -> Result<(
         }
     }
     Ok(())
+}
+
+/// Shared memory a block may use without opting in, on every GPU since Volta.
+pub const DEFAULT_SHARED_MEM_BYTES: u32 = 48 << 10;
+
+/// Checks a launch's shared memory per block: `static_bytes` (the kernel's
+/// own, `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`; the manifest's
+/// `static_shared_bytes`) plus `dynamic_bytes` must fit in `limit` (the
+/// device's opt-in maximum per block). Returns the dynamic size the function
+/// must be allowed (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`) when
+/// the total is over the default 48 KiB, or `None` when no opt-in is needed.
+/// Works without a GPU.
+///
+/// ```
+/// use nvshmem_host::launch::check_shared_memory;
+/// // H100/H200: 227 KiB per block, opted in.
+/// let limit = 227 << 10;
+/// assert_eq!(check_shared_memory("k", 1024, 16 << 10, limit).unwrap(), None);
+/// assert_eq!(check_shared_memory("k", 8 << 10, 44 << 10, limit).unwrap(), Some(44 << 10));
+/// assert!(check_shared_memory("k", 8 << 10, 220 << 10, limit).is_err());
+/// ```
+pub fn check_shared_memory(
+    kernel: &str,
+    static_bytes: u32,
+    dynamic_bytes: u32,
+    limit: u32,
+) -> Result<Option<u32>> {
+    let total = static_bytes as u64 + dynamic_bytes as u64;
+    if total > limit as u64 {
+        return Err(Error::SharedMemoryTooLarge {
+            kernel: kernel.into(),
+            static_bytes,
+            dynamic_bytes,
+            limit,
+        });
+    }
+    Ok((total > DEFAULT_SHARED_MEM_BYTES as u64).then_some(dynamic_bytes))
 }
 
 /// Checks that `blocks` blocks can all be resident at once, given how many
@@ -327,6 +365,7 @@ mod tests {
             spill_stores: None,
             spill_loads: None,
             stack_frame: None,
+            static_shared_bytes: None,
         }
     }
 
@@ -388,6 +427,43 @@ mod tests {
         assert!(LaunchConfig::new((1, 0), 32).check("k").is_err());
         assert_eq!(LaunchConfig::for_elements(0, 128).grid.x, 1);
         assert_eq!(LaunchConfig::for_elements(257, 128).grid.x, 3);
+    }
+
+    #[test]
+    fn shared_memory_is_checked_against_the_limit() {
+        let limit = 227 << 10; // sm_90, opted in
+        // Within the default 48 KiB: nothing to opt into.
+        assert_eq!(check_shared_memory("k", 0, 0, limit).unwrap(), None);
+        assert_eq!(
+            check_shared_memory("k", 16 << 10, 32 << 10, limit).unwrap(),
+            None
+        );
+        // Over 48 KiB in total, even with less than 48 KiB dynamic: opt in.
+        assert_eq!(
+            check_shared_memory("k", 16 << 10, 33 << 10, limit).unwrap(),
+            Some(33 << 10)
+        );
+        assert_eq!(
+            check_shared_memory("k", 0, 200 << 10, limit).unwrap(),
+            Some(200 << 10)
+        );
+        // Exactly the limit fits; one byte more does not.
+        assert_eq!(
+            check_shared_memory("k", 1 << 10, limit - (1 << 10), limit).unwrap(),
+            Some(limit - (1 << 10))
+        );
+        let err = check_shared_memory("tile", 1 << 10, limit - (1 << 10) + 1, limit).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("kernel `tile`")
+                && msg.contains("1024 bytes of static")
+                && msg.contains(&format!("limit of {limit} bytes"))
+                && msg.contains(&format!("at most {} bytes of dynamic", limit - 1024)),
+            "{msg}"
+        );
+        assert!(matches!(err, Error::SharedMemoryTooLarge { .. }));
+        // No overflow with absurd sizes.
+        assert!(check_shared_memory("k", u32::MAX, u32::MAX, limit).is_err());
     }
 
     #[test]

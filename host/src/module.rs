@@ -790,21 +790,50 @@ impl Kernel {
         Ok((per_sm.max(0) as u32, sms.max(0) as u32))
     }
 
-    /// More than 48 KiB of dynamic shared memory must be opted into per function.
+    /// Checks the block's shared memory (static + `bytes` dynamic) against
+    /// the GPU's limit ([`Error::SharedMemoryTooLarge`]), and opts the
+    /// function into more than 48 KiB when the total needs it.
     fn set_shared_mem(&self, bytes: u32) -> Result<()> {
-        if bytes > 48 << 10 {
-            // SAFETY: a function of a loaded module; a valid attribute.
+        if bytes == 0 {
+            // Static shared memory alone is at most 48 KiB (ptxas enforces it).
+            return Ok(());
+        }
+        let launch_err = |source| Error::LaunchFailed {
+            kernel: self.info.name.clone(),
+            source,
+        };
+        // SAFETY: a function of a loaded module; a valid attribute.
+        let static_bytes = unsafe {
+            result::function::get_function_attribute(
+                self.func,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            )
+        }
+        .map_err(launch_err)?;
+        let limit = self
+            .module
+            .nv
+            .ctx
+            .attribute(
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )
+            .map_err(Error::driver("cuDeviceGetAttribute"))?;
+        let opt_in = crate::launch::check_shared_memory(
+            &self.info.name,
+            static_bytes.max(0) as u32,
+            bytes,
+            limit.max(0) as u32,
+        )?;
+        if let Some(dynamic) = opt_in {
+            // SAFETY: a function of a loaded module; a valid attribute and size.
             unsafe {
                 result::function::set_function_attribute(
                     self.func,
                     sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    bytes as i32,
+                    dynamic as i32,
                 )
             }
-            .map_err(|source| Error::LaunchFailed {
-                kernel: self.info.name.clone(),
-                source,
-            })?;
+            .map_err(launch_err)?;
         }
         Ok(())
     }

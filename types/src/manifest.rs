@@ -65,6 +65,12 @@ pub struct KernelInfo {
     pub spill_loads: Option<u32>,
     /// Bytes of stack frame, from `ptxas -v`.
     pub stack_frame: Option<u32>,
+    /// Bytes of static shared memory (`static_shared!` arrays and NVSHMEM's
+    /// own), from `ptxas -v` (`N bytes smem`); absent without ptxas and in
+    /// manifests from before this field. The host adds the launch's dynamic
+    /// shared memory to it to check against the GPU's limit.
+    #[serde(default)]
+    pub static_shared_bytes: Option<u32>,
 }
 
 /// One kernel parameter.
