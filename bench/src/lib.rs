@@ -11,6 +11,14 @@
 pub mod measure;
 pub mod report;
 
+/// The folder of the benchmark's built kernels: `NVSHMEM_RS_PTX_DIR` at run
+/// time when set (a GPU machine with a copied build), else the one `build.rs` wrote.
+pub fn ptx_dir() -> std::path::PathBuf {
+    std::env::var_os("NVSHMEM_RS_PTX_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("NVSHMEM_RS_PTX_DIR").into())
+}
+
 /// One measurement.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {

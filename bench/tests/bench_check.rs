@@ -22,7 +22,7 @@ fn check(pe: &mut Pe) -> TestResult {
 }
 
 fn main() {
-    let dir = nvshmem_rs::ptx_dir();
+    let dir = nvshmem_bench::ptx_dir();
     harness::main(
         dir.to_str().expect("a UTF-8 path"),
         &[GpuTest::new("bench_check", check).pes(&[1, 2])],

@@ -48,6 +48,8 @@ mod ir;
 #[cfg(feature = "build")]
 mod libdevice;
 #[cfg(feature = "build")]
+mod parallel;
+#[cfg(feature = "build")]
 mod pipeline;
 #[cfg(feature = "build")]
 mod shared_memory;
@@ -56,5 +58,7 @@ mod signature;
 
 pub use error::{Error, Result};
 pub use nvshmem_types::{Arch, SUPPORTED_ARCHS, SUPPORTED_VERSIONS, Version, install, manifest};
+#[cfg(feature = "build")]
+pub use parallel::build_all_from_build_script;
 #[cfg(feature = "build")]
 pub use pipeline::{AUTO_SEPARATE_ABOVE_LINES, BuildOutput, Builder, CheckOutput, DeviceLink};

@@ -8,7 +8,8 @@
 //! prints `SKIPPED`; `NVSHMEM_RS_REQUIRE_ALL=1` makes that a failure.
 
 use nvshmem_builder::Builder;
-use nvshmem_builder::nvshmem::{Nvshmem, Query, Version};
+use nvshmem_builder::Version;
+use nvshmem_builder::install::{Installation, Query};
 use std::path::Path;
 
 const KERNELS: &[&str] = &[
@@ -41,7 +42,7 @@ fn skip(reason: &str) {
 fn compute_kernels_build_for_sm80_and_sm90() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let v: Version = "3.4.5".parse().unwrap();
-    if let Err(e) = Nvshmem::find(&Query::default().version(v).project_dir(&root)) {
+    if let Err(e) = Installation::find(&Query::default().version(v).project_dir(&root)) {
         return skip(&format!(
             "NVSHMEM 3.4.5 is not installed ({e}); run ./x setup"
         ));

@@ -1,4 +1,4 @@
-//! `./x demo`: the kernels were built to `ptx/` by the build script; this
+//! `cargo run --release` (the default binary): the build script built the kernels; this
 //! prints what was built, then runs the ring on 1 and 2 PEs when a GPU is
 //! present, or says plainly that none is.
 //!

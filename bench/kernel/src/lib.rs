@@ -13,7 +13,8 @@
 //!
 //! The in-kernel all-reduce is the allreduce example's (`allreduce-kernels`).
 #![no_std]
-#![feature(abi_ptx)]
+// Each kernel's contract is kept by its one caller (the tests / the benchmark).
+#![allow(clippy::missing_safety_doc)]
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use nvshmem_device::thread::{block_dim_x, block_idx_x, grid_dim_x, thread_idx_x};
@@ -42,8 +43,8 @@ pub fn pattern_byte(i: u64, seed: u32) -> u8 {
 ///
 /// # Safety
 /// `buf` is writable device memory for `bytes` bytes. Any 1-D launch.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn fill_bytes(buf: *mut u8, bytes: u64, seed: u32) {
+#[nvshmem_device::kernel]
+pub unsafe fn fill_bytes(buf: *mut u8, bytes: u64, seed: u32) {
     let mut i = global_index_x();
     while i < bytes as usize {
         let v = if seed == 0 {
@@ -60,14 +61,8 @@ pub unsafe extern "ptx-kernel" fn fill_bytes(buf: *mut u8, bytes: u64, seed: u32
 ///
 /// # Safety
 /// `buf` is readable for `bytes` bytes, `errors` a device `u32`. Any 1-D launch.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn check_bytes(
-    buf: *const u8,
-    bytes: u64,
-    period: u64,
-    seed: u32,
-    errors: *mut u32,
-) {
+#[nvshmem_device::kernel]
+pub unsafe fn check_bytes(buf: *const u8, bytes: u64, period: u64, seed: u32, errors: *mut u32) {
     let mut wrong = 0u32;
     let mut i = global_index_x();
     while i < bytes as usize {
@@ -88,8 +83,8 @@ pub unsafe extern "ptx-kernel" fn check_bytes(
 ///
 /// # Safety
 /// `dest` a symmetric `u64`; launch 1 x 1.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn lat_p(dest: SymPtr<u64>, pe: u32, iters: u64) {
+#[nvshmem_device::kernel]
+pub unsafe fn lat_p(dest: SymPtr<u64>, pe: u32, iters: u64) {
     for i in 0..iters {
         unsafe { p(dest, i + 1, Pe::new(pe)) };
         quiet();
@@ -101,8 +96,8 @@ pub unsafe extern "ptx-kernel" fn lat_p(dest: SymPtr<u64>, pe: u32, iters: u64) 
 ///
 /// # Safety
 /// `src` a symmetric array of 8 `u64`; `out` a device `u64`; launch 1 x 1.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn lat_g(src: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
+#[nvshmem_device::kernel]
+pub unsafe fn lat_g(src: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
     let (mut acc, mut idx) = (0u64, 0usize);
     for _ in 0..iters {
         let v = unsafe { g(src.add(idx), Pe::new(pe)) };
@@ -116,14 +111,8 @@ pub unsafe extern "ptx-kernel" fn lat_g(src: SymPtr<u64>, pe: u32, iters: u64, o
 ///
 /// # Safety
 /// `dest` symmetric and `src` device memory of `bytes` bytes; launch 1 x 1.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn lat_put(
-    dest: SymPtr<u8>,
-    src: *const u8,
-    bytes: u64,
-    pe: u32,
-    iters: u64,
-) {
+#[nvshmem_device::kernel]
+pub unsafe fn lat_put(dest: SymPtr<u8>, src: *const u8, bytes: u64, pe: u32, iters: u64) {
     for _ in 0..iters {
         unsafe { put_pod(dest, src, bytes as usize, Pe::new(pe)) };
         quiet();
@@ -134,14 +123,8 @@ pub unsafe extern "ptx-kernel" fn lat_put(
 ///
 /// # Safety
 /// `src` symmetric and `dest` device memory of `bytes` bytes; launch 1 x 1.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn lat_get(
-    dest: *mut u8,
-    src: SymPtr<u8>,
-    bytes: u64,
-    pe: u32,
-    iters: u64,
-) {
+#[nvshmem_device::kernel]
+pub unsafe fn lat_get(dest: *mut u8, src: SymPtr<u8>, bytes: u64, pe: u32, iters: u64) {
     for _ in 0..iters {
         unsafe { get_pod(dest, src, bytes as usize, Pe::new(pe)) };
     }
@@ -152,13 +135,8 @@ pub unsafe extern "ptx-kernel" fn lat_get(
 ///
 /// # Safety
 /// `dest` a symmetric `u64` nothing else touches; `out` a device `u64`; launch 1 x 1.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn lat_amo_fetch_add(
-    dest: SymPtr<u64>,
-    pe: u32,
-    iters: u64,
-    out: *mut u64,
-) {
+#[nvshmem_device::kernel]
+pub unsafe fn lat_amo_fetch_add(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
     let mut acc = 0u64;
     for _ in 0..iters {
         acc = acc.wrapping_add(unsafe { atomic_fetch_add(dest, 1, Pe::new(pe)) });
@@ -170,13 +148,8 @@ pub unsafe extern "ptx-kernel" fn lat_amo_fetch_add(
 ///
 /// # Safety
 /// As [`lat_amo_fetch_add`].
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn lat_amo_add(
-    dest: SymPtr<u64>,
-    pe: u32,
-    iters: u64,
-    out: *mut u64,
-) {
+#[nvshmem_device::kernel]
+pub unsafe fn lat_amo_add(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
     for _ in 0..iters {
         unsafe { atomic_add(dest, 1, Pe::new(pe)) };
         quiet();
@@ -189,13 +162,8 @@ pub unsafe extern "ptx-kernel" fn lat_amo_add(
 ///
 /// # Safety
 /// As [`lat_amo_fetch_add`].
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn lat_amo_compare_swap(
-    dest: SymPtr<u64>,
-    pe: u32,
-    iters: u64,
-    out: *mut u64,
-) {
+#[nvshmem_device::kernel]
+pub unsafe fn lat_amo_compare_swap(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
     let mut cur = 0u64;
     for _ in 0..iters {
         let old = unsafe { atomic_compare_swap(dest, cur, cur + 1, Pe::new(pe)) };
@@ -209,13 +177,8 @@ pub unsafe extern "ptx-kernel" fn lat_amo_compare_swap(
 ///
 /// # Safety
 /// As [`lat_amo_fetch_add`].
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn lat_amo_swap(
-    dest: SymPtr<u64>,
-    pe: u32,
-    iters: u64,
-    out: *mut u64,
-) {
+#[nvshmem_device::kernel]
+pub unsafe fn lat_amo_swap(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
     let mut cur = 0u64;
     for _ in 0..iters {
         cur = unsafe { atomic_swap(dest, cur + 1, Pe::new(pe)) } + 1;
@@ -232,8 +195,8 @@ pub unsafe extern "ptx-kernel" fn lat_amo_swap(
 /// `data` symmetric `nelem` u64s, `sig` a symmetric u64 whose value is at
 /// most `base`, `src` device memory of `nelem` u64s; both PEs launch with the
 /// same `iters` and `base`; launch 1 x 1 (with MPS when both share a GPU).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn pingpong(
+#[nvshmem_device::kernel]
+pub unsafe fn pingpong(
     data: SymPtr<u64>,
     sig: SymPtr<u64>,
     src: *const u64,
@@ -260,8 +223,8 @@ pub unsafe extern "ptx-kernel" fn pingpong(
 ///
 /// # Safety
 /// Every PE launches it with the same `iters`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn barrier_lat(iters: u64) {
+#[nvshmem_device::kernel]
+pub unsafe fn barrier_lat(iters: u64) {
     if thread_idx_x() == 0 && block_idx_x() == 0 {
         for _ in 0..iters {
             barrier_all();
@@ -303,8 +266,8 @@ macro_rules! bw_kernels {
         /// # Safety
         /// `dest` symmetric and `src` device memory of `nbuf * bytes` bytes. Any 1-D launch
         /// (warp scope: whole warps).
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(
+        #[nvshmem_device::kernel]
+        pub unsafe fn $name(
             dest: SymPtr<u8>, src: *const u8, bytes: u64, pe: u32, iters: u64, nbuf: u64,
         ) {
             let (a, na) = actor($scope);
@@ -323,8 +286,8 @@ macro_rules! bw_kernels {
         ///
         /// # Safety
         /// `src` symmetric and `dest` device memory of `nbuf * bytes` bytes. Any 1-D launch.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(
+        #[nvshmem_device::kernel]
+        pub unsafe fn $name(
             dest: *mut u8, src: SymPtr<u8>, bytes: u64, pe: u32, iters: u64, nbuf: u64,
         ) {
             let (a, na) = actor($scope);
@@ -365,13 +328,8 @@ bw_kernels! {
 ///
 /// # Safety
 /// `dest` symmetric and `out` device memory, `grid * block` u64s each. Any 1-D launch.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn tput_amo_fetch_add(
-    dest: SymPtr<u64>,
-    pe: u32,
-    iters: u64,
-    out: *mut u64,
-) {
+#[nvshmem_device::kernel]
+pub unsafe fn tput_amo_fetch_add(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
     let t = global_index_x();
     let d = unsafe { dest.add(t) };
     let mut acc = 0u64;
@@ -385,13 +343,8 @@ pub unsafe extern "ptx-kernel" fn tput_amo_fetch_add(
 ///
 /// # Safety
 /// As [`tput_amo_fetch_add`].
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn tput_amo_add(
-    dest: SymPtr<u64>,
-    pe: u32,
-    iters: u64,
-    out: *mut u64,
-) {
+#[nvshmem_device::kernel]
+pub unsafe fn tput_amo_add(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
     let t = global_index_x();
     let d = unsafe { dest.add(t) };
     for _ in 0..iters {
@@ -405,13 +358,8 @@ pub unsafe extern "ptx-kernel" fn tput_amo_add(
 ///
 /// # Safety
 /// As [`tput_amo_fetch_add`].
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn tput_amo_compare_swap(
-    dest: SymPtr<u64>,
-    pe: u32,
-    iters: u64,
-    out: *mut u64,
-) {
+#[nvshmem_device::kernel]
+pub unsafe fn tput_amo_compare_swap(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
     let t = global_index_x();
     let d = unsafe { dest.add(t) };
     let mut cur = 0u64;
@@ -426,13 +374,8 @@ pub unsafe extern "ptx-kernel" fn tput_amo_compare_swap(
 ///
 /// # Safety
 /// As [`tput_amo_fetch_add`].
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn tput_amo_swap(
-    dest: SymPtr<u64>,
-    pe: u32,
-    iters: u64,
-    out: *mut u64,
-) {
+#[nvshmem_device::kernel]
+pub unsafe fn tput_amo_swap(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
     let t = global_index_x();
     let d = unsafe { dest.add(t) };
     let mut cur = 0u64;
@@ -481,8 +424,8 @@ macro_rules! p2p_kernels {
         ///
         /// # Safety
         /// As the `bw_put_*` kernels.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(
+        #[nvshmem_device::kernel]
+        pub unsafe fn $name(
             dest: SymPtr<u8>, src: *const u8, bytes: u64, pe: u32, iters: u64, nbuf: u64,
         ) {
             let (a, na) = actor($scope);

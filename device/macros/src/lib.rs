@@ -78,13 +78,13 @@ fn expand(f: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
         // kernel crate needs no feature gate of its own.
         #[cfg(target_arch = "nvptx64")]
         ::nvshmem_device::__ptx_kernel! {
-            #(#attrs)* #vis #unsafety fn #name(#inputs) #block
+            #(#attrs)* #[allow(clippy::too_many_arguments)] #vis #unsafety fn #name(#inputs) #block
         }
         // On the host: the same function with the Rust ABI, so that
         // `cargo check`, clippy and rust-analyzer see the kernel's body.
         #[cfg(not(target_arch = "nvptx64"))]
         #(#attrs)*
-        #[allow(dead_code)]
+        #[allow(dead_code, clippy::too_many_arguments)]
         #vis #unsafety fn #name(#inputs) #block
     })
 }

@@ -42,7 +42,6 @@
 //! all-reduce kernels cooperatively, because block `b` spins until block `b`
 //! of every other PE runs: every block must be resident.
 #![no_std]
-#![feature(abi_ptx)]
 
 use core::sync::atomic::{AtomicU32, Ordering, fence};
 use nvshmem_device::thread::{block_dim_x, block_idx_x, global_index_x, global_stride_x};
@@ -243,8 +242,8 @@ unsafe fn copy_block(dst: *mut f32, src: *const f32, len: usize) {
 /// `data` and `stage` `n` floats, 16-byte aligned; `ready` `grid * n_pes`
 /// words; `scratch` `grid * block * UNROLL * 4` floats when some peer is not
 /// directly reachable.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn allreduce_oneshot(
+#[nvshmem_device::kernel]
+pub unsafe fn allreduce_oneshot(
     data: SymPtr<f32>,
     stage: SymPtr<f32>,
     scratch: SymPtr<f32>,
@@ -287,8 +286,8 @@ pub unsafe extern "ptx-kernel" fn allreduce_oneshot(
 /// # Safety
 /// As for [`allreduce_oneshot`], without `stage`; `done` holds
 /// `grid * n_pes` words too.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn allreduce_rs_ag(
+#[nvshmem_device::kernel]
+pub unsafe fn allreduce_rs_ag(
     data: SymPtr<f32>,
     scratch: SymPtr<f32>,
     ready: SymPtr<u64>,
@@ -366,8 +365,8 @@ pub fn pattern(pe: u32, i: u64, seed: u32) -> u32 {
 ///
 /// # Safety
 /// `data` is writable device memory for `n` floats. Any 1-D launch (grid-stride).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn fill_pattern(data: *mut f32, n: u64, pe: u32, seed: u32) {
+#[nvshmem_device::kernel]
+pub unsafe fn fill_pattern(data: *mut f32, n: u64, pe: u32, seed: u32) {
     let mut i = global_index_x();
     while i < n as usize {
         unsafe { *data.add(i) = pattern(pe, i as u64, seed) as f32 };
@@ -381,14 +380,8 @@ pub unsafe extern "ptx-kernel" fn fill_pattern(data: *mut f32, n: u64, pe: u32, 
 /// # Safety
 /// `data` is readable device memory for `n` floats, `errors` a `u32` in device
 /// memory. Any 1-D launch (grid-stride).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn check_pattern(
-    data: *const f32,
-    n: u64,
-    n_pes: u32,
-    seed: u32,
-    errors: *mut u32,
-) {
+#[nvshmem_device::kernel]
+pub unsafe fn check_pattern(data: *const f32, n: u64, n_pes: u32, seed: u32, errors: *mut u32) {
     let mut wrong = 0u32;
     let mut i = global_index_x();
     while i < n as usize {

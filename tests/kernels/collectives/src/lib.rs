@@ -3,7 +3,6 @@
 //! (0: thread 0 only, 1: warp 0, 2: the whole block), on a block of 64
 //! threads; the host checks every element against a CPU reference.
 #![no_std]
-#![feature(abi_ptx)]
 #![allow(clippy::missing_safety_doc)]
 
 use nvshmem_device::thread::thread_idx_x;
@@ -15,24 +14,17 @@ nvshmem_device::panic_handler!();
 macro_rules! by_scope {
     ($scope:expr, $thread:expr, $warp:expr, $block:expr) => {
         match $scope {
-            0 => {
-                if thread_idx_x() == 0 {
-                    $thread
-                }
-            }
-            1 => {
-                if thread_idx_x() < 32 {
-                    $warp
-                }
-            }
+            0 if thread_idx_x() == 0 => $thread,
+            1 if thread_idx_x() < 32 => $warp,
+            0 | 1 => {}
             _ => $block,
         }
     };
 }
 
 /// `out`: [team_my_pe or -1, team_n_pes, world PE of team PE 0, my team PE by translation].
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn team_info(team: Team, out: *mut i32) {
+#[nvshmem_device::kernel]
+pub unsafe fn team_info(team: Team, out: *mut i32) {
     if thread_idx_x() == 0 {
         let pe = |p: Option<Pe>| p.map_or(-1, |p| p.to_c());
         unsafe {
@@ -48,8 +40,8 @@ pub unsafe extern "ptx-kernel" fn team_info(team: Team, out: *mut i32) {
 /// then the barrier or sync picked by `mode` (0-2: barrier thread/warp/block,
 /// 3-5: sync thread/warp/block, 6: warpgroup barrier), then thread 0 reads the
 /// counter into `out[round]`, then a second one so nobody adds before all have read.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn team_barrier_count(
+#[nvshmem_device::kernel]
+pub unsafe fn team_barrier_count(
     team: Team,
     counter: SymPtr<u64>,
     out: *mut u64,
@@ -92,20 +84,20 @@ pub unsafe extern "ptx-kernel" fn team_barrier_count(
 
 macro_rules! data_kernels {
     ($($t:ty => $bc:ident, $fc:ident, $aa:ident;)*) => {$(
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $bc(team: Team, dest: SymPtr<$t>, src: SymPtr<$t>, n: u64, root: u32, scope: u32) {
+        #[nvshmem_device::kernel]
+        pub unsafe fn $bc(team: Team, dest: SymPtr<$t>, src: SymPtr<$t>, n: u64, root: u32, scope: u32) {
             let (n, root) = (n as usize, Pe::new(root));
             unsafe { by_scope!(scope, broadcast(team, dest, src, n, root), broadcast_warp(team, dest, src, n, root),
                 broadcast_block(team, dest, src, n, root)) }
         }
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $fc(team: Team, dest: SymPtr<$t>, src: SymPtr<$t>, n: u64, scope: u32) {
+        #[nvshmem_device::kernel]
+        pub unsafe fn $fc(team: Team, dest: SymPtr<$t>, src: SymPtr<$t>, n: u64, scope: u32) {
             let n = n as usize;
             unsafe { by_scope!(scope, fcollect(team, dest, src, n), fcollect_warp(team, dest, src, n),
                 fcollect_block(team, dest, src, n)) }
         }
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $aa(team: Team, dest: SymPtr<$t>, src: SymPtr<$t>, n: u64, scope: u32) {
+        #[nvshmem_device::kernel]
+        pub unsafe fn $aa(team: Team, dest: SymPtr<$t>, src: SymPtr<$t>, n: u64, scope: u32) {
             let n = n as usize;
             unsafe { by_scope!(scope, alltoall(team, dest, src, n), alltoall_warp(team, dest, src, n),
                 alltoall_block(team, dest, src, n)) }
@@ -120,8 +112,8 @@ data_kernels! {
 }
 
 /// The byte-wise forms over a 3-byte struct-like element.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn pods_u8x3(
+#[nvshmem_device::kernel]
+pub unsafe fn pods_u8x3(
     team: Team,
     dest: SymPtr<[u8; 3]>,
     src: SymPtr<[u8; 3]>,
@@ -156,14 +148,14 @@ pub unsafe extern "ptx-kernel" fn pods_u8x3(
 
 macro_rules! reduce_kernels {
     ($($t:ty, $op:ident => $r:ident, $rs:ident;)*) => {$(
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $r(team: Team, dest: SymPtr<$t>, src: SymPtr<$t>, n: u64, scope: u32) {
+        #[nvshmem_device::kernel]
+        pub unsafe fn $r(team: Team, dest: SymPtr<$t>, src: SymPtr<$t>, n: u64, scope: u32) {
             let n = n as usize;
             unsafe { by_scope!(scope, reduce($op, team, dest, src, n), reduce_warp($op, team, dest, src, n),
                 reduce_block($op, team, dest, src, n)) }
         }
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $rs(team: Team, dest: SymPtr<$t>, src: SymPtr<$t>, n: u64, scope: u32) {
+        #[nvshmem_device::kernel]
+        pub unsafe fn $rs(team: Team, dest: SymPtr<$t>, src: SymPtr<$t>, n: u64, scope: u32) {
             let n = n as usize;
             unsafe { by_scope!(scope, reducescatter($op, team, dest, src, n),
                 reducescatter_warp($op, team, dest, src, n), reducescatter_block($op, team, dest, src, n)) }

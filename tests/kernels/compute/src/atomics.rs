@@ -13,13 +13,8 @@ use nvshmem_device::thread::{block_idx_x, global_index_x, sync_threads, thread_i
 /// (`Cta`-scoped atomics of different blocks on one location would race, by
 /// the PTX memory model); `tickets[g]` and `olds[g]` get what it fetched. The host sets the initial values and checks the final ones
 /// (see `tests/compute.rs`, `atomics_global`, for the slot list).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn atomics_global(
-    w: *mut u32,
-    d: *mut u64,
-    tickets: *mut u32,
-    olds: *mut u32,
-) {
+#[nvshmem_device::kernel]
+pub unsafe fn atomics_global(w: *mut u32, d: *mut u64, tickets: *mut u32, olds: *mut u32) {
     let g = global_index_x();
     let (g32, bit) = (g as u32, 1u32 << (g % 32));
     let s = |i: usize| unsafe { w.add(i) };
@@ -109,8 +104,8 @@ pub unsafe extern "ptx-kernel" fn atomics_global(
 /// `flags[1]`. The consumer spins with acquire loads (and a relaxed load plus
 /// an acquire fence) and copies what it saw into `seen[0..8]`: the host
 /// expects `1..=8`. Launch with 2 blocks.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn atomics_message(data: *mut u32, flags: *mut u32, seen: *mut u32) {
+#[nvshmem_device::kernel]
+pub unsafe fn atomics_message(data: *mut u32, flags: *mut u32, seen: *mut u32) {
     if thread_idx_x() != 0 {
         return;
     }
@@ -150,8 +145,8 @@ static_shared! {
 /// with limit 7 (`n % 8`), 4 generic `fetch_add` 3 on the shared address
 /// (`3n`), 5 `shared::swap` then `shared::fetch_or` of bit 31 (`t' | 1 << 31`
 /// for some thread `t'`: the host checks the bit and the range).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn atomics_shared(out: *mut u32) {
+#[nvshmem_device::kernel]
+pub unsafe fn atomics_shared(out: *mut u32) {
     use atomic::shared;
     let (t, b) = (thread_idx_x() as usize, block_idx_x() as usize);
     if t < 6 {

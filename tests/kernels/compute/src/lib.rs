@@ -4,7 +4,8 @@
 //! by element. The layouts (`out[k * n + i]`: result `k` of thread `i`) are
 //! documented per kernel and mirrored in the test.
 #![no_std]
-#![feature(abi_ptx)]
+// Each kernel's contract is kept by its one caller (the tests / the benchmark).
+#![allow(clippy::missing_safety_doc)]
 
 mod atomics;
 mod math;
@@ -21,8 +22,8 @@ nvshmem_device::panic_handler!();
 /// 4 `shfl_sync(!0, v, lane+1, 8)`, 5 `shfl_up_sync(!0, v, 2, 16)`,
 /// 6 `shfl_down_sync(!0, v, 3, 4)`, 7 `shfl_xor_sync(!0, v, 5, 16)`,
 /// 8 `shfl_sync(0x0000ffff, v, 15 - lane, 32)` on lanes 0..16 (others write 0).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn warp_shuffle_u32(input: *const u32, out: *mut u32) {
+#[nvshmem_device::kernel]
+pub unsafe fn warp_shuffle_u32(input: *const u32, out: *mut u32) {
     let (t, n) = (thread_idx_x() as usize, block_dim_x() as usize);
     let lane = warp::lane_id();
     let v = unsafe { *input.add(t) };
@@ -51,8 +52,8 @@ pub unsafe extern "ptx-kernel" fn warp_shuffle_u32(input: *const u32, out: *mut 
 /// 0 `shfl(v, 31 - lane)` (u64), 1 `shfl_xor(f64::from_bits(v), 1)` as bits,
 /// 2 `shfl_down([u8; 7] = v's low 7 bytes, 1)` widened, 3 `shfl_up([u16; 3] =
 /// v's low 6 bytes, 1)` widened, 4 `shfl([u32; 3] = (v, v >> 32, lane), 0)`: word 2.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn warp_shuffle_wide(input: *const u64, out: *mut u64) {
+#[nvshmem_device::kernel]
+pub unsafe fn warp_shuffle_wide(input: *const u64, out: *mut u64) {
     let (t, n) = (thread_idx_x() as usize, block_dim_x() as usize);
     let lane = warp::lane_id();
     let v = unsafe { *input.add(t) };
@@ -84,8 +85,8 @@ pub unsafe extern "ptx-kernel" fn warp_shuffle_wide(input: *const u64, out: *mut
 /// 9 `match_any_sync(!0, (v % 3) as u64 * 2^40)`, 10 `match_all_sync(!0, v >> 8)`,
 /// 11 `match_all_sync(!0, v)`, 12 `match_any_sync(!0, [v % 2, v % 5, 7])` (12 bytes),
 /// 13..18 `lanemask_eq, lt, le, gt, ge`, 18 `lane_id`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn warp_vote(input: *const u32, out: *mut u32) {
+#[nvshmem_device::kernel]
+pub unsafe fn warp_vote(input: *const u32, out: *mut u32) {
     let (t, n) = (thread_idx_x() as usize, block_dim_x() as usize);
     let lane = warp::lane_id();
     let v = unsafe { *input.add(t) };
@@ -106,7 +107,11 @@ pub unsafe extern "ptx-kernel" fn warp_vote(input: *const u32, out: *mut u32) {
         } else {
             0
         },
-        if lane % 3 == 0 { warp::activemask() } else { 0 },
+        if lane.is_multiple_of(3) {
+            warp::activemask()
+        } else {
+            0
+        },
         warp::match_any_sync(FULL_MASK, v % 4),
         warp::match_any_sync(FULL_MASK, (v % 3) as u64 * (1 << 40)),
         warp::match_all_sync(FULL_MASK, v >> 8) as u32,
@@ -129,8 +134,8 @@ pub unsafe extern "ptx-kernel" fn warp_vote(input: *const u32, out: *mut u32) {
 /// 9 exclusive_scan(max, i32::MIN). `out_f[k * n + t]` (`f32`): 0 sum, 1 min,
 /// 2 max, 3 inclusive_sum, 4 exclusive_sum. `out_w[k * n + t]` (`u64`, from
 /// `ints as u64 * 2^33`): 0 sum; (`f64` bits, from `floats as f64`): 1 sum.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn warp_reduce(
+#[nvshmem_device::kernel]
+pub unsafe fn warp_reduce(
     ints: *const i32,
     floats: *const f32,
     out_i: *mut i32,
@@ -187,8 +192,8 @@ static_shared! {
 /// (through `TILE`, reversed in the block), 1 this thread's `atomic::shared::fetch_add`
 /// ticket on `COUNTER` (the tickets are a permutation of 0..n), 2 `COUNTER`
 /// after the barrier (`n`), 3 `is_shared(TILE)` (1.0), 4 `is_shared(input)` (0.0).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn shared_static(input: *const f32, out: *mut f32) {
+#[nvshmem_device::kernel]
+pub unsafe fn shared_static(input: *const f32, out: *mut f32) {
     use nvshmem_device::atomic::{self, Cta, Relaxed};
     let (t, n) = (thread_idx_x() as usize, block_dim_x() as usize);
     if t == 0 {
@@ -214,8 +219,8 @@ pub unsafe extern "ptx-kernel" fn shared_static(input: *const f32, out: *mut f32
 
 /// A second shared array (8 KiB): each thread writes `BIG[t * 4 + j] = t + j/4`,
 /// then `out[t] = sum over j of BIG[((t + 1) % n) * 4 + j]`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn shared_static_big(out: *mut f64) {
+#[nvshmem_device::kernel]
+pub unsafe fn shared_static_big(out: *mut f64) {
     let (t, n) = (thread_idx_x() as usize, block_dim_x() as usize);
     for j in 0..4 {
         unsafe { BIG.write(t * 4 + j, t as f64 + j as f64 / 4.0) };
@@ -233,8 +238,8 @@ pub unsafe extern "ptx-kernel" fn shared_static_big(out: *mut f64) {
 /// 4 `total_size()`, 5 the `f64` slice's address mod 8, 6 the `u8` slice's
 /// address mod 128, 7 the `u16` slice's address mod 64, 8 whether
 /// `try_carve_aligned::<u8>(remaining + 1, 1)` was refused (1), 9 `remaining()` at the end.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn shared_dynamic(out: *mut u64) {
+#[nvshmem_device::kernel]
+pub unsafe fn shared_dynamic(out: *mut u64) {
     let (t, n) = (thread_idx_x() as usize, block_dim_x() as usize);
     let mut smem = DynamicShared::get();
     let words = smem.carve::<u32>(n);

@@ -125,34 +125,22 @@ unsafe fn table<T: Num>(x: *const T, y: *const T, z: *const T, out: *mut T, n: u
 }
 
 /// The libdevice table in `f32`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn math_f32(
-    x: *const f32,
-    y: *const f32,
-    z: *const f32,
-    out: *mut f32,
-    n: u32,
-) {
+#[nvshmem_device::kernel]
+pub unsafe fn math_f32(x: *const f32, y: *const f32, z: *const f32, out: *mut f32, n: u32) {
     unsafe { table(x, y, z, out, n) }
 }
 
 /// The libdevice table in `f64`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn math_f64(
-    x: *const f64,
-    y: *const f64,
-    z: *const f64,
-    out: *mut f64,
-    n: u32,
-) {
+#[nvshmem_device::kernel]
+pub unsafe fn math_f64(x: *const f64, y: *const f64, z: *const f64, out: *mut f64, n: u32) {
     unsafe { table(x, y, z, out, n) }
 }
 
 /// The approximations: `out[k * n + i]` of `x[k * n + i]` (and `y` for `div`):
 /// 0 exp2, 1 log2, 2 sin, 3 cos, 4 tanh, 5 sqrt, 6 rsqrt, 7 rcp, 8 div(x, y),
 /// 9 exp, 10 exp10, 11 log, 12 log10, 13 rsqrt_f64, 14 rcp_f64 (as `f32`).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn math_approx(x: *const f32, y: *const f32, out: *mut f32, n: u32) {
+#[nvshmem_device::kernel]
+pub unsafe fn math_approx(x: *const f32, y: *const f32, out: *mut f32, n: u32) {
     let i = global_index_x();
     if i >= n as usize {
         return;
@@ -185,8 +173,8 @@ pub unsafe extern "ptx-kernel" fn math_approx(x: *const f32, y: *const f32, out:
 /// 1 `bf16_from_f32` bits, 2 `f16_to_f32` of 0 (bits), 3 `bf16_to_f32` of 1
 /// (bits), 4 `F16x2::from_f32s(x, 2x)`, 5 `Bf16x2::from_f32s(x, 2x)`,
 /// 6 `F16x2::from_f32s(x, 2x).to_f32s().1` bits, 7 `Bf16x2::...to_f32s().0` bits.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn half_convert(x: *const f32, out: *mut u32, n: u32) {
+#[nvshmem_device::kernel]
+pub unsafe fn half_convert(x: *const f32, out: *mut u32, n: u32) {
     let i = global_index_x();
     if i >= n as usize {
         return;
@@ -212,8 +200,8 @@ pub unsafe extern "ptx-kernel" fn half_convert(x: *const f32, out: *mut u32, n: 
 /// Packed arithmetic; `out[k * n + i]` (bits): `F16x2` of `(a, b, c)`: 0 `a + b`,
 /// 1 `a - b`, 2 `a * b`, 3 `fma(a, b, c)`, 4 `a.min(b)`, 5 `a.max(b)`; then the
 /// same for `Bf16x2` of `(d, e, f)` at 6..12.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn packed_math(
+#[nvshmem_device::kernel]
+pub unsafe fn packed_math(
     a: *const F16x2,
     b: *const F16x2,
     c: *const F16x2,
@@ -249,7 +237,7 @@ pub unsafe extern "ptx-kernel" fn packed_math(
 }
 
 /// `out[0] = math::cuda_arch()` (resolved by the builder: 800 on sm_80, 900 on sm_90).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn cuda_arch_value(out: *mut u32) {
+#[nvshmem_device::kernel]
+pub unsafe fn cuda_arch_value(out: *mut u32) {
     unsafe { *out = math::cuda_arch() };
 }

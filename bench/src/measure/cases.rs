@@ -1,0 +1,469 @@
+//! The point-to-point cases (PE 0 aimed at PE 1, or itself with one PE): the
+//! hardware ceilings, latencies, atomics, ping-pong, the barrier, and bandwidth.
+
+use super::*;
+
+impl Bench<'_> {
+    pub(super) fn ceilings(&mut self) -> Res<()> {
+        if !self.wanted("copy") || self.opts.check {
+            return Ok(());
+        }
+        let stream = self.nv.stream().clone();
+        let bytes = self.pool / 2;
+        self.fill(self.src.device_ptr(), self.pool, self.next_seed())?;
+        self.barrier()?;
+        let copy = |dst: u64, src: u64| -> Res<()> {
+            // SAFETY: both ranges hold `bytes` bytes of device memory.
+            unsafe {
+                cudarc::driver::result::memcpy_dtod_async(
+                    dst,
+                    src,
+                    bytes as usize,
+                    stream.cu_stream(),
+                )
+            }?;
+            Ok(())
+        };
+        let (s0, s1) = (
+            self.src.device_ptr().addr(),
+            self.src.device_ptr().addr() + bytes,
+        );
+        let (d0, d1) = (
+            self.dst.device_ptr().addr(),
+            self.dst.device_ptr().addr() + bytes,
+        );
+        let mut flip = false;
+        let t = if self.lead() {
+            self.time(|| {
+                flip = !flip;
+                if flip { copy(d0, s0) } else { copy(d1, s1) }
+            })?
+        } else {
+            0.0
+        };
+        let (_, t) = self.agree(0, t)?;
+        let gbs = bytes as f64 / t / 1e9;
+        self.record(
+            "copy_ceiling",
+            "read+write",
+            bytes,
+            "ceiling",
+            t,
+            2.0 * gbs,
+            "GB/s",
+            0,
+        );
+        self.record(
+            "copy_ceiling",
+            "one-way",
+            bytes,
+            "ceiling",
+            t,
+            gbs,
+            "GB/s",
+            0,
+        );
+        if self.nv.n_pes() > 1 {
+            let peer = self.dst.peer_ptr(Pe::new(self.target()))?;
+            if let Some(p) = peer {
+                let t = if self.lead() {
+                    self.time(|| copy(p.addr(), s0))?
+                } else {
+                    0.0
+                };
+                let (_, t) = self.agree(0, t)?;
+                let v = bytes as f64 / t / 1e9;
+                self.record("copy_ceiling", "to-peer", bytes, "ceiling", t, v, "GB/s", 0);
+            }
+        }
+        self.barrier()
+    }
+
+    pub(super) fn latency(&mut self) -> Res<()> {
+        let iters: u64 = if self.opts.check { 10 } else { 2000 };
+        let tgt = self.target();
+        let stream = self.nv.stream().clone();
+        for ii in 0..self.impls.len() {
+            let name = self.impls[ii].name.clone();
+            if self.wanted("p_lat") {
+                let k = self.impls[ii].kernel("lat_p")?;
+                self.words.fill(&stream, 0)?;
+                self.barrier()?;
+                self.lead_launch(&k, 1, 1, (self.words.sym_ptr(), tgt, iters))?;
+                self.barrier()?;
+                let wrong = if self.me() == tgt {
+                    (self.words.at(0)?.to_vec(&stream)?[0] != iters) as u64
+                } else {
+                    0
+                };
+                let t = self.lead_time(&k, 1, 1, (self.words.sym_ptr(), tgt, iters))?;
+                let (wrong, t) = self.agree(wrong, t / iters as f64)?;
+                self.record("p_lat", "p+quiet", 8, &name, t, t * 1e6, "us", wrong);
+            }
+            if self.wanted("g_lat") {
+                let k = self.impls[ii].kernel("lat_g")?;
+                // A pointer chase over 8 words: word j holds next index + 8 * (j + 1).
+                let chase: Vec<u64> = (0..8u64).map(|j| ((j * 5 + 3) & 7) + 8 * (j + 1)).collect();
+                self.words.view(..8)?.copy_from_host(&stream, &chase)?;
+                self.out.fill(&stream, 0)?;
+                self.barrier()?;
+                let args = (self.words.sym_ptr(), tgt, iters, self.out.device_ptr());
+                self.lead_launch(&k, 1, 1, args)?;
+                self.barrier()?;
+                let mut wrong = 0;
+                if self.lead() {
+                    let (mut acc, mut idx) = (0u64, 0usize);
+                    for _ in 0..iters {
+                        acc += chase[idx];
+                        idx = (chase[idx] & 7) as usize;
+                    }
+                    wrong = (self.out.at(0)?.to_vec(&stream)?[0] != acc) as u64;
+                }
+                let t = self.lead_time(&k, 1, 1, args)?;
+                let (wrong, t) = self.agree(wrong, t / iters as f64)?;
+                self.record("g_lat", "g", 8, &name, t, t * 1e6, "us", wrong);
+            }
+            for (case, dir) in [("put_lat", Dir::Put), ("get_lat", Dir::Get)] {
+                if !self.wanted(case) {
+                    continue;
+                }
+                let bytes = 8u64;
+                let seed = self.next_seed();
+                let (owner, checker) = match dir {
+                    Dir::Put => (0, tgt),
+                    Dir::Get => (tgt, 0),
+                };
+                if self.me() == owner {
+                    self.fill(self.src.device_ptr(), bytes, seed)?;
+                }
+                if self.me() == checker {
+                    self.fill(self.dst.device_ptr(), bytes, 0)?;
+                }
+                self.barrier()?;
+                let t = match dir {
+                    Dir::Put => {
+                        let k = self.impls[ii].kernel("lat_put")?;
+                        let args = (self.dst.sym_ptr(), self.src.device_ptr(), bytes, tgt, iters);
+                        self.lead_launch(&k, 1, 1, args)?;
+                        self.barrier()?;
+                        let w = self.checked_on(checker, self.dst.device_ptr(), bytes, seed)?;
+                        (self.lead_time(&k, 1, 1, args)?, w)
+                    }
+                    Dir::Get => {
+                        let k = self.impls[ii].kernel("lat_get")?;
+                        let args = (self.dst.device_ptr(), self.src.sym_ptr(), bytes, tgt, iters);
+                        self.lead_launch(&k, 1, 1, args)?;
+                        self.barrier()?;
+                        let w = self.checked_on(checker, self.dst.device_ptr(), bytes, seed)?;
+                        (self.lead_time(&k, 1, 1, args)?, w)
+                    }
+                };
+                let (wrong, t) = self.agree(t.1, t.0 / iters as f64)?;
+                let variant = if dir == Dir::Put { "put+quiet" } else { "get" };
+                self.record(case, variant, bytes, &name, t, t * 1e6, "us", wrong);
+            }
+        }
+        self.barrier()
+    }
+
+    /// `check_bytes` on PE `pe` only; 0 elsewhere.
+    pub(super) fn checked_on(
+        &self,
+        pe: u32,
+        buf: DevicePtr<u8>,
+        bytes: u64,
+        seed: u32,
+    ) -> Res<u64> {
+        if self.me() == pe {
+            self.check_bytes(buf, bytes, seed)
+        } else {
+            Ok(0)
+        }
+    }
+
+    pub(super) fn amo(&mut self) -> Res<()> {
+        let tgt = self.target();
+        let stream = self.nv.stream().clone();
+        let ops = ["fetch_add", "add", "compare_swap", "swap"];
+        for ii in 0..self.impls.len() {
+            let name = self.impls[ii].name.clone();
+            for op in ops {
+                // Latency: one thread.
+                if self.wanted("amo_lat") {
+                    let iters: u64 = if self.opts.check { 10 } else { 2000 };
+                    let k = self.impls[ii].kernel(&format!("lat_amo_{op}"))?;
+                    self.words.fill(&stream, 0)?;
+                    self.out.fill(&stream, 0)?;
+                    self.barrier()?;
+                    let args = (self.words.sym_ptr(), tgt, iters, self.out.device_ptr());
+                    self.lead_launch(&k, 1, 1, args)?;
+                    self.barrier()?;
+                    let mut wrong = 0;
+                    if self.me() == tgt {
+                        wrong += (self.words.at(0)?.to_vec(&stream)?[0] != iters) as u64;
+                    }
+                    if self.lead() {
+                        let want = if op == "fetch_add" {
+                            iters * (iters - 1) / 2
+                        } else {
+                            iters
+                        };
+                        wrong += (self.out.at(0)?.to_vec(&stream)?[0] != want) as u64;
+                    }
+                    let t = self.lead_time(&k, 1, 1, args)?;
+                    let (wrong, t) = self.agree(wrong, t / iters as f64)?;
+                    self.record("amo_lat", op, 8, &name, t, t * 1e6, "us", wrong);
+                }
+                // Throughput: every thread its own word.
+                if self.wanted("amo_tput") {
+                    let iters: u64 = if self.opts.check { 4 } else { 64 };
+                    let k = self.impls[ii].kernel(&format!("tput_amo_{op}"))?;
+                    let (grid, block) = (self.sms * TPUT_BLOCKS_PER_SM, TPUT_THREADS);
+                    let n = (grid * block) as usize;
+                    self.words.fill(&stream, 0)?;
+                    self.out.fill(&stream, 0)?;
+                    self.barrier()?;
+                    let args = (self.words.sym_ptr(), tgt, iters, self.out.device_ptr());
+                    self.lead_launch(&k, grid, block, args)?;
+                    self.barrier()?;
+                    let mut wrong = 0;
+                    if self.me() == tgt {
+                        let w = self.words.view(..n)?.to_vec(&stream)?;
+                        wrong += w.iter().filter(|&&v| v != iters).count() as u64;
+                    }
+                    if self.lead() {
+                        let want = if op == "fetch_add" {
+                            iters * (iters - 1) / 2
+                        } else {
+                            iters
+                        };
+                        let o = self.out.view(..n)?.to_vec(&stream)?;
+                        wrong += o.iter().filter(|&&v| v != want).count() as u64;
+                    }
+                    let t = self.lead_time(&k, grid, block, args)?;
+                    let (wrong, t) = self.agree(wrong, t)?;
+                    let ops_total = n as f64 * iters as f64;
+                    let rate = ops_total / t / 1e9;
+                    self.record(
+                        "amo_tput",
+                        op,
+                        8,
+                        &name,
+                        t / iters as f64,
+                        rate,
+                        "Gop/s",
+                        wrong,
+                    );
+                }
+            }
+        }
+        self.barrier()
+    }
+
+    pub(super) fn pingpong(&mut self) -> Res<()> {
+        if !self.wanted("pingpong") {
+            return Ok(());
+        }
+        let iters: u64 = if self.opts.check { 10 } else { 1000 };
+        let tgt = self.target();
+        let stream = self.nv.stream().clone();
+        let me = self.me();
+        let active = me == 0 || me == tgt;
+        let (peer, first) = if me == 0 { (tgt, 1u32) } else { (0, 0) };
+        for ii in 0..self.impls.len() {
+            let name = self.impls[ii].name.clone();
+            let k = self.impls[ii].kernel("pingpong")?;
+            let launch = |base: u64| -> Res<()> {
+                if active {
+                    let args = (
+                        self.ppdata.sym_ptr(),
+                        self.sig.sym_ptr(),
+                        self.ppsrc.device_ptr(),
+                        1u64,
+                        peer,
+                        first,
+                        iters,
+                        base,
+                    );
+                    // SAFETY: one u64 of data, one signal word, both PEs with the same base.
+                    unsafe { k.launch(&stream, 1, 1, args)? };
+                }
+                Ok(())
+            };
+            self.ppdata.fill(&stream, 0)?;
+            self.barrier()?;
+            let base = self.sig_base.get();
+            launch(base)?;
+            self.sig_base.set(base + iters);
+            self.barrier()?;
+            let mut wrong = 0;
+            if active {
+                let from = if me == 0 { tgt } else { 0 };
+                wrong += (self.ppdata.to_vec(&stream)?[0] != 0xabc0 + from as u64) as u64;
+                wrong += (self.sig.to_vec(&stream)?[0] != base + iters) as u64;
+            }
+            let mut t = 0.0;
+            if !self.opts.check {
+                let mut times = Vec::new();
+                let ctx = self.nv.context().clone();
+                for r in 0..self.opts.warmup + self.opts.reps {
+                    self.nv.barrier_all_on_stream(&stream)?;
+                    let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+                    let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+                    start.record(&stream)?;
+                    let base = self.sig_base.get();
+                    launch(base)?;
+                    self.sig_base.set(base + iters);
+                    end.record(&stream)?;
+                    if r >= self.opts.warmup {
+                        times.push((start, end));
+                    }
+                }
+                self.nv.synchronize(&stream)?;
+                let mut v = times
+                    .iter()
+                    .map(|(s, e)| Ok(s.elapsed_ms(e)? as f64 * 1e-3))
+                    .collect::<Res<Vec<f64>>>()?;
+                t = if active { median(&mut v) } else { 0.0 };
+            }
+            let (wrong, t) = self.agree(wrong, t / iters as f64 / 2.0)?;
+            self.record("pingpong", "put_signal", 8, &name, t, t * 1e6, "us", wrong);
+        }
+        self.barrier()
+    }
+
+    pub(super) fn barrier_case(&mut self) -> Res<()> {
+        if !self.wanted("barrier") {
+            return Ok(());
+        }
+        let iters: u64 = if self.opts.check { 10 } else { 1000 };
+        let stream = self.nv.stream().clone();
+        for ii in 0..self.impls.len() {
+            let name = self.impls[ii].name.clone();
+            let k = self.impls[ii].kernel("barrier_lat")?;
+            let launch = || -> Res<()> {
+                // SAFETY: no memory; every PE launches it with the same iters.
+                unsafe { k.launch_collective(&stream, 1, 32, (iters,))? };
+                Ok(())
+            };
+            self.barrier()?;
+            launch()?;
+            self.barrier()?;
+            let t = if self.opts.check {
+                0.0
+            } else {
+                self.time(launch)?
+            };
+            let (wrong, t) = self.agree(0, t / iters as f64)?;
+            self.record(
+                "barrier_lat",
+                "barrier_all",
+                0,
+                &name,
+                t,
+                t * 1e6,
+                "us",
+                wrong,
+            );
+        }
+        self.barrier()
+    }
+
+    pub(super) fn bandwidth(&mut self) -> Res<()> {
+        let max = self.pool.min(64 << 20);
+        let list = if self.opts.check {
+            vec![8, 4096, 1 << 20, 2 << 20]
+        } else if self.opts.quick {
+            sizes(8, max, 16)
+        } else {
+            sizes(8, max, 4)
+        };
+        let tgt = self.target();
+        let scopes = [(0u32, "thread"), (1, "warp"), (2, "block")];
+        for (dir, case) in [(Dir::Put, "put_bw"), (Dir::Get, "get_bw")] {
+            if !self.wanted(case) {
+                continue;
+            }
+            let kinds: &[&str] = if dir == Dir::Put {
+                &["", "_nbi", "_p2p"]
+            } else {
+                &["", "_nbi"]
+            };
+            for &kind in kinds {
+                for (scope, sname) in scopes {
+                    let variant = format!("{sname}{kind}");
+                    let kname = format!(
+                        "bw_{}{kind}_{sname}",
+                        if dir == Dir::Put { "put" } else { "get" },
+                    );
+                    for &bytes in &list {
+                        let nbuf = if bytes >= ROTATE_MIN {
+                            (self.pool / bytes).max(1)
+                        } else {
+                            1
+                        };
+                        let iters = if self.opts.check {
+                            nbuf
+                        } else {
+                            ((512u64 << 20) / bytes).clamp(nbuf.max(4), 1000)
+                        };
+                        let (grid, block) = bw_shape(scope, bytes, self.sms);
+                        for ii in 0..self.impls.len() {
+                            let name = self.impls[ii].name.clone();
+                            let k = self.impls[ii].kernel(&kname)?;
+                            let region = nbuf * bytes;
+                            let seed = self.next_seed();
+                            let (owner, checker) = match dir {
+                                Dir::Put => (0, tgt),
+                                Dir::Get => (tgt, 0),
+                            };
+                            if self.me() == owner {
+                                self.fill(self.src.device_ptr(), region, seed)?;
+                            }
+                            if self.me() == checker {
+                                self.fill(self.dst.device_ptr(), region, 0)?;
+                            }
+                            self.barrier()?;
+                            let t = match dir {
+                                Dir::Put => {
+                                    let args =
+                                        (self.dst.sym_ptr(), self.src.device_ptr(), bytes, tgt);
+                                    let a = (args.0, args.1, args.2, args.3, nbuf, nbuf);
+                                    self.lead_launch(&k, grid, block, a)?;
+                                    self.barrier()?;
+                                    let w = self.checked_on(
+                                        checker,
+                                        self.dst.device_ptr(),
+                                        region,
+                                        seed,
+                                    )?;
+                                    let a = (args.0, args.1, args.2, args.3, iters, nbuf);
+                                    (self.lead_time(&k, grid, block, a)?, w)
+                                }
+                                Dir::Get => {
+                                    let args =
+                                        (self.dst.device_ptr(), self.src.sym_ptr(), bytes, tgt);
+                                    let a = (args.0, args.1, args.2, args.3, nbuf, nbuf);
+                                    self.lead_launch(&k, grid, block, a)?;
+                                    self.barrier()?;
+                                    let w = self.checked_on(
+                                        checker,
+                                        self.dst.device_ptr(),
+                                        region,
+                                        seed,
+                                    )?;
+                                    let a = (args.0, args.1, args.2, args.3, iters, nbuf);
+                                    (self.lead_time(&k, grid, block, a)?, w)
+                                }
+                            };
+                            let (wrong, t) = self.agree(t.1, t.0 / iters as f64)?;
+                            let gbs = bytes as f64 / t / 1e9;
+                            self.record(case, &variant, bytes, &name, t, gbs, "GB/s", wrong);
+                        }
+                    }
+                }
+            }
+        }
+        self.barrier()
+    }
+}

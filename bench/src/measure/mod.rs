@@ -1,0 +1,509 @@
+//! The measurements, on every PE of the job.
+//!
+//! Point-to-point cases (latency, bandwidth, atomics) run on PE 0 only, aimed
+//! at PE 1 (at itself with one PE); the other PEs take part in the checks and
+//! the host barriers around each case. Ping-pong runs between PE 0 and PE 1;
+//! the barrier and the all-reduces run on every PE, timed as the slowest PE's
+//! median.
+//!
+//! Method, for every case and implementation: the result is checked first
+//! (fresh non-zero data, the destination poisoned, every byte compared on the
+//! device or every word on the host); then warm-up launches, then `reps`
+//! launches each between two CUDA events, and the median. Bandwidth cases
+//! larger than 1 MiB rotate over buffers filling a pool much larger than L2.
+//! Latency and bandwidth kernels repeat their operation `iters` times inside
+//! one launch, so the launch itself is amortized.
+
+use crate::{Record, ar_pattern, human, median, sizes};
+use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
+use nvshmem_host::cudarc;
+use nvshmem_host::exchange::{GridAgreement, WordExchange};
+use nvshmem_host::{DevicePtr, Kernel, KernelArgs, Manifest, Module, Nvshmem, Pe, SymBuffer};
+use std::cell::Cell;
+use std::path::PathBuf;
+
+mod allreduce;
+mod cases;
+
+/// Errors of a run.
+pub type Res<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Correctness only: small sizes, every check, no timing.
+    pub check: bool,
+    /// Fewer sizes and repetitions.
+    pub quick: bool,
+    /// The C++ cubins, by implementation name (`cpp`, `cpp-lto`).
+    pub cpp: Vec<(String, PathBuf)>,
+    /// Where `libnccl.so` is looked up (by name, on the library path) unless this is set.
+    pub nccl: bool,
+    /// Timed launches per case.
+    pub reps: usize,
+    /// Untimed launches before them.
+    pub warmup: usize,
+    /// Only cases whose name contains one of these (empty: all).
+    pub only: Vec<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            check: false,
+            quick: false,
+            cpp: Vec::new(),
+            nccl: true,
+            reps: 15,
+            warmup: 3,
+            only: Vec::new(),
+        }
+    }
+}
+
+/// One implementation of the kernels: the Rust PTX, or a C++ cubin.
+struct Impl {
+    name: String,
+    modules: Vec<Module>,
+}
+
+impl Impl {
+    fn kernel(&self, name: &str) -> Res<Kernel> {
+        for m in &self.modules {
+            if m.kernel_names().contains(&name) {
+                return Ok(m.kernel(name)?);
+            }
+        }
+        Err(format!("{}: no kernel `{name}`", self.name).into())
+    }
+}
+
+/// Threads per block of the all-reduce (the example's).
+const AR_THREADS: u32 = 512;
+/// The all-reduce kernels' tile: `AR_THREADS * UNROLL * 4` floats.
+const AR_TILE: usize = AR_THREADS as usize * 4 * 4;
+/// Bandwidth messages at least this large rotate over buffers.
+const ROTATE_MIN: u64 = 1 << 20;
+/// Threads of the atomic-throughput grid per SM.
+const TPUT_BLOCKS_PER_SM: u32 = 4;
+const TPUT_THREADS: u32 = 256;
+
+/// Which side of a bandwidth case.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Dir {
+    Put,
+    Get,
+}
+
+/// The launch shape of a bandwidth case: `(grid, block)`. The same for every implementation.
+pub fn bw_shape(scope: u32, bytes: u64, sms: u32) -> (u32, u32) {
+    match scope {
+        0 => {
+            let actors = (bytes / 256).clamp(1, sms as u64 * 2 * 512) as u32;
+            let block = actors.min(512);
+            (actors.div_ceil(block), block)
+        }
+        1 => {
+            let warps = (bytes / 4096).clamp(1, sms as u64 * 2 * 16) as u32;
+            let per_block = warps.min(16);
+            (warps.div_ceil(per_block), per_block * 32)
+        }
+        _ => ((bytes / 65536).clamp(1, sms as u64 * 2) as u32, 512),
+    }
+}
+
+/// One run on this PE.
+pub struct Bench<'a> {
+    nv: &'a Nvshmem,
+    opts: Options,
+    impls: Vec<Impl>,
+    util: Module,
+    ar_util: Module,
+    ex: WordExchange,
+    sms: u32,
+    pool: u64,
+    src: SymBuffer<u8>,
+    dst: SymBuffer<u8>,
+    words: SymBuffer<u64>,
+    out: SymBuffer<u64>,
+    errors: SymBuffer<u32>,
+    sig: SymBuffer<u64>,
+    ppdata: SymBuffer<u64>,
+    ppsrc: SymBuffer<u64>,
+    ar_data: SymBuffer<f32>,
+    ar_stage: SymBuffer<f32>,
+    ar_stage_half: usize,
+    ar_scratch: SymBuffer<f32>,
+    ar_ready: SymBuffer<u64>,
+    ar_done: SymBuffer<u64>,
+    ar_max_grid: u32,
+    ar_sizes: Vec<u64>,
+    all_direct: bool,
+    pes_per_gpu: u32,
+    distinct_gpus: bool,
+    seed: Cell<u32>,
+    epoch: Cell<u64>,
+    sig_base: Cell<u64>,
+    /// This PE's records (PE 0's are the run's).
+    pub records: Vec<Record>,
+    /// `key: value` lines describing the run.
+    pub info: Vec<(String, String)>,
+    /// Failures seen (a message each).
+    pub failures: Vec<String>,
+}
+
+/// Loads a C++ cubin with the manifest of the Rust kernels it twins (same
+/// names and parameters): the union of `bench-kernels` and `allreduce-kernels`.
+fn load_cpp(nv: &Nvshmem, name: &str, path: &PathBuf, rust: &[&Manifest]) -> Res<Impl> {
+    let image = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut manifest = rust[0].clone();
+    manifest.crate_name = format!("bench-{name}");
+    manifest.kernels = rust
+        .iter()
+        .flat_map(|m| m.kernels.iter().cloned())
+        .filter(|k| !matches!(k.name.as_str(), "fill_pattern" | "check_pattern"))
+        .filter(|k| !matches!(k.name.as_str(), "fill_bytes" | "check_bytes"))
+        .collect();
+    for k in &mut manifest.kernels {
+        k.registers = None;
+        k.spill_loads = None;
+        k.spill_stores = None;
+        k.stack_frame = None;
+    }
+    let module = nv.load_module_image(&image, manifest)?;
+    Ok(Impl {
+        name: name.to_string(),
+        modules: vec![module],
+    })
+}
+
+impl<'a> Bench<'a> {
+    /// Loads every implementation and allocates every buffer. Collective.
+    pub fn new(nv: &'a Nvshmem, opts: Options) -> Res<Bench<'a>> {
+        let dir = crate::ptx_dir();
+        let rust_bench = nv.load_module_in(&dir, "bench-kernels")?;
+        let rust_ar = nv.load_module_in(&dir, "allreduce-kernels")?;
+        let mut impls = vec![Impl {
+            name: "rust".into(),
+            modules: vec![rust_bench.clone(), rust_ar.clone()],
+        }];
+        let mut info = Vec::new();
+        for (name, path) in &opts.cpp {
+            match load_cpp(nv, name, path, &[rust_bench.manifest(), rust_ar.manifest()]) {
+                Ok(i) => impls.push(i),
+                Err(e) => info.push((name.clone(), format!("not measured: {e}"))),
+            }
+        }
+        let ctx = nv.context().clone();
+        let sms =
+            ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let np = nv.n_pes();
+        let ex = WordExchange::new(nv, 16)?;
+
+        // The all-reduce grid: the same on every PE, all blocks of all PEs on a GPU resident.
+        let mut cap = 2 * sms;
+        for i in &impls {
+            for k in ["allreduce_oneshot", "allreduce_rs_ag"] {
+                cap = cap.min(i.kernel(k)?.max_collective_blocks(AR_THREADS, 0)?);
+            }
+        }
+        let GridAgreement {
+            max_grid: ar_max_grid,
+            all_direct,
+            pes_per_gpu,
+            distinct_gpus,
+            ..
+        } = nv.agree_on_grid(&ex, cap)?;
+
+        let (pool, ar_max) = if opts.check {
+            (8u64 << 20, 1u64 << 20)
+        } else if opts.quick {
+            (64 << 20, 16 << 20)
+        } else {
+            (256 << 20, 256 << 20)
+        };
+        let ar_sizes = if opts.check {
+            vec![4 << 10, 64 << 10, 1 << 20]
+        } else if opts.quick {
+            sizes(4 << 10, ar_max, 4)
+        } else {
+            sizes(4 << 10, ar_max, 2)
+        };
+        let threshold = (2u64 << 20) / np.max(2) as u64;
+        let stage_half = ar_sizes
+            .iter()
+            .filter(|&&b| b <= threshold)
+            .max()
+            .map(|b| b / 4)
+            .unwrap_or(4)
+            .next_multiple_of(4) as usize;
+        let ar_words = ar_max_grid as usize * np as usize;
+        let tput_slots = (sms * TPUT_BLOCKS_PER_SM * TPUT_THREADS) as usize;
+
+        info.push(("PEs".into(), format!("{np}, {pes_per_gpu} per GPU")));
+        info.push(("NVSHMEM".into(), nv.version().to_string()));
+        info.push(("GPU".into(), ctx.name()?));
+        let mut drv = 0i32;
+        // SAFETY: writes one int.
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut drv) }.result()?;
+        info.push((
+            "CUDA driver API".into(),
+            format!("{}.{}", drv / 1000, drv % 1000 / 10),
+        ));
+        if let Ok(v) = std::fs::read_to_string("/proc/driver/nvidia/version")
+            && let Some(line) = v.lines().next()
+        {
+            info.push(("driver".into(), line.trim().to_string()));
+        }
+        info.push(("SMs".into(), sms.to_string()));
+        info.push((
+            "MPS".into(),
+            if nv.limited_mpg() {
+                "no (several PEs time-slice the GPU: multi-PE latencies are not meaningful)".into()
+            } else if pes_per_gpu > 1 {
+                "yes".into()
+            } else {
+                "not needed".into()
+            },
+        ));
+
+        Ok(Bench {
+            nv,
+            impls,
+            util: rust_bench,
+            ar_util: rust_ar,
+            ex,
+            sms,
+            pool,
+            src: nv.alloc(pool as usize)?,
+            dst: nv.alloc(pool as usize)?,
+            words: nv.alloc_zeroed(tput_slots.max(64))?,
+            out: nv.alloc_zeroed(tput_slots.max(64))?,
+            errors: nv.alloc_zeroed(4)?,
+            sig: nv.alloc_zeroed(1)?,
+            ppdata: nv.alloc_zeroed(1)?,
+            ppsrc: nv.alloc_from(&[0xabc0 + nv.my_pe().index() as u64])?,
+            ar_data: nv.alloc((ar_max / 4) as usize)?,
+            ar_stage: nv.alloc(2 * stage_half)?,
+            ar_stage_half: stage_half,
+            ar_scratch: nv.alloc(if all_direct {
+                4
+            } else {
+                ar_max_grid as usize * AR_TILE
+            })?,
+            ar_ready: nv.alloc_zeroed(ar_words)?,
+            ar_done: nv.alloc_zeroed(ar_words)?,
+            ar_max_grid,
+            ar_sizes,
+            all_direct,
+            pes_per_gpu,
+            distinct_gpus,
+            seed: Cell::new(0),
+            epoch: Cell::new(0),
+            sig_base: Cell::new(0),
+            records: Vec::new(),
+            info,
+            failures: Vec::new(),
+            opts,
+        })
+    }
+
+    fn me(&self) -> u32 {
+        self.nv.my_pe().index()
+    }
+
+    fn lead(&self) -> bool {
+        self.me() == 0
+    }
+
+    /// The PE point-to-point cases aim at.
+    fn target(&self) -> u32 {
+        if self.nv.n_pes() > 1 { 1 } else { 0 }
+    }
+
+    fn next_seed(&self) -> u32 {
+        let s = self.seed.get() + 1;
+        self.seed.set(s);
+        s
+    }
+
+    fn wanted(&self, case: &str) -> bool {
+        self.opts.only.is_empty() || self.opts.only.iter().any(|o| case.contains(o.as_str()))
+    }
+
+    fn barrier(&self) -> Res<()> {
+        self.nv.barrier_all_on_stream(self.nv.stream())?;
+        self.nv.synchronize(self.nv.stream())?;
+        Ok(())
+    }
+
+    fn grid_for(&self, n: u64) -> u32 {
+        n.div_ceil(512).clamp(1, self.sms as u64 * 8) as u32
+    }
+
+    /// Fills `buf[..bytes]` (this PE's copy) with the pattern of `seed` (0: zeros).
+    fn fill(&self, buf: DevicePtr<u8>, bytes: u64, seed: u32) -> Res<()> {
+        let k = self.util.kernel("fill_bytes")?;
+        // SAFETY: writes `bytes` bytes of a buffer that holds them.
+        unsafe {
+            k.launch(
+                self.nv.stream(),
+                self.grid_for(bytes),
+                512,
+                (buf, bytes, seed),
+            )?
+        };
+        Ok(())
+    }
+
+    /// The count of bytes of `buf[..bytes]` that differ from the pattern of `seed`.
+    fn check_bytes(&self, buf: DevicePtr<u8>, bytes: u64, seed: u32) -> Res<u64> {
+        let stream = self.nv.stream();
+        self.errors.fill(stream, 0)?;
+        let k = self.util.kernel("check_bytes")?;
+        // SAFETY: reads `bytes` bytes; adds to one u32.
+        unsafe {
+            k.launch(
+                stream,
+                self.grid_for(bytes),
+                512,
+                (buf, bytes, bytes, seed, self.errors.device_ptr()),
+            )?
+        };
+        Ok(self.errors.to_vec(stream)?[0] as u64)
+    }
+
+    /// Times `reps` calls of `f` between CUDA events after `warmup` more;
+    /// the median in seconds.
+    fn time(&self, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
+        let (ctx, stream) = (self.nv.context(), self.nv.stream());
+        for _ in 0..self.opts.warmup {
+            f()?;
+        }
+        let mut events = Vec::with_capacity(self.opts.reps);
+        for _ in 0..self.opts.reps {
+            let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+            let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+            start.record(stream)?;
+            f()?;
+            end.record(stream)?;
+            events.push((start, end));
+        }
+        self.nv.synchronize(stream)?;
+        let mut t = events
+            .iter()
+            .map(|(s, e)| Ok(s.elapsed_ms(e)? as f64 * 1e-3))
+            .collect::<Res<Vec<f64>>>()?;
+        Ok(median(&mut t))
+    }
+
+    /// Every PE's `wrong` count summed, and the slowest PE's `t`. Collective.
+    fn agree(&self, wrong: u64, t: f64) -> Res<(u64, f64)> {
+        let all = self.ex.all_gather(self.nv, &[wrong, t.to_bits()])?;
+        let wrong = all.iter().map(|r| r[0]).sum();
+        let t = all
+            .iter()
+            .map(|r| f64::from_bits(r[1]))
+            .fold(0.0f64, f64::max);
+        Ok((wrong, t))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        case: &str,
+        variant: &str,
+        bytes: u64,
+        imp: &str,
+        time_s: f64,
+        value: f64,
+        unit: &str,
+        wrong: u64,
+    ) {
+        let pass = wrong == 0;
+        if !pass {
+            self.failures.push(format!(
+                "{case} {variant} {} {imp}: {wrong} wrong value(s)",
+                human(bytes)
+            ));
+        }
+        if self.lead() {
+            let t = if self.opts.check {
+                String::from("(not timed)")
+            } else {
+                format!("{:.3} us  {value:.3} {unit}", time_s * 1e6)
+            };
+            println!(
+                "  {case:<18} {variant:<12} {:>8}  {imp:<8} {t}  {}",
+                human(bytes),
+                if pass { "PASS" } else { "FAIL" }
+            );
+        }
+        self.records.push(Record {
+            case: case.into(),
+            variant: variant.into(),
+            bytes,
+            imp: imp.into(),
+            time_us: time_s * 1e6,
+            value,
+            unit: unit.into(),
+            pass,
+        });
+    }
+
+    /// Launches on PE 0 only (the other PEs do nothing): `f` gets the kernel.
+    fn lead_launch<A: KernelArgs + Copy>(
+        &self,
+        k: &Kernel,
+        grid: u32,
+        block: u32,
+        args: A,
+    ) -> Res<()> {
+        if self.lead() {
+            // SAFETY: each case passes buffers that hold what its kernel touches.
+            unsafe { k.launch(self.nv.stream(), grid, block, args)? };
+        }
+        Ok(())
+    }
+
+    /// Times `k` on PE 0 with `args`; 0 elsewhere and in check mode.
+    /// Collective: it starts with a barrier, so that no PE is still reading
+    /// the checked result when the timed launches overwrite it.
+    fn lead_time<A: KernelArgs + Copy>(
+        &self,
+        k: &Kernel,
+        grid: u32,
+        block: u32,
+        args: A,
+    ) -> Res<f64> {
+        self.barrier()?;
+        if self.opts.check || !self.lead() {
+            return Ok(0.0);
+        }
+        self.time(|| self.lead_launch(k, grid, block, args))
+    }
+
+    /// Runs every case.
+    pub fn run_all(&mut self) -> Res<()> {
+        self.ceilings()?;
+        self.latency()?;
+        self.amo()?;
+        self.pingpong()?;
+        self.barrier_case()?;
+        self.bandwidth()?;
+        self.allreduce()?;
+        Ok(())
+    }
+
+    /// Prints the `key: value` lines and the failures (PE 0).
+    pub fn summary(&self) {
+        if self.lead() {
+            for (k, v) in &self.info {
+                println!("# {k}: {v}");
+            }
+            for f in &self.failures {
+                println!("FAIL: {f}");
+            }
+        }
+    }
+}

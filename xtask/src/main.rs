@@ -1,0 +1,69 @@
+//! `cargo xtask`: this repository's own tasks.
+//!
+//! - `ptx`: every kernel crate of the workspace into `ptx/`, for CUDA C++ hosts;
+//! - `gpu-pack`: what a GPU machine without Rust needs for one purpose, into
+//!   `.gpu-<purpose>/` (each under the device tool's 64 MiB);
+//! - `gpu-run`: on that machine, from the pack, the GPU suites of its modes,
+//!   with a PASS/FAIL/SKIPPED table last. It runs here too, where every mode
+//!   goes as far as it can without a GPU.
+
+mod pack;
+mod ptx;
+mod run;
+mod wheels;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "This repository's own tasks.", version)]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Build every kernel crate of the workspace into ptx/nvshmem-<version>/<arch>/.
+    Ptx(ptx::Args),
+    /// Pack the binaries, kernels and libraries one purpose needs on a GPU machine without Rust.
+    GpuPack(pack::Args),
+    /// Run a pack's GPU suites (on the GPU machine, from the pack; here, as far as they go).
+    GpuRun(run::Args),
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().task {
+        Task::Ptx(args) => ptx::run(args),
+        Task::GpuPack(args) => pack::run(args),
+        Task::GpuRun(args) => run::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The repository's root (this crate's parent folder), when run through cargo;
+/// else the current folder.
+fn repo_root() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(|d| std::path::PathBuf::from(d).join(".."))
+        .and_then(|d| d.canonicalize().ok())
+        .unwrap_or_else(|| std::env::current_dir().expect("a current folder"))
+}
+
+/// Runs a command, failing with its command line when it does not succeed.
+fn check(cmd: &mut std::process::Command) -> Result<(), String> {
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd:?} failed ({status})"))
+    }
+}

