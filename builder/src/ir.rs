@@ -1,6 +1,69 @@
 //! Reading and rewriting textual LLVM IR and PTX: just what the pipeline needs.
+//!
+//! Not API: public only for the device crate's ABI test, which reads
+//! function signatures with [`fn_signatures`].
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
+
+/// An LLVM function type without attributes: `ret (param, ...)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FnSig {
+    /// The return type, such as `void`, `i32` or `%struct.__half`.
+    pub ret: String,
+    /// The parameter types, such as `ptr` or `i64`.
+    pub params: Vec<String>,
+}
+
+impl fmt::Display for FnSig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.ret, self.params.join(", "))
+    }
+}
+
+/// Parses a `define`/`declare` line into the function's name and type. LLVM
+/// writes each parameter as `type [attributes] [%name]` and the return type
+/// right before `@name`, so attributes (`noundef`, `signext`, `byval(...)`,
+/// `align N`, `captures(...)`, ...) and names drop out by taking those tokens.
+pub fn parse_fn_line(line: &str) -> Option<(String, FnSig)> {
+    let at = line.find(" @")?;
+    let rest = &line[at + 2..];
+    let open = rest.find('(')?;
+    let name = rest[..open].trim_matches('"').to_string();
+    let ret = line[..at].split_whitespace().last()?.to_string();
+    let mut params = Vec::new();
+    let (mut depth, mut cur) = (0i32, String::new());
+    for c in rest[open + 1..].chars() {
+        match c {
+            ')' if depth == 0 => break,
+            '(' | '{' | '[' | '<' => depth += 1,
+            ')' | '}' | ']' | '>' => depth -= 1,
+            ',' if depth == 0 => {
+                params.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        params.push(cur);
+    }
+    let params = params
+        .iter()
+        .map(|p| p.split_whitespace().next().unwrap_or("").to_string())
+        .collect();
+    Some((name, FnSig { ret, params }))
+}
+
+/// The functions of a module's lines that start with `keyword` (`"define "`
+/// or `"declare "`), by name.
+pub fn fn_signatures(ll: &str, keyword: &str) -> BTreeMap<String, FnSig> {
+    ll.lines()
+        .filter(|l| l.starts_with(keyword))
+        .filter_map(parse_fn_line)
+        .collect()
+}
 
 /// One `define` in an LLVM IR module.
 #[derive(Debug, Default)]
@@ -500,6 +563,30 @@ pub(crate) fn ptxas_figures(stderr: &str) -> BTreeMap<String, PtxasFigures> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_llvm_function_lines() {
+        let (name, sig) = parse_fn_line(
+            "define dso_local void @nvshmem_half_p(ptr noundef %0, ptr noundef readonly byval(%struct.__half) \
+             align 2 captures(none) %1, i32 noundef %2) local_unnamed_addr #5 {",
+        )
+        .unwrap();
+        assert_eq!(name, "nvshmem_half_p");
+        assert_eq!(sig.to_string(), "void (ptr, ptr, i32)");
+        let (_, sig) = parse_fn_line(
+            "define dso_local signext i8 @nvshmem_char_g(ptr noundef %0, i32 noundef %1) #1 {",
+        )
+        .unwrap();
+        assert_eq!(sig.to_string(), "i8 (ptr, i32)");
+        let ll = "declare noundef i32 @nvshmem_my_pe() unnamed_addr #2\n\
+                  define dso_local %struct.__half @nvshmem_half_g(ptr noundef %0, i32 noundef %1) {\n}";
+        let decls = fn_signatures(ll, "declare ");
+        assert_eq!(decls["nvshmem_my_pe"].to_string(), "i32 ()");
+        assert_eq!(
+            fn_signatures(ll, "define ")["nvshmem_half_g"].ret,
+            "%struct.__half"
+        );
+    }
 
     const LL: &str = r#"
 define ptx_kernel void @k1(ptr %0) #0 {
