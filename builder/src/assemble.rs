@@ -2,13 +2,13 @@
 
 use crate::builder::{AUTO_SEPARATE_ABOVE_LINES, DeviceLink};
 use crate::error::{Error, Result};
-use crate::ir;
+use crate::ptx;
 use crate::toolchain::{find_nvlink, run};
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Every kernel's register, stack and spill figures, by name.
-pub(crate) type Figures = BTreeMap<String, ir::PtxasFigures>;
+pub(crate) type Figures = BTreeMap<String, ptx::PtxasFigures>;
 
 /// Runs ptxas (and nvlink when compiling separately) on the PTX in
 /// `ptx_path`; returns every kernel's figures and the mode used.
@@ -22,10 +22,10 @@ pub(crate) fn assemble(
     work: &Path,
 ) -> Result<(Figures, DeviceLink)> {
     let nvlink = find_nvlink(ptxas)?;
-    let funcs = ir::ptx_functions(ptx);
+    let funcs = ptx::ptx_functions(ptx);
     let mode = match mode {
         DeviceLink::Auto => {
-            let largest = ir::inlined_lines(&funcs).into_values().max().unwrap_or(0);
+            let largest = ptx::inlined_lines(&funcs).into_values().max().unwrap_or(0);
             if largest > AUTO_SEPARATE_ABOVE_LINES && nvlink.is_some() {
                 DeviceLink::Separate
             } else {
@@ -42,7 +42,7 @@ pub(crate) fn assemble(
                 .arg("-o")
                 .arg(cubin);
         })?;
-        return Ok((ir::ptxas_figures(&stderr), mode));
+        return Ok((ptx::ptxas_figures(&stderr), mode));
     }
     let nvlink = nvlink.ok_or_else(|| Error::ToolNotRunnable {
         program: ptxas.with_file_name("nvlink"),
@@ -56,14 +56,14 @@ pub(crate) fn assemble(
         ),
     })?;
     let object = work.join("separate.o");
-    let per_function = ir::ptxas_figures(&run("ptxas", ptxas, "", |c| {
+    let per_function = ptx::ptxas_figures(&run("ptxas", ptxas, "", |c| {
         c.arg(format!("-arch={arch}"))
             .args(["-c", "-v"])
             .arg(ptx_path)
             .arg("-o")
             .arg(&object);
     })?);
-    let linked = ir::nvlink_figures(&run("nvlink", &nvlink, "", |c| {
+    let linked = ptx::nvlink_figures(&run("nvlink", &nvlink, "", |c| {
         c.arg(format!("-arch={arch}"))
             .arg("-v")
             .arg(&object)
@@ -76,8 +76,8 @@ pub(crate) fn assemble(
         .iter()
         .filter(|(_, f)| f.is_entry)
         .map(|(name, _)| {
-            let mut fig = ir::PtxasFigures::default();
-            for f in ir::reachable(&funcs, name) {
+            let mut fig = ptx::PtxasFigures::default();
+            for f in ptx::reachable(&funcs, name) {
                 if let Some(p) = per_function.get(f) {
                     fig.spill_stores += p.spill_stores;
                     fig.spill_loads += p.spill_loads;

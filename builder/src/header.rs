@@ -8,8 +8,8 @@
 //! alignment against the PTX. The launch helpers need `<cuda.h>`; defining
 //! `NVSHMEM_RS_NO_LAUNCH_HELPERS` leaves them (and `<cuda.h>`) out.
 
-use crate::ir::PtxParam;
 use crate::manifest::Manifest;
+use crate::ptx::PtxParam;
 use crate::signature::{Sources, c_type};
 use quote::ToTokens;
 use std::fmt::Write;

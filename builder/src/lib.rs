@@ -64,6 +64,7 @@ mod header;
 pub mod ir;
 mod link;
 mod pipeline;
+mod ptx;
 mod reuse;
 mod signature;
 

@@ -20,7 +20,7 @@ use crate::header::{self, CTypes};
 use crate::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
 use crate::reuse::{self, Key, write_if_changed};
 use crate::toolchain::{self, LlvmTools, Toolchain, run};
-use crate::{assemble, ir, link, signature, wheels};
+use crate::{assemble, ir, link, ptx, signature, wheels};
 use nvshmem_types::install::{FindError, Installation, Query, Source};
 use nvshmem_types::{DEFAULT_VERSION, Version};
 use std::collections::BTreeMap;
@@ -397,7 +397,7 @@ impl Builder {
     fn describe(
         &self,
         c: &Compiled,
-        entries: &[(String, Vec<ir::PtxParam>)],
+        entries: &[(String, Vec<ptx::PtxParam>)],
         collective: &BTreeMap<String, bool>,
         a: &Assembled,
     ) -> (Manifest, Vec<header::CStruct>) {
@@ -506,8 +506,8 @@ fn verify_ptx(
     work_ptx: &Path,
     kernels: &BTreeMap<String, bool>,
     version: Version,
-) -> Result<Vec<(String, Vec<ir::PtxParam>)>> {
-    let unresolved: Vec<String> = ir::ptx_extern_funcs(ptx)
+) -> Result<Vec<(String, Vec<ptx::PtxParam>)>> {
+    let unresolved: Vec<String> = ptx::ptx_extern_funcs(ptx)
         .into_iter()
         .filter(|f| !PTXAS_BUILTINS.contains(&f.as_str()))
         .collect();
@@ -517,7 +517,7 @@ fn verify_ptx(
             version,
         });
     }
-    let entries = ir::ptx_entries(ptx);
+    let entries = ptx::ptx_entries(ptx);
     for k in kernels.keys() {
         if !entries.iter().any(|(name, _)| name == k) {
             return Err(Error::ToolFailed {
