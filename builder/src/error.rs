@@ -29,7 +29,8 @@ pub enum Error {
 
     /// The architecture string is malformed or not supported.
     #[error(
-        "invalid GPU architecture `{arch}`: {}. Write it as `sm_` and the compute capability, such as `sm_90` or `sm_80`",
+        "invalid GPU architecture `{arch}`: {}. Write it as `sm_` and the compute \
+         capability, such as `sm_90` or `sm_80`",
         nvshmem_types::ParseArchError
     )]
     InvalidArch {
@@ -37,15 +38,119 @@ pub enum Error {
         arch: String,
     },
 
-    /// The Rust toolchain is not a nightly.
+    /// The Rust toolchain named is not a nightly.
     #[error(
-        "the kernel crate needs a nightly Rust toolchain (found `{found}`), for the NVPTX \
-         backend and -Zbuild-std. Fix: add a rust-toolchain.toml with \
-         `channel = \"nightly-2026-05-20\"`, or run cargo with `+nightly-2026-05-20`"
+        "kernel crates need a nightly Rust toolchain (for the NVPTX backend and -Zbuild-std), \
+         but NVSHMEM_RS_TOOLCHAIN names `{found}`. Fix: unset it (the builder then uses {}), \
+         or name a nightly",
+        crate::toolchain::PINNED_TOOLCHAIN
     )]
     NotNightly {
         /// `rustc -V` of the toolchain found.
         found: String,
+    },
+
+    /// The toolchain that builds kernel crates (or one of its components) is
+    /// missing, and the builder could not install it.
+    #[error(
+        "the Rust toolchain {toolchain} with rust-src and llvm-tools builds the kernel crates, \
+         but {why}. Fix: run `{command}`"
+    )]
+    ToolchainMissing {
+        /// The toolchain's name.
+        toolchain: String,
+        /// What is missing, and why it was not installed.
+        why: String,
+        /// The command that installs it.
+        command: String,
+    },
+
+    /// A wheel the build needs is not in the per-user cache, and was not downloaded.
+    #[error(
+        "{what} was not found, and {requirement} was not downloaded into {}: {why}. Fix: \
+         `python3 -m pip install '{requirement}'` (python3's packages are searched), or build \
+         once where PyPI is reachable and NVSHMEM_RS_OFFLINE is unset. Supported NVSHMEM \
+         versions: {}; GPU architectures: {}",
+        cache.display(),
+        nvshmem_types::SupportedVersions,
+        SupportedArchs
+    )]
+    NotDownloaded {
+        /// What it provides ("NVSHMEM 3.4.5", "ptxas and nvlink").
+        what: String,
+        /// The pip requirement.
+        requirement: String,
+        /// The per-user cache.
+        cache: PathBuf,
+        /// Why it was not downloaded.
+        why: String,
+    },
+
+    /// Neither `NVSHMEM_RS_CACHE`, `XDG_CACHE_HOME` nor `HOME` is set.
+    #[error(
+        "there is no per-user cache folder for NVSHMEM and ptxas: none of NVSHMEM_RS_CACHE, \
+         XDG_CACHE_HOME and HOME is set. Fix: set NVSHMEM_RS_CACHE to a folder"
+    )]
+    NoCacheDir,
+
+    /// An environment variable the builder reads has a value it cannot use.
+    #[error("{name}={value} is not valid: expected {expected}")]
+    InvalidSetting {
+        /// The variable.
+        name: String,
+        /// Its value.
+        value: String,
+        /// What it may be.
+        expected: String,
+    },
+
+    /// The kernel crate is inside another crate's workspace but not a member.
+    #[error(
+        "the kernel crate at {} is inside the workspace at {} but is not one of its members. \
+         Fix: add it to `members` in {} (kernel crates written with `#[nvshmem_device::kernel]` \
+         type-check on the host too), or `exclude = [\"<its path>\"]` it there, or give it an \
+         empty `[workspace]` table of its own",
+        crate_dir.display(),
+        workspace.display(),
+        workspace.join("Cargo.toml").display()
+    )]
+    KernelCrateInWorkspace {
+        /// The kernel crate's folder.
+        crate_dir: PathBuf,
+        /// The workspace root that claims it.
+        workspace: PathBuf,
+    },
+
+    /// A member of an outer workspace has kernels written `extern "ptx-kernel"`
+    /// by hand, which that workspace's host build cannot compile.
+    #[error(
+        "the kernel crate at {} is a member of the workspace at {}, whose host build cannot \
+         compile its hand-written `extern \"ptx-kernel\"` functions ({}). Fix: write them as \
+         `#[nvshmem_device::kernel] pub unsafe fn` (the attribute gives them the PTX ABI on the \
+         GPU and lets them type-check on the host), or take the crate out of that workspace (an \
+         empty `[workspace]` table in its Cargo.toml, or `exclude` in {})",
+        crate_dir.display(),
+        workspace.display(),
+        raw_kernels.join(", "),
+        workspace.join("Cargo.toml").display()
+    )]
+    RawKernelsInWorkspace {
+        /// The kernel crate's folder.
+        crate_dir: PathBuf,
+        /// The workspace root it belongs to.
+        workspace: PathBuf,
+        /// Its kernels written `extern "ptx-kernel"` by hand.
+        raw_kernels: Vec<String>,
+    },
+
+    /// The kernel crate has no library target.
+    #[error(
+        "the kernel crate `{crate_name}` has no library target: kernels live in its src/lib.rs \
+         (or a [lib] path in Cargo.toml). Fix: move them there"
+    )]
+    NoLibTarget {
+        /// The crate.
+        crate_name: String,
     },
 
     /// The `rust-src` component is missing (needed by -Zbuild-std=core).
@@ -107,8 +212,8 @@ pub enum Error {
     /// The kernel crate defines no `extern "ptx-kernel"` function.
     #[error(
         "the kernel crate `{crate_name}` has no kernels. Fix: declare them as \
-         `#[unsafe(no_mangle)] pub unsafe extern \"ptx-kernel\" fn name(...)` with \
-         `#![feature(abi_ptx)]`"
+         `#[unsafe(no_mangle)] pub unsafe extern \"ptx-kernel\" fn name(...)` in its \
+         library (the builder enables `abi_ptx` itself)"
     )]
     NoKernels {
         /// The crate.
@@ -132,10 +237,9 @@ pub enum Error {
     /// The kernels call libdevice math functions (`__nv_*`), and no
     /// `libdevice.10.bc` was found.
     #[error(
-        "the kernels call libdevice's {} (through nvshmem_device::math), but libdevice.10.bc was \
-         not found. Fix: run `./x setup` (it fetches the nvidia-nvvm wheel into .deps/), or \
-         `pip install nvidia-nvvm==13.0.*` and set NVSHMEM_RS_LIBDEVICE to its \
-         nvidia/cu13/nvvm/libdevice/libdevice.10.bc, or set CUDA_HOME",
+        "the kernels call libdevice's {} (through nvshmem_device::math), but the nvidia-nvvm \
+         wheel has no libdevice.10.bc. Fix: `pip install nvidia-nvvm==13.0.*`, or set \
+         NVSHMEM_RS_LIBDEVICE to a libdevice.10.bc (or CUDA_HOME to a CUDA installation)",
         symbols.join(", ")
     )]
     LibdeviceNotFound {
@@ -182,10 +286,21 @@ pub enum Error {
     },
 }
 
+/// The supported architectures, for messages.
+struct SupportedArchs;
+
+impl std::fmt::Display for SupportedArchs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, n) in nvshmem_types::SUPPORTED_ARCHS.iter().enumerate() {
+            write!(f, "{}sm_{n}", if i > 0 { ", " } else { "" })?;
+        }
+        Ok(())
+    }
+}
+
 /// Shorthand for the builder's results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-#[cfg(feature = "build")]
 pub(crate) fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.into();
     move |source| Error::Io { path, source }

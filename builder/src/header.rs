@@ -1,35 +1,232 @@
-//! The C header shipped beside each PTX, for CUDA C++ hosts.
+//! The C header shipped beside each PTX, for C and CUDA C++ hosts.
+//!
+//! It compiles as C99, C11 and C++11 or newer (`-Wall -Werror`). Every
+//! kernel parameter has a named C type: scalars and pointers map to
+//! `<stdint.h>` types; a by-value `#[repr(C)]` struct becomes a `typedef`
+//! with its fields (or, when a field has no C equivalent, an opaque one of
+//! the right size and alignment), and `static_assert`s check its size and
+//! alignment against the PTX. The launch helpers need `<cuda.h>`; defining
+//! `NVSHMEM_RS_NO_LAUNCH_HELPERS` leaves them (and `<cuda.h>`) out.
 
 use crate::manifest::Manifest;
+use crate::ptx::PtxParam;
+use crate::signature::{Sources, c_type};
+use quote::ToTokens;
 use std::fmt::Write;
 
-/// Renders `<crate>.h`: the NVSHMEM version and arch the PTX was linked for,
-/// every kernel's entry name and C parameters, and a launch helper per kernel.
-pub(crate) fn render(m: &Manifest) -> String {
-    let prefix: String = m
-        .crate_name
+/// One C struct typedef the header declares.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct CStruct {
+    /// The typedef name, such as `ring_kernels_params_t`.
+    pub name: String,
+    /// Its fields; `None` for an opaque byte array.
+    pub fields: Option<Vec<CField>>,
+    /// Size and alignment as the PTX declares them (checked in the header);
+    /// unknown for a struct nested in another.
+    pub layout: Option<(u32, u32)>,
+}
+
+/// A field of a [`CStruct`]: `c_type name[len]`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct CField {
+    pub c_type: String,
+    pub name: String,
+    pub len: Option<u64>,
+}
+
+/// The C types of one crate's kernel parameters.
+pub(crate) struct CTypes<'a> {
+    prefix: String,
+    sources: &'a Sources,
+    /// The typedefs, each after those it uses.
+    pub structs: Vec<CStruct>,
+}
+
+/// The crate name as a C identifier, lower case: `ring-kernels` → `ring_kernels`.
+pub(crate) fn c_prefix(crate_name: &str) -> String {
+    crate_name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    let upper = prefix.to_ascii_uppercase();
-    let lower = prefix.to_ascii_lowercase();
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn snake(ident: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in ident.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+impl<'a> CTypes<'a> {
+    pub(crate) fn new(crate_name: &str, sources: &'a Sources) -> Self {
+        CTypes {
+            prefix: c_prefix(crate_name),
+            sources,
+            structs: Vec::new(),
+        }
+    }
+
+    /// The C type of parameter `name` of `kernel`, whose Rust type is `ty`
+    /// (when the source was read) and PTX declaration `ptx`.
+    pub(crate) fn param(
+        &mut self,
+        kernel: &str,
+        name: &str,
+        ty: Option<&syn::Type>,
+        ptx: &PtxParam,
+    ) -> String {
+        if let Some(c) = ty.map(c_type).filter(|c| !c.is_empty()) {
+            return c;
+        }
+        let aggregate = ptx.ty == "b8" && ptx.size != 1;
+        if !aggregate {
+            return scalar_c_type(ptx);
+        }
+        if let Some(c) = ty.and_then(|t| self.named_struct(t, 0)) {
+            if let Some(s) = self.structs.iter_mut().find(|s| s.name == c) {
+                s.layout.get_or_insert((ptx.size, ptx.align));
+            }
+            return c;
+        }
+        let opaque = format!("{}_{kernel}_{name}_t", self.prefix);
+        if !self.structs.iter().any(|s| s.name == opaque) {
+            self.structs.push(CStruct {
+                name: opaque.clone(),
+                fields: None,
+                layout: Some((ptx.size, ptx.align)),
+            });
+        }
+        opaque
+    }
+
+    /// The typedef for a `#[repr(C)]` struct of the source whose fields all
+    /// have C types (declared first, with the structs it nests), else `None`.
+    fn named_struct(&mut self, ty: &syn::Type, depth: u32) -> Option<String> {
+        let syn::Type::Path(p) = ty else { return None };
+        let last = p.path.segments.last()?;
+        if !matches!(last.arguments, syn::PathArguments::None) || depth > 8 {
+            return None;
+        }
+        let ident = last.ident.to_string();
+        let name = format!("{}_{}_t", self.prefix, snake(&ident));
+        if self.structs.iter().any(|s| s.name == name) {
+            return Some(name);
+        }
+        let src = self.sources.structs.get(&ident)?;
+        if src.fields.is_empty() {
+            return None;
+        }
+        let mut fields = Vec::new();
+        for (fname, fty) in &src.fields {
+            let (c_type, len) = self.field(fty, depth)?;
+            fields.push(CField {
+                c_type,
+                name: fname.clone(),
+                len,
+            });
+        }
+        self.structs.push(CStruct {
+            name: name.clone(),
+            fields: Some(fields),
+            layout: None,
+        });
+        Some(name)
+    }
+
+    fn field(&mut self, ty: &syn::Type, depth: u32) -> Option<(String, Option<u64>)> {
+        if let syn::Type::Array(a) = ty {
+            let len: u64 = a.len.to_token_stream().to_string().parse().ok()?;
+            let (elem, None) = self.field(&a.elem, depth)? else {
+                return None;
+            };
+            return Some((elem, Some(len)));
+        }
+        let c = c_type(ty);
+        if !c.is_empty() {
+            return Some((c, None));
+        }
+        self.named_struct(ty, depth + 1).map(|n| (n, None))
+    }
+}
+
+/// The C type of a scalar PTX parameter.
+pub(crate) fn scalar_c_type(p: &PtxParam) -> String {
+    match p.ty.as_str() {
+        "u64" | "b64" => "uint64_t",
+        "u32" | "b32" => "uint32_t",
+        "s64" => "int64_t",
+        "s32" => "int32_t",
+        "f32" => "float",
+        "f64" => "double",
+        "u16" | "b16" => "uint16_t",
+        "s16" => "int16_t",
+        "s8" => "int8_t",
+        _ => "uint8_t",
+    }
+    .into()
+}
+
+/// Macros every generated header shares (defined once per translation unit).
+const COMMON: &str = r#"#ifndef NVSHMEM_RS_HEADER_COMMON
+#define NVSHMEM_RS_HEADER_COMMON
+/* Alignment and compile-time checks in C99, C11 and C++11. */
+#if defined(__cplusplus)
+#define NVSHMEM_RS_ALIGNAS(n) alignas(n)
+#define NVSHMEM_RS_ALIGNOF(t) alignof(t)
+#define NVSHMEM_RS_STATIC_ASSERT(id, cond) static_assert(cond, #id)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define NVSHMEM_RS_ALIGNAS(n) _Alignas(n)
+#define NVSHMEM_RS_ALIGNOF(t) _Alignof(t)
+#define NVSHMEM_RS_STATIC_ASSERT(id, cond) _Static_assert(cond, #id)
+#else
+#if defined(__GNUC__) || defined(__clang__)
+#define NVSHMEM_RS_ALIGNAS(n) __attribute__((aligned(n)))
+#define NVSHMEM_RS_ALIGNOF(t) __alignof__(t)
+#else
+#define NVSHMEM_RS_ALIGNAS(n)
+#define NVSHMEM_RS_ALIGNOF(t) offsetof(struct { char c; t x; }, x)
+#endif
+#define NVSHMEM_RS_STATIC_ASSERT(id, cond) typedef char id##_check[(cond) ? 1 : -1]
+#endif
+#endif /* NVSHMEM_RS_HEADER_COMMON */
+"#;
+
+/// Renders `<crate>.h`: the NVSHMEM version and arch the PTX was linked for,
+/// the parameter structs, every kernel's entry name and C parameters, and a
+/// launch helper per kernel.
+pub(crate) fn render(m: &Manifest, structs: &[CStruct]) -> String {
+    let lower = c_prefix(&m.crate_name);
+    let upper = lower.to_ascii_uppercase();
     let mut h = String::new();
     let v: Vec<&str> = m.nvshmem_version.split('.').collect();
     let part = |i: usize| v.get(i).copied().unwrap_or("0");
     let _ = writeln!(
         h,
         "/* Generated by nvshmem-builder from the Rust kernel crate `{}`. Do not edit.\n\
-         *\n\
-         * The PTX was linked with NVSHMEM {ver}'s device bitcode for {arch}. The host must run\n\
-         * the same NVSHMEM version: nvshmemx_cumodule_init() checks the major version, and the\n\
-         * device state layout changes between minor versions. To use another NVSHMEM, rebuild\n\
-         * the PTX with nvshmem-builder against it (NVSHMEM_HOME=/path/to/nvshmem).\n\
-         *\n\
-         * Load the module, then call nvshmemx_cumodule_init(module) before any launch.\n\
-         * Kernels marked collective must be launched with every block co-resident\n\
-         * (cuLaunchCooperativeKernel); the launch helpers below do that. */\n\
-         #ifndef {upper}_KERNELS_H\n#define {upper}_KERNELS_H\n\n#include <stdint.h>\n#include <stdbool.h>\n#include <cuda.h>\n\n\
-         #ifndef NVSHMEM_RS_DIM3_T\n#define NVSHMEM_RS_DIM3_T\n/* Grid or block size for the launch helpers. */\ntypedef struct {{ unsigned x, y, z; }} dim3_t;\n#endif\n\n\
+         \x20*\n\
+         \x20* The PTX was linked with NVSHMEM {ver}'s device bitcode for {arch}. The host must run\n\
+         \x20* the same NVSHMEM version: nvshmemx_cumodule_init() checks the major version, and the\n\
+         \x20* device state layout changes between minor versions. To use another NVSHMEM, rebuild\n\
+         \x20* the PTX with nvshmem-builder against it (NVSHMEM_HOME=/path/to/nvshmem).\n\
+         \x20*\n\
+         \x20* Load the module, then call nvshmemx_cumodule_init(module) before any launch.\n\
+         \x20* Kernels marked collective must be launched with every block co-resident\n\
+         \x20* (cuLaunchCooperativeKernel); the launch helpers below do that. They need <cuda.h>;\n\
+         \x20* define NVSHMEM_RS_NO_LAUNCH_HELPERS before including this header to leave them out.\n\
+         \x20* Compiles as C99, C11 and C++11 or newer. */\n\
+         #ifndef {upper}_KERNELS_H\n#define {upper}_KERNELS_H\n\n\
+         #include <stddef.h>\n#include <stdint.h>\n#if !defined(__cplusplus)\n#include <stdbool.h>\n#endif\n\n\
+         {COMMON}\n\
          #define {upper}_NVSHMEM_VERSION \"{ver}\"\n\
          #define {upper}_NVSHMEM_VERSION_MAJOR {}\n#define {upper}_NVSHMEM_VERSION_MINOR {}\n#define {upper}_NVSHMEM_VERSION_PATCH {}\n\
          #define {upper}_ARCH \"{arch}\"\n#define {upper}_PTX_ISA \"{isa}\"\n#define {upper}_PTX_FILE \"{ptx}\"",
@@ -49,14 +246,17 @@ pub(crate) fn render(m: &Manifest) -> String {
         let _ = writeln!(
             h,
             "/* The cubin was compiled function by function (ptxas -c + nvlink): whole-program\n\
-             * compilation of this PTX is very slow. Load the cubin; to JIT the PTX instead, add it\n\
-             * to a cuLinkCreate() link (relocatable, like the cubin) rather than cuModuleLoadData(). */\n\
+             \x20* compilation of this PTX is very slow. Load the cubin; to JIT the PTX instead, add it\n\
+             \x20* to a cuLinkCreate() link (relocatable, like the cubin) rather than cuModuleLoadData(). */\n\
              #define {upper}_SEPARATE_COMPILATION 1"
         );
     }
     let _ = writeln!(h, "#define {upper}_KERNEL_COUNT {}\n", m.kernels.len());
+    for s in structs {
+        render_struct(&mut h, s);
+    }
     for k in &m.kernels {
-        let params: Vec<String> = k
+        let c: Vec<String> = k
             .params
             .iter()
             .map(|p| format!("{} {}", p.c_type, p.name))
@@ -69,14 +269,10 @@ pub(crate) fn render(m: &Manifest) -> String {
         let _ = writeln!(
             h,
             "/* {name}({c})\n * Rust: fn {name}({rust})\n * collective: {coll}{regs} */\n\
-             #define {upper}_KERNEL_{kupper} \"{name}\"\n\
-             static inline CUresult {lower}_launch_{name}(CUfunction f, dim3_t grid, dim3_t block,\n\
-             \x20   unsigned shared_bytes, CUstream stream{sep}{c}) {{\n\
-             \x20   void* args[] = {{{addrs}}};\n\
-             \x20   return {launch}(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream, args{extra});\n}}\n",
+             #define {upper}_KERNEL_{kupper} \"{name}\"",
             name = k.name,
             kupper = k.name.to_ascii_uppercase(),
-            c = params.join(", "),
+            c = c.join(", "),
             rust = rust.join(", "),
             coll = if k.collective {
                 "yes (launch cooperatively)"
@@ -87,26 +283,81 @@ pub(crate) fn render(m: &Manifest) -> String {
                 .registers
                 .map(|r| format!(", {r} registers"))
                 .unwrap_or_default(),
-            sep = if params.is_empty() { "" } else { ", " },
-            addrs = if k.params.is_empty() {
-                "0".to_string()
-            } else {
-                k.params
-                    .iter()
-                    .map(|p| format!("(void*)&{}", p.name))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            },
-            launch = if k.collective {
-                "cuLaunchCooperativeKernel"
-            } else {
-                "cuLaunchKernel"
-            },
-            extra = if k.collective { "" } else { ", 0" },
         );
     }
-    let _ = writeln!(h, "#endif /* {upper}_KERNELS_H */");
+    let _ = writeln!(
+        h,
+        "\n#if !defined(NVSHMEM_RS_NO_LAUNCH_HELPERS)\n#include <cuda.h>\n\n\
+         #ifndef NVSHMEM_RS_DIM3_T\n#define NVSHMEM_RS_DIM3_T\n\
+         /* Grid or block size for the launch helpers. */\n\
+         typedef struct {{ unsigned x, y, z; }} dim3_t;\n#endif\n"
+    );
+    for k in &m.kernels {
+        let c: Vec<String> = k
+            .params
+            .iter()
+            .map(|p| format!("{} {}", p.c_type, p.name))
+            .collect();
+        let addrs = if k.params.is_empty() {
+            "0".to_string()
+        } else {
+            k.params
+                .iter()
+                .map(|p| format!("(void*)&{}", p.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let (launch, extra) = if k.collective {
+            ("cuLaunchCooperativeKernel", "")
+        } else {
+            ("cuLaunchKernel", ", 0")
+        };
+        let _ = writeln!(
+            h,
+            "static inline CUresult {lower}_launch_{name}(CUfunction f, dim3_t grid, dim3_t block,\n\
+             \x20   unsigned shared_bytes, CUstream stream{sep}{c}) {{\n\
+             \x20   void* args[] = {{{addrs}}};\n\
+             \x20   return {launch}(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream, args{extra});\n}}\n",
+            name = k.name,
+            sep = if c.is_empty() { "" } else { ", " },
+            c = c.join(", "),
+        );
+    }
+    let _ = writeln!(
+        h,
+        "#endif /* NVSHMEM_RS_NO_LAUNCH_HELPERS */\n\n#endif /* {upper}_KERNELS_H */"
+    );
     h
+}
+
+fn render_struct(h: &mut String, s: &CStruct) {
+    let name = &s.name;
+    match &s.fields {
+        Some(fields) => {
+            let _ = writeln!(h, "typedef struct {{");
+            for f in fields {
+                let len = f.len.map(|n| format!("[{n}]")).unwrap_or_default();
+                let _ = writeln!(h, "    {} {}{len};", f.c_type, f.name);
+            }
+            let _ = writeln!(h, "}} {name};");
+        }
+        None => {
+            let (size, align) = s.layout.unwrap_or((0, 1));
+            let _ = writeln!(
+                h,
+                "/* A by-value parameter whose Rust type has no C equivalent: pass its bytes. */\n\
+                 typedef struct {{ NVSHMEM_RS_ALIGNAS({align}) unsigned char bytes[{size}]; }} {name};"
+            );
+        }
+    }
+    if let Some((size, align)) = s.layout {
+        let _ = writeln!(
+            h,
+            "NVSHMEM_RS_STATIC_ASSERT({name}_size, sizeof({name}) == {size});\n\
+             NVSHMEM_RS_STATIC_ASSERT({name}_align, NVSHMEM_RS_ALIGNOF({name}) == {align});"
+        );
+    }
+    h.push('\n');
 }
 
 #[cfg(test)]
@@ -114,26 +365,18 @@ mod tests {
     use super::*;
     use crate::manifest::{KernelInfo, ParamInfo};
 
-    #[test]
-    fn header_lists_kernels_and_versions() {
-        let param = |n: &str, c: &str| ParamInfo {
+    fn param(n: &str, c: &str) -> ParamInfo {
+        ParamInfo {
             name: n.into(),
             rust_type: String::new(),
             c_type: c.into(),
             size: 8,
             align: 8,
-        };
-        let kernel = |name: &str, collective| KernelInfo {
-            name: name.into(),
-            params: vec![param("dest", "int32_t*"), param("n", "uint32_t")],
-            collective,
-            registers: Some(12),
-            spill_stores: None,
-            spill_loads: None,
-            stack_frame: None,
-            static_shared_bytes: None,
-        };
-        let m = Manifest {
+        }
+    }
+
+    pub(crate) fn manifest(kernels: Vec<KernelInfo>) -> Manifest {
+        Manifest {
             format: 1,
             crate_name: "ring-kernels".into(),
             nvshmem_version: "3.4.5".into(),
@@ -142,9 +385,33 @@ mod tests {
             ptx: "ring-kernels.ptx".into(),
             cubin: Some("ring-kernels.cubin".into()),
             device_link: Some("whole-program".into()),
-            kernels: vec![kernel("ring_put", false), kernel("allreduce", true)],
-        };
-        let h = render(&m);
+            kernels,
+        }
+    }
+
+    fn kernel(name: &str, collective: bool, params: Vec<ParamInfo>) -> KernelInfo {
+        KernelInfo {
+            name: name.into(),
+            params,
+            collective,
+            registers: Some(12),
+            spill_stores: None,
+            spill_loads: None,
+            stack_frame: None,
+            static_shared_bytes: None,
+        }
+    }
+
+    #[test]
+    fn header_lists_kernels_and_versions() {
+        let p = || vec![param("dest", "int32_t*"), param("n", "uint32_t")];
+        let h = render(
+            &manifest(vec![
+                kernel("ring_put", false, p()),
+                kernel("allreduce", true, p()),
+            ]),
+            &[],
+        );
         assert!(h.contains("#define RING_KERNELS_NVSHMEM_VERSION \"3.4.5\""));
         assert!(h.contains("#define RING_KERNELS_NVSHMEM_VERSION_MINOR 4"));
         assert!(h.contains("#define RING_KERNELS_KERNEL_RING_PUT \"ring_put\""));
@@ -156,5 +423,53 @@ mod tests {
             1
         );
         assert!(h.find("dim3_t;").unwrap() < h.find("dim3_t grid").unwrap());
+        assert!(
+            h.find("#include <cuda.h>").unwrap() > h.find("NVSHMEM_RS_NO_LAUNCH_HELPERS)").unwrap()
+        );
+    }
+
+    #[test]
+    fn by_value_structs_get_named_types() {
+        let src = "#[repr(C)] pub struct Inner { pub a: u8, pub b: f32 }\n\
+                   #[repr(C)] pub struct Params { pub n: u32, pub v: [f32; 3], pub i: Inner, pub p: *mut u64 }\n\
+                   #[repr(C)] pub struct Odd { pub x: Option<u32> }";
+        let ast: syn::File = syn::parse_str(src).unwrap();
+        let mut sources = Sources::default();
+        syn::visit::Visit::visit_file(&mut sources, &ast);
+        let mut c = CTypes::new("ring-kernels", &sources);
+        let aggregate = |size, align| PtxParam {
+            size,
+            align,
+            ty: "b8".into(),
+        };
+        let params: syn::Type = syn::parse_str("Params").unwrap();
+        let odd: syn::Type = syn::parse_str("Odd").unwrap();
+        assert_eq!(
+            c.param("k", "p", Some(&params), &aggregate(32, 8)),
+            "ring_kernels_params_t"
+        );
+        assert_eq!(
+            c.param("k", "o", Some(&odd), &aggregate(8, 4)),
+            "ring_kernels_k_o_t"
+        );
+        let names: Vec<&str> = c.structs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "ring_kernels_inner_t",
+                "ring_kernels_params_t",
+                "ring_kernels_k_o_t"
+            ]
+        );
+        let mut h = String::new();
+        for s in &c.structs {
+            render_struct(&mut h, s);
+        }
+        assert!(h.contains("    float v[3];\n    ring_kernels_inner_t i;\n    uint64_t* p;\n} ring_kernels_params_t;"), "{h}");
+        assert!(h.contains("sizeof(ring_kernels_params_t) == 32"), "{h}");
+        assert!(
+            h.contains("NVSHMEM_RS_ALIGNAS(4) unsigned char bytes[8]; } ring_kernels_k_o_t;"),
+            "{h}"
+        );
     }
 }

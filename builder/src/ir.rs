@@ -1,6 +1,69 @@
 //! Reading and rewriting textual LLVM IR and PTX: just what the pipeline needs.
+//!
+//! Not API: public only for the device crate's ABI test, which reads
+//! function signatures with [`fn_signatures`].
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
+
+/// An LLVM function type without attributes: `ret (param, ...)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FnSig {
+    /// The return type, such as `void`, `i32` or `%struct.__half`.
+    pub ret: String,
+    /// The parameter types, such as `ptr` or `i64`.
+    pub params: Vec<String>,
+}
+
+impl fmt::Display for FnSig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.ret, self.params.join(", "))
+    }
+}
+
+/// Parses a `define`/`declare` line into the function's name and type. LLVM
+/// writes each parameter as `type [attributes] [%name]` and the return type
+/// right before `@name`, so attributes (`noundef`, `signext`, `byval(...)`,
+/// `align N`, `captures(...)`, ...) and names drop out by taking those tokens.
+pub fn parse_fn_line(line: &str) -> Option<(String, FnSig)> {
+    let at = line.find(" @")?;
+    let rest = &line[at + 2..];
+    let open = rest.find('(')?;
+    let name = rest[..open].trim_matches('"').to_string();
+    let ret = line[..at].split_whitespace().last()?.to_string();
+    let mut params = Vec::new();
+    let (mut depth, mut cur) = (0i32, String::new());
+    for c in rest[open + 1..].chars() {
+        match c {
+            ')' if depth == 0 => break,
+            '(' | '{' | '[' | '<' => depth += 1,
+            ')' | '}' | ']' | '>' => depth -= 1,
+            ',' if depth == 0 => {
+                params.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        params.push(cur);
+    }
+    let params = params
+        .iter()
+        .map(|p| p.split_whitespace().next().unwrap_or("").to_string())
+        .collect();
+    Some((name, FnSig { ret, params }))
+}
+
+/// The functions of a module's lines that start with `keyword` (`"define "`
+/// or `"declare "`), by name.
+pub fn fn_signatures(ll: &str, keyword: &str) -> BTreeMap<String, FnSig> {
+    ll.lines()
+        .filter(|l| l.starts_with(keyword))
+        .filter_map(parse_fn_line)
+        .collect()
+}
 
 /// One `define` in an LLVM IR module.
 #[derive(Debug, Default)]
@@ -185,331 +248,33 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// A kernel's parameters as the PTX declares them.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct PtxParam {
-    pub size: u32,
-    pub align: u32,
-    /// `u64`, `u32`, `f32`, `b8`... (for `.b8 name[N]` byte arrays: `b8`).
-    pub ty: String,
-}
-
-/// The `.entry` kernels of a PTX file with their parameters, in order.
-pub(crate) fn ptx_entries(ptx: &str) -> Vec<(String, Vec<PtxParam>)> {
-    let mut out = Vec::new();
-    let mut lines = ptx.lines().peekable();
-    while let Some(line) = lines.next() {
-        let t = line.trim();
-        let Some(rest) = t
-            .strip_prefix(".visible .entry ")
-            .or_else(|| t.strip_prefix(".entry "))
-        else {
-            continue;
-        };
-        let name = rest
-            .split(['(', ' '])
-            .next()
-            .unwrap_or_default()
-            .to_string();
-        let mut params = Vec::new();
-        let mut header = rest.to_string();
-        while !header.contains(')') {
-            match lines.next() {
-                Some(l) => {
-                    header.push(' ');
-                    header.push_str(l.trim());
-                }
-                None => break,
-            }
-        }
-        for decl in header.split(".param").skip(1) {
-            params.push(parse_param(decl));
-        }
-        out.push((name, params));
-    }
-    out
-}
-
-fn parse_param(decl: &str) -> PtxParam {
-    let words: Vec<&str> = decl
-        .split([' ', ',', ')'])
-        .filter(|w| !w.is_empty())
-        .collect();
-    // `.align N` before the type aligns the parameter (byte arrays); after
-    // `.ptr` it describes the pointee, which does not change the parameter.
-    let (explicit_align, rest) = match words.as_slice() {
-        [".align", n, rest @ ..] => (n.parse::<u32>().ok(), rest),
-        rest => (None, rest),
-    };
-    let ty = rest
-        .first()
-        .map(|w| w.trim_start_matches('.').to_string())
-        .unwrap_or_default();
-    let elem: u32 = (ty
-        .trim_start_matches(|c: char| c.is_ascii_alphabetic())
-        .parse::<u32>()
-        .unwrap_or(8)
-        / 8)
-    .max(1);
-    let count = rest
-        .last()
-        .and_then(|w| {
-            w.split_once('[')
-                .map(|(_, n)| n.trim_end_matches(']').parse::<u32>().unwrap_or(1))
-        })
-        .unwrap_or(1);
-    PtxParam {
-        size: elem * count,
-        align: explicit_align.unwrap_or(elem),
-        ty,
-    }
-}
-
-/// What follows a leading `(...)` return parameter, as in `.func (.param .b32
-/// func_retval0) name(` or `call.uni (retval0), name, (...)`; `None` when the
-/// parenthesis does not close on this line.
-fn skip_return_param(rest: &str) -> Option<&str> {
-    let rest = rest.trim_start();
-    match rest.strip_prefix('(') {
-        Some(r) => r.split_once(')').map(|(_, after)| after),
-        None => Some(rest),
-    }
-}
-
-/// `.extern .func` declarations left in a PTX file.
-pub(crate) fn ptx_extern_funcs(ptx: &str) -> Vec<String> {
-    ptx.lines()
-        .filter_map(|l| {
-            let rest = l.trim().strip_prefix(".extern .func")?;
-            // `.extern .func (.param .b32 ret) name(` or `.extern .func name(`
-            let rest = skip_return_param(rest)?;
-            let name = rest.trim().split(['(', ' ', ';']).next()?.to_string();
-            (!name.is_empty()).then_some(name)
-        })
-        .collect()
-}
-
-/// One function of a PTX module: its size and the functions it calls.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub(crate) struct PtxFunction {
-    /// An `.entry` (kernel) rather than a `.func`.
-    pub is_entry: bool,
-    /// Lines of its body.
-    pub lines: usize,
-    /// The functions it calls, once per call site.
-    pub calls: Vec<String>,
-}
-
-/// Every function defined in a PTX module, with its body size and call sites.
-pub(crate) fn ptx_functions(ptx: &str) -> BTreeMap<String, PtxFunction> {
-    let mut out = BTreeMap::new();
-    // The last `.func`/`.entry` header seen, and the function whose body is open.
-    let mut header: Option<(String, bool)> = None;
-    let mut open: Option<(String, PtxFunction, usize)> = None;
-    let mut call_pending = false;
-    for line in ptx.lines() {
-        if let Some((_, f, depth)) = open.as_mut() {
-            *depth += line.matches('{').count();
-            *depth -= line.matches('}').count().min(*depth);
-            f.lines += 1;
-            let t = line.trim_start();
-            // `call.uni (retval0), name, (args);` or, from llc, the name on the next line.
-            let target = if call_pending {
-                call_pending = false;
-                Some(t)
-            } else if let Some(rest) = t.strip_prefix("call") {
-                let rest = rest.trim_start_matches(|c: char| c == '.' || c.is_alphabetic());
-                let rest = skip_return_param(rest).unwrap_or_default();
-                let rest = rest.trim_start().trim_start_matches(',').trim_start();
-                if rest.is_empty() {
-                    call_pending = true;
-                    None
-                } else {
-                    Some(rest)
-                }
-            } else {
-                None
-            };
-            if let Some(name) = target.and_then(|r| r.split([',', ' ', ';', '(']).next())
-                && !name.is_empty()
-            {
-                f.calls.push(name.to_string());
-            }
-            if *depth == 0 {
-                let (name, f, _) = open.take().expect("open");
-                out.insert(name, f);
-            }
-            continue;
-        }
-        let t = line.trim();
-        let t = t
-            .strip_prefix(".visible ")
-            .or_else(|| t.strip_prefix(".weak "))
-            .unwrap_or(t);
-        if let Some(rest) = t
-            .strip_prefix(".entry ")
-            .or_else(|| t.strip_prefix(".func "))
-        {
-            let rest = skip_return_param(rest).unwrap_or_default();
-            let name = rest.trim().split(['(', ' ']).next().unwrap_or_default();
-            header = (!name.is_empty()).then(|| (name.to_string(), t.starts_with(".entry")));
-        } else if line.starts_with('{')
-            && let Some((name, is_entry)) = header.take()
-        {
-            let f = PtxFunction {
-                is_entry,
-                ..Default::default()
-            };
-            open = Some((name, f, 1));
-        }
-    }
-    out
-}
-
-/// For every kernel, how many PTX lines it would have with every call inlined
-/// at every call site, as whole-program `ptxas` does. A recursive call counts
-/// its callee once (ptxas cannot inline recursion).
-pub(crate) fn inlined_lines(funcs: &BTreeMap<String, PtxFunction>) -> BTreeMap<String, usize> {
-    fn size(
-        name: &str,
-        funcs: &BTreeMap<String, PtxFunction>,
-        memo: &mut BTreeMap<String, usize>,
-        on_stack: &mut BTreeSet<String>,
-    ) -> usize {
-        if let Some(&n) = memo.get(name) {
-            return n;
-        }
-        let Some(f) = funcs.get(name) else {
-            return 0;
-        };
-        if !on_stack.insert(name.to_string()) {
-            return f.lines;
-        }
-        let mut total = f.lines;
-        for callee in &f.calls {
-            total = total.saturating_add(size(callee, funcs, memo, on_stack));
-        }
-        on_stack.remove(name);
-        memo.insert(name.to_string(), total);
-        total
-    }
-    let mut memo = BTreeMap::new();
-    let mut on_stack = BTreeSet::new();
-    funcs
-        .iter()
-        .filter(|(_, f)| f.is_entry)
-        .map(|(name, _)| (name.clone(), size(name, funcs, &mut memo, &mut on_stack)))
-        .collect()
-}
-
-/// The functions `entry` reaches through calls, itself included.
-pub(crate) fn reachable<'a>(
-    funcs: &'a BTreeMap<String, PtxFunction>,
-    entry: &'a str,
-) -> BTreeSet<&'a str> {
-    let mut seen = BTreeSet::from([entry]);
-    let mut queue = VecDeque::from([entry]);
-    while let Some(name) = queue.pop_front() {
-        for callee in funcs
-            .get(name)
-            .map(|f| f.calls.as_slice())
-            .unwrap_or_default()
-        {
-            if funcs.contains_key(callee.as_str()) && seen.insert(callee.as_str()) {
-                queue.push_back(callee.as_str());
-            }
-        }
-    }
-    seen
-}
-
-/// Registers, stack and static shared memory per kernel after linking, from
-/// `nvlink -v`: with separate compilation these cover everything the kernel calls.
-pub(crate) fn nvlink_figures(stderr: &str) -> BTreeMap<String, (u32, u32, u32)> {
-    let mut out = BTreeMap::new();
-    let mut current: Option<String> = None;
-    for line in stderr.lines() {
-        if let Some((_, rest)) = line.split_once("Function properties for '") {
-            current = rest.split('\'').next().map(str::to_string);
-            continue;
-        }
-        let Some(name) = current.take() else {
-            continue;
-        };
-        let words: Vec<&str> = line.split([' ', ',']).filter(|w| !w.is_empty()).collect();
-        let before = |word: &str| {
-            let i = words.iter().position(|w| *w == word)?;
-            words.get(i.checked_sub(1)?)?.parse::<u32>().ok()
-        };
-        if let (Some(registers), Some(stack)) = (before("registers"), before("stack")) {
-            let shared = words
-                .windows(3)
-                .find(|w| w[1] == "bytes" && w[2] == "smem")
-                .and_then(|w| w[0].parse().ok())
-                .unwrap_or(0);
-            out.insert(name, (registers, stack, shared));
-        }
-    }
-    out
-}
-
-/// Register and spill figures per kernel from `ptxas -v`.
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
-pub(crate) struct PtxasFigures {
-    pub registers: u32,
-    pub stack_frame: u32,
-    pub spill_stores: u32,
-    pub spill_loads: u32,
-    /// Bytes of static shared memory (`N bytes smem`).
-    pub shared_bytes: u32,
-}
-
-pub(crate) fn ptxas_figures(stderr: &str) -> BTreeMap<String, PtxasFigures> {
-    let mut out: BTreeMap<String, PtxasFigures> = BTreeMap::new();
-    let mut current: Option<String> = None;
-    let number_before = |line: &str, word: &str| -> Option<u32> {
-        let i = line.find(word)?;
-        line[..i].split_whitespace().last()?.parse().ok()
-    };
-    for line in stderr.lines() {
-        if let Some(i) = line
-            .find("Compiling entry function '")
-            .or_else(|| line.find("Function properties for "))
-        {
-            let rest = &line[i..];
-            let name = rest
-                .split_once('\'')
-                .map(|(_, r)| r.split('\'').next().unwrap_or_default())
-                .unwrap_or_else(|| rest.trim_start_matches("Function properties for ").trim());
-            current = Some(name.to_string());
-            continue;
-        }
-        let Some(name) = current.clone() else {
-            continue;
-        };
-        let fig = out.entry(name).or_default();
-        if let Some(r) = number_before(line, "registers") {
-            fig.registers = r;
-        }
-        if let Some(v) = number_before(line, "bytes stack frame") {
-            fig.stack_frame = v;
-        }
-        if let Some(v) = number_before(line, "bytes spill stores") {
-            fig.spill_stores = v;
-        }
-        if let Some(v) = number_before(line, "bytes spill loads") {
-            fig.spill_loads = v;
-        }
-        if let Some(v) = number_before(line, "bytes smem") {
-            fig.shared_bytes = v;
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_llvm_function_lines() {
+        let (name, sig) = parse_fn_line(
+            "define dso_local void @nvshmem_half_p(ptr noundef %0, ptr noundef readonly byval(%struct.__half) \
+             align 2 captures(none) %1, i32 noundef %2) local_unnamed_addr #5 {",
+        )
+        .unwrap();
+        assert_eq!(name, "nvshmem_half_p");
+        assert_eq!(sig.to_string(), "void (ptr, ptr, i32)");
+        let (_, sig) = parse_fn_line(
+            "define dso_local signext i8 @nvshmem_char_g(ptr noundef %0, i32 noundef %1) #1 {",
+        )
+        .unwrap();
+        assert_eq!(sig.to_string(), "i8 (ptr, i32)");
+        let ll = "declare noundef i32 @nvshmem_my_pe() unnamed_addr #2\n\
+                  define dso_local %struct.__half @nvshmem_half_g(ptr noundef %0, i32 noundef %1) {\n}";
+        let decls = fn_signatures(ll, "declare ");
+        assert_eq!(decls["nvshmem_my_pe"].to_string(), "i32 ()");
+        assert_eq!(
+            fn_signatures(ll, "define ")["nvshmem_half_g"].ret,
+            "%struct.__half"
+        );
+    }
 
     const LL: &str = r#"
 define ptx_kernel void @k1(ptr %0) #0 {
@@ -595,150 +360,6 @@ attributes #1 = { nounwind "target-cpu"="sm_90" "target-features"="+ptx78,+sm_90
             2
         );
         assert!(r.contains("nounwind \"target-cpu\"=\"sm_80\""));
-    }
-
-    #[test]
-    fn parses_ptx_entries_and_externs() {
-        let ptx = ".extern .func  (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 vprintf_param_0\n);\n\
-            .extern .func __assertfail(\n.param .b64 a\n);\n\
-            .visible .entry ring(\n\t.param .u64 .ptr .align 1 ring_param_0,\n\t.param .u32 ring_param_1,\n\
-            \t.param .align 4 .b8 ring_param_2[12]\n)\n{\n}\n.visible .entry empty()\n{\n}\n";
-        assert_eq!(ptx_extern_funcs(ptx), ["vprintf", "__assertfail"]);
-        let e = ptx_entries(ptx);
-        assert_eq!(e.len(), 2);
-        assert_eq!(e[0].0, "ring");
-        assert_eq!(
-            e[0].1[0],
-            PtxParam {
-                size: 8,
-                align: 8,
-                ty: "u64".into()
-            }
-        );
-        assert_eq!(
-            e[0].1[1],
-            PtxParam {
-                size: 4,
-                align: 4,
-                ty: "u32".into()
-            }
-        );
-        assert_eq!(
-            e[0].1[2],
-            PtxParam {
-                size: 12,
-                align: 4,
-                ty: "b8".into()
-            }
-        );
-        assert_eq!(e[1], ("empty".to_string(), vec![]));
-    }
-
-    #[test]
-    fn parses_ptxas_verbose_output() {
-        let err = "ptxas info    : 0 bytes gmem\nptxas info    : Compiling entry function 'ring' for 'sm_90'\n\
-            ptxas info    : Function properties for ring\n    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n\
-            ptxas info    : Used 24 registers, used 1 barriers, 1024 bytes smem, 380 bytes cmem[0]\n";
-        let f = ptxas_figures(err);
-        assert_eq!(
-            f["ring"],
-            PtxasFigures {
-                registers: 24,
-                stack_frame: 8,
-                spill_stores: 4,
-                spill_loads: 4,
-                shared_bytes: 1024,
-            }
-        );
-    }
-
-    const PTX_CALLS: &str = r#"
-.func leaf
-(
-	.param .b64 leaf_param_0
-)
-;
-.func  (.param .b32 func_retval0) helper(
-	.param .b64 helper_param_0
-)
-{
-	.reg .b32 	%r<3>;
-	{ // callseq 0, 0
-	call.uni
-	leaf,
-	(
-	param0
-	);
-	} // callseq 0
-	ret;
-}
-.func leaf(
-	.param .b64 leaf_param_0
-)
-{
-	ret;
-}
-.func spin()
-{
-	call.uni spin, ();
-	ret;
-}
-	// .globl	k
-.visible .entry k(
-	.param .u64 k_param_0
-)
-{
-	{ // callseq 1, 0
-	call.uni (retval0), helper, (param0);
-	} // callseq 1
-	{ // callseq 2, 0
-	call.uni (retval0), helper, (param0);
-	} // callseq 2
-	call.uni spin, ();
-	call (retval0), %rd4, (param0), prototype_3;
-	ret;
-}
-"#;
-
-    #[test]
-    fn reads_the_ptx_call_graph() {
-        let f = ptx_functions(PTX_CALLS);
-        assert_eq!(f.len(), 4, "{f:?}");
-        assert!(f["k"].is_entry && !f["helper"].is_entry);
-        assert_eq!(f["helper"].calls, ["leaf"]);
-        assert_eq!(f["k"].calls, ["helper", "helper", "spin", "%rd4"]);
-        assert_eq!(f["leaf"].lines, 2);
-        assert_eq!(f["helper"].lines, 10);
-        let reach: Vec<&str> = reachable(&f, "k").into_iter().collect();
-        assert_eq!(reach, ["helper", "k", "leaf", "spin"]);
-    }
-
-    #[test]
-    fn counts_lines_inlined_at_every_call_site() {
-        let f = ptx_functions(PTX_CALLS);
-        let n = inlined_lines(&f);
-        assert_eq!(n.len(), 1);
-        // k itself, helper (with leaf) twice, spin once (its self-call is not inlined).
-        let helper = f["helper"].lines + f["leaf"].lines;
-        let spin = f["spin"].lines + f["spin"].lines;
-        assert_eq!(n["k"], f["k"].lines + 2 * helper + spin);
-    }
-
-    #[test]
-    fn parses_nvlink_verbose_output() {
-        let err = "nvlink info    : 26089 bytes gmem, 11500 bytes cmem[3]\n\
-            nvlink info    : Function properties for 'rma_f32':\n\
-            nvlink info    : used 187 registers, used 1 barriers, 200 stack, 0 bytes smem, 560 bytes cmem[0], 0 bytes lmem\n\
-            nvlink info    : Function properties for 'barriers':\n\
-            nvlink info    : Function properties for 'k2':\n\
-            nvlink info    : used 40 registers, used 0 barriers, 0 stack, 0 bytes smem\n\
-            nvlink info    : Function properties for 'tile':\n\
-            nvlink info    : used 30 registers, used 1 barriers, 0 stack, 4096 bytes smem\n";
-        let f = nvlink_figures(err);
-        assert_eq!(f.len(), 3, "{f:?}");
-        assert_eq!(f["tile"], (30, 0, 4096));
-        assert_eq!(f["rma_f32"], (187, 200, 0));
-        assert_eq!(f["k2"], (40, 0, 0));
     }
 
     #[test]

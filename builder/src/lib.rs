@@ -12,8 +12,24 @@
 //! println!("cargo:rustc-env=KERNELS_MANIFEST={}", out.manifest_path.display());
 //! ```
 //!
+//! A stable `build.rs` can use it: the kernel crate is compiled by the
+//! pinned nightly ([`toolchain::PINNED_TOOLCHAIN`], with `rust-src` and
+//! `llvm-tools`), which the builder installs through rustup when it is
+//! missing; NVSHMEM and `ptxas`/`nvlink` come from pip wheels that it
+//! downloads into a per-user cache ([`wheels`]) when they are nowhere else.
+//! `NVSHMEM_RS_OFFLINE=1` turns both off: the errors then say what to run.
+//! Every environment variable it reads is in [`ENV_VARS`]; a setting made on
+//! the [`Builder`] wins over its variable.
+//!
+//! The kernel crate needs no boilerplate the builder can supply: `no_std`
+//! and `feature(abi_ptx)` are added to its root when missing, it is built as
+//! an `rlib` whatever its `crate-type`, and nvptx64 always aborts on panic.
+//! What the builder cannot supply it checks: the crate must be its own
+//! workspace (an empty `[workspace]`, or excluded from the enclosing one),
+//! have a library, and define a `#[panic_handler]` (`nvshmem_device::panic_handler!()`).
+//!
 //! The pipeline, each step checked:
-//! 1. `cargo build --release --target nvptx64-nvidia-cuda -Zbuild-std=core` of the
+//! 1. `cargo rustc --release --target nvptx64-nvidia-cuda -Zbuild-std=core` of the
 //!    kernel crate, in its own target folder and with the outer build's
 //!    environment filtered out;
 //! 2. `llvm-link`: the kernel crate's bitcode, then `--only-needed` its
@@ -28,37 +44,39 @@
 //! 4. `llc -O3 -mcpu=<arch>`;
 //! 5. no `.extern .func` may remain but ptxas' own (`vprintf`, `__assertfail`,
 //!    `malloc`, `free`);
-//! 6. `ptxas` (when found) writes a cubin and the register figures: on the
-//!    whole module, or function by function and then `nvlink` for modules
-//!    too large to inline whole (see [`DeviceLink`]);
+//! 6. `ptxas` writes a cubin and the register figures: on the whole module,
+//!    or function by function and then `nvlink` for modules too large to
+//!    inline whole (see [`DeviceLink`]). Without `ptxas` the build fails,
+//!    unless PTX-only output was asked for ([`Builder::ptx_only`]);
 //! 7. a [manifest](manifest::Manifest) (NVSHMEM version, arch, kernels, their
-//!    parameters, which need a collective launch) and a C header.
+//!    parameters, which need a collective launch) and a C header that
+//!    compiles as C99 and C++11.
 //!
 //! Outputs land in `<out_dir>/nvshmem-<version>/<arch>/<crate>.{ptx,cubin,json,h}`.
 #![warn(missing_docs)]
 
 mod error;
-#[cfg(feature = "build")]
+mod settings;
 pub mod toolchain;
+pub mod wheels;
 
-#[cfg(feature = "build")]
+mod assemble;
+mod builder;
+mod cargo;
 mod header;
-#[cfg(feature = "build")]
-mod ir;
-#[cfg(feature = "build")]
+#[doc(hidden)]
+pub mod ir;
 mod libdevice;
-#[cfg(feature = "build")]
+mod link;
 mod parallel;
-#[cfg(feature = "build")]
 mod pipeline;
-#[cfg(feature = "build")]
+mod ptx;
+mod reuse;
 mod shared_memory;
-#[cfg(feature = "build")]
 mod signature;
 
+pub use builder::{AUTO_SEPARATE_ABOVE_LINES, BuildOutput, Builder, CheckOutput, DeviceLink};
 pub use error::{Error, Result};
 pub use nvshmem_types::{Arch, SUPPORTED_ARCHS, SUPPORTED_VERSIONS, Version, install, manifest};
-#[cfg(feature = "build")]
 pub use parallel::build_all_from_build_script;
-#[cfg(feature = "build")]
-pub use pipeline::{AUTO_SEPARATE_ABOVE_LINES, BuildOutput, Builder, CheckOutput, DeviceLink};
+pub use settings::ENV_VARS;

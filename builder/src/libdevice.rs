@@ -2,6 +2,8 @@
 //! `nvshmem_device::math` calls. Linked `--only-needed` after NVSHMEM, only
 //! when the module declares one.
 
+use crate::error::{Error, Result};
+use crate::settings::{self, Progress};
 use std::path::{Path, PathBuf};
 
 /// The environment variable naming `libdevice.10.bc` (or its folder).
@@ -42,53 +44,77 @@ pub(crate) fn needed(ll: &str) -> Vec<String> {
         .collect()
 }
 
-/// `libdevice.10.bc`: `$NVSHMEM_RS_LIBDEVICE` (the file or its folder), the
-/// set-up step's `.deps/cuda-nvvm-*/` (searched upward from the crate being
-/// built and the current folder, as for `ptxas`), `$CUDA_HOME/nvvm/libdevice`,
-/// the CUDA install of the `ptxas` found, `/usr/local/cuda/nvvm/libdevice`.
-pub(crate) fn find(crate_dir: &Path) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(ENV).map(PathBuf::from) {
+/// The requirement of the pip wheel with `libdevice.10.bc` (and `cicc`).
+pub const NVVM_WHEEL: &str = "nvidia-nvvm==13.0.*";
+
+/// `libdevice.10.bc` inside an unpacked nvvm wheel or `site-packages`.
+fn in_wheel(root: &Path) -> [PathBuf; 2] {
+    [
+        root.join("nvidia/cu13/nvvm/libdevice/libdevice.10.bc"),
+        root.join("nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc"),
+    ]
+}
+
+/// `libdevice.10.bc`, in the order `ptxas` is looked for:
+/// `$NVSHMEM_RS_LIBDEVICE` (the file or its folder; an error if it has
+/// none), the `nvidia-nvvm` package `python3` has, the per-user cache,
+/// `$CUDA_HOME/nvvm/libdevice`, the CUDA install of the `ptxas` found,
+/// `/usr/local/cuda/nvvm/libdevice`. `None` when none has it.
+pub(crate) fn find() -> Result<Option<PathBuf>> {
+    if let Some(p) = settings::var_os(ENV).map(PathBuf::from) {
         let file = if p.is_dir() {
             p.join("libdevice.10.bc")
         } else {
             p
         };
-        return file.is_file().then_some(file);
+        return match file.is_file() {
+            true => Ok(Some(file)),
+            false => Err(Error::ToolNotRunnable {
+                program: file,
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("{ENV} names no libdevice.10.bc"),
+                ),
+            }),
+        };
     }
-    let mut candidates = Vec::new();
-    let starts = [
-        Some(crate_dir.to_path_buf()),
-        std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from),
-        std::env::current_dir().ok(),
-    ];
-    for start in starts.into_iter().flatten() {
-        for dir in start.ancestors() {
-            let Ok(entries) = std::fs::read_dir(dir.join(".deps")) else {
-                continue;
-            };
-            let mut found: Vec<PathBuf> = entries
-                .flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with("cuda-nvvm"))
-                .map(|e| e.path())
-                .collect();
-            found.sort();
-            for d in found.into_iter().rev() {
-                candidates.push(d.join("nvidia/cu13/nvvm/libdevice/libdevice.10.bc"));
-                candidates.push(d.join("nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc"));
-            }
-        }
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    for site in nvshmem_types::install::python_site_packages() {
+        candidates.extend(in_wheel(&site));
     }
-    if let Some(home) = std::env::var_os("CUDA_HOME") {
+    if let Some(cache) = nvshmem_types::install::cache_dir() {
+        candidates.extend(in_wheel(&nvshmem_types::install::wheel_dir(
+            &cache, NVVM_WHEEL,
+        )));
+    }
+    if let Some(home) = settings::var_os("CUDA_HOME") {
         candidates.push(Path::new(&home).join("nvvm/libdevice/libdevice.10.bc"));
     }
     // Beside the ptxas in use: `<cuda>/bin/ptxas` → `<cuda>/nvvm/libdevice`.
     if let Some(cuda) =
-        crate::pipeline::find_ptxas().and_then(|p| Some(p.parent()?.parent()?.to_path_buf()))
+        crate::toolchain::find_ptxas()?.and_then(|p| Some(p.parent()?.parent()?.to_path_buf()))
     {
         candidates.push(cuda.join("nvvm/libdevice/libdevice.10.bc"));
     }
     candidates.push("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc".into());
-    candidates.into_iter().find(|p| p.is_file())
+    Ok(candidates.into_iter().find(|p| p.is_file()))
+}
+
+/// [`find`], else the `nvidia-nvvm` wheel downloaded into the per-user
+/// cache; `needed` names the functions that asked for it, for the error.
+pub(crate) fn find_or_fetch(
+    offline: bool,
+    progress: Progress,
+    needed: Vec<String>,
+) -> Result<PathBuf> {
+    if let Some(p) = find()? {
+        return Ok(p);
+    }
+    let dir = crate::wheels::ensure_with(NVVM_WHEEL, "libdevice", offline, progress)?;
+    in_wheel(&dir)
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or(Error::LibdeviceNotFound { symbols: needed })
 }
 
 #[cfg(test)]
@@ -124,9 +150,9 @@ mod tests {
         std::fs::write(dir.join("libdevice.10.bc"), b"BC").unwrap();
         // SAFETY: this test is the only one in the crate that touches ENV.
         unsafe { std::env::set_var(ENV, &dir) };
-        assert_eq!(find(Path::new("/")), Some(dir.join("libdevice.10.bc")));
+        assert_eq!(find().unwrap(), Some(dir.join("libdevice.10.bc")));
         unsafe { std::env::set_var(ENV, dir.join("missing.bc")) };
-        assert_eq!(find(Path::new("/")), None);
+        assert!(find().is_err());
         unsafe { std::env::remove_var(ENV) };
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -1,25 +1,54 @@
 //! Kernel signatures as written in the Rust source, for the manifest and the C header.
 
 use quote::ToTokens;
+use std::collections::BTreeMap;
 use std::path::Path;
 use syn::visit::Visit;
 
 /// A kernel's parameters as the source declares them.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone)]
 pub(crate) struct SourceKernel {
     pub name: String,
-    /// (parameter name, Rust type, C type)
-    pub params: Vec<(String, String, String)>,
+    /// (parameter name, its type)
+    pub params: Vec<(String, syn::Type)>,
 }
 
-/// Every `#[kernel]` or `extern "ptx-kernel"` fn in the `.rs` files under `src`.
+/// A `#[repr(C)]` struct of the source, without generics: its fields, in order
+/// (`_0`, `_1`, ... for a tuple struct).
+#[derive(Clone)]
+pub(crate) struct SourceStruct {
+    pub fields: Vec<(String, syn::Type)>,
+}
+
+/// What the kernel crate's source says about its kernels' parameters.
+#[derive(Default)]
+pub(crate) struct Sources {
+    pub kernels: Vec<SourceKernel>,
+    /// Kernels written `extern "ptx-kernel"` by hand (not `#[kernel]`): they
+    /// do not compile for the host.
+    pub raw_ptx_kernels: Vec<String>,
+    /// `#[repr(C)]` structs by name (the last one wins when two share a name).
+    pub structs: BTreeMap<String, SourceStruct>,
+}
+
+impl Sources {
+    /// The source's kernel `name`, when its parameter count is `count`.
+    pub(crate) fn kernel(&self, name: &str, count: usize) -> Option<&SourceKernel> {
+        self.kernels
+            .iter()
+            .find(|k| k.name == name)
+            .filter(|k| k.params.len() == count)
+    }
+}
+
+/// Every `#[kernel]` or `extern "ptx-kernel"` fn and `#[repr(C)]` struct in the `.rs` files under `src`.
 /// Files that do not parse are skipped: rustc has already accepted the crate,
 /// so this only happens for macro-heavy code, whose kernels fall back to PTX types.
-pub(crate) fn kernels_in(src: &Path) -> Vec<SourceKernel> {
+pub(crate) fn read(src: &Path) -> Sources {
     let mut files = Vec::new();
     collect_rs(src, &mut files);
     files.sort();
-    let mut visitor = KernelVisitor::default();
+    let mut visitor = Sources::default();
     for file in files {
         let Ok(text) = std::fs::read_to_string(&file) else {
             continue;
@@ -28,7 +57,7 @@ pub(crate) fn kernels_in(src: &Path) -> Vec<SourceKernel> {
             visitor.visit_file(&ast);
         }
     }
-    visitor.found
+    visitor
 }
 
 fn collect_rs(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -42,19 +71,30 @@ fn collect_rs(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-#[derive(Default)]
-struct KernelVisitor {
-    found: Vec<SourceKernel>,
+/// `#[repr(C)]` exactly (not `packed`, `align(N)` or `transparent`, whose
+/// layouts a plain C struct of the same fields does not have).
+fn is_plain_repr_c(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("repr")
+            && a.parse_args_with(
+                syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated,
+            )
+            .is_ok_and(|metas| metas.len() == 1 && metas[0].path().is_ident("C"))
+    })
 }
 
-impl<'ast> Visit<'ast> for KernelVisitor {
+impl<'ast> Visit<'ast> for Sources {
     fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
-        let is_kernel = f
+        let raw = f
             .sig
             .abi
             .as_ref()
             .and_then(|a| a.name.as_ref())
-            .is_some_and(|n| n.value() == "ptx-kernel")
+            .is_some_and(|n| n.value() == "ptx-kernel");
+        if raw {
+            self.raw_ptx_kernels.push(f.sig.ident.to_string());
+        }
+        let is_kernel = raw
             || f.attrs.iter().any(|a| {
                 a.path()
                     .segments
@@ -73,17 +113,38 @@ impl<'ast> Visit<'ast> for KernelVisitor {
                             syn::Pat::Ident(id) => id.ident.to_string(),
                             _ => format!("_{i}"),
                         };
-                        Some((name, rust_type(&t.ty), c_type(&t.ty)))
+                        Some((name, (*t.ty).clone()))
                     }
                     syn::FnArg::Receiver(_) => None,
                 })
                 .collect();
-            self.found.push(SourceKernel {
+            self.kernels.push(SourceKernel {
                 name: f.sig.ident.to_string(),
                 params,
             });
         }
         syn::visit::visit_item_fn(self, f);
+    }
+
+    fn visit_item_struct(&mut self, s: &'ast syn::ItemStruct) {
+        if is_plain_repr_c(&s.attrs) && s.generics.params.is_empty() {
+            let fields = s
+                .fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    let name = f
+                        .ident
+                        .as_ref()
+                        .map(|id| id.to_string())
+                        .unwrap_or_else(|| format!("_{i}"));
+                    (name, f.ty.clone())
+                })
+                .collect();
+            self.structs
+                .insert(s.ident.to_string(), SourceStruct { fields });
+        }
+        syn::visit::visit_item_struct(self, s);
     }
 }
 
@@ -128,6 +189,7 @@ pub(crate) fn rust_type(ty: &syn::Type) -> String {
             })
             .collect::<Vec<_>>()
             .join("::"),
+        syn::Type::Array(a) => format!("[{}; {}]", rust_type(&a.elem), a.len.to_token_stream()),
         other => other.to_token_stream().to_string(),
     }
 }
@@ -135,14 +197,19 @@ pub(crate) fn rust_type(ty: &syn::Type) -> String {
 /// The matching C type, or an empty string when there is none.
 pub(crate) fn c_type(ty: &syn::Type) -> String {
     match ty {
-        syn::Type::Ptr(p) => {
-            let elem = c_type(&p.elem);
+        syn::Type::Ptr(syn::TypePtr {
+            elem, mutability, ..
+        })
+        | syn::Type::Reference(syn::TypeReference {
+            elem, mutability, ..
+        }) => {
+            let elem = c_type(elem);
             let elem = if elem.is_empty() {
                 "void".to_string()
             } else {
                 elem
             };
-            if p.mutability.is_some() {
+            if mutability.is_some() {
                 format!("{elem}*")
             } else {
                 format!("const {elem}*")
@@ -209,6 +276,8 @@ mod tests {
             ("nvshmem_device::Team", "int32_t", "nvshmem_device::Team"),
             ("half::f16", "uint16_t", "half::f16"),
             ("MyStruct", "", "MyStruct"),
+            ("&mut f32", "float*", "&mut f32"),
+            ("&[u8; 4]", "const void*", "&[u8; 4]"),
         ];
         for (src, c, rust) in cases {
             assert_eq!(c_type(&ty(src)), c, "{src}");
@@ -217,13 +286,18 @@ mod tests {
     }
 
     #[test]
-    fn finds_kernels_in_nested_modules() {
+    fn finds_kernels_and_structs_in_nested_modules() {
         let dir = std::env::temp_dir().join(format!("nvshmem-builder-sig-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("m")).unwrap();
         std::fs::write(
             dir.join("lib.rs"),
             "mod m; #[unsafe(no_mangle)] pub unsafe extern \"ptx-kernel\" fn a(x: SymPtr<i32>, n: u32) {}\n\
-             pub fn not_a_kernel(y: u8) {}",
+             pub fn not_a_kernel(y: u8) {}\n\
+             #[repr(C)] pub struct P { pub n: u32, pub v: [f32; 4] }\n\
+             #[repr(C)] pub struct T(u64, u8);\n\
+             #[repr(C, packed)] pub struct Packed { a: u8, b: u32 }\n\
+             #[repr(C)] pub struct G<X> { x: X }\n\
+             pub struct Rust { a: u8 }",
         )
         .unwrap();
         std::fs::write(
@@ -231,20 +305,30 @@ mod tests {
             "mod inner { pub unsafe extern \"ptx-kernel\" fn b(_: *mut f32) {} }",
         )
         .unwrap();
-        let k = kernels_in(&dir);
+        let s = read(&dir);
         std::fs::remove_dir_all(&dir).ok();
-        assert_eq!(k.len(), 2);
+        assert_eq!(s.kernels.len(), 2);
+        let params = |k: &SourceKernel| -> Vec<(String, String, String)> {
+            k.params
+                .iter()
+                .map(|(n, t)| (n.clone(), rust_type(t), c_type(t)))
+                .collect()
+        };
         assert_eq!(
-            k[0].params,
+            params(&s.kernels[0]),
             vec![
                 ("x".into(), "SymPtr<i32>".into(), "int32_t*".into()),
                 ("n".into(), "u32".into(), "uint32_t".into())
             ]
         );
-        assert_eq!(k[1].name, "b");
+        assert_eq!(s.kernels[1].name, "b");
         assert_eq!(
-            k[1].params[0],
+            params(&s.kernels[1])[0],
             ("_0".into(), "*mut f32".into(), "float*".into())
         );
+        assert!(s.kernel("a", 2).is_some() && s.kernel("a", 3).is_none());
+        assert_eq!(s.structs.keys().collect::<Vec<_>>(), ["P", "T"]);
+        let names: Vec<&str> = s.structs["T"].fields.iter().map(|f| f.0.as_str()).collect();
+        assert_eq!(names, ["_0", "_1"]);
     }
 }

@@ -1,14 +1,46 @@
-//! The Rust toolchain that builds kernel crates, and its LLVM tools.
+//! The tools a kernel build runs, and where they come from:
+//! - the Rust toolchain that compiles kernel crates, pinned to
+//!   [`PINNED_TOOLCHAIN`] and installed through rustup when it is missing;
+//! - its LLVM tools (`llvm-link`, `opt`, `llc`, ...);
+//! - CUDA's `ptxas` and `nvlink`.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, io_err};
+use crate::settings::{self, Progress};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+
+/// The nightly that builds kernel crates: its NVPTX backend and LLVM 22.1
+/// read the bitcode of every supported NVSHMEM (3.4: clang 18; 3.8: clang 22).
+/// `NVSHMEM_RS_TOOLCHAIN` (or [`Builder::toolchain`](crate::Builder::toolchain)) overrides it.
+pub const PINNED_TOOLCHAIN: &str = "nightly-2026-05-20";
+
+/// The components the pipeline needs: `rust-src` for `-Zbuild-std=core`
+/// (nvptx64 has no prebuilt `core`), `llvm-tools` for `llvm-link`, `opt`, `llc`.
+pub const COMPONENTS: [&str; 2] = ["rust-src", "llvm-tools"];
+
+/// The LLVM tools the pipeline runs, from the `llvm-tools` component.
+const LLVM_TOOLS: [&str; 5] = ["llvm-link", "opt", "llc", "llvm-dis", "llvm-ar"];
+
+/// The command that installs `toolchain` with what the builder needs.
+///
+/// ```
+/// assert_eq!(
+///     nvshmem_builder::toolchain::install_command("nightly-2026-05-20"),
+///     "rustup toolchain install nightly-2026-05-20 --profile minimal -c rust-src -c llvm-tools"
+/// );
+/// ```
+pub fn install_command(toolchain: &str) -> String {
+    let components: Vec<String> = COMPONENTS.iter().map(|c| format!("-c {c}")).collect();
+    format!(
+        "rustup toolchain install {toolchain} --profile minimal {}",
+        components.join(" ")
+    )
+}
 
 /// A nightly Rust toolchain with `rust-src` and `llvm-tools`.
 ///
-/// Found by running `rustc` in the kernel crate's folder with the outer build's
-/// `RUSTC`/`RUSTUP_TOOLCHAIN` removed, so the kernel crate's own
-/// `rust-toolchain.toml` decides. Its binaries are then called by full path.
+/// Its binaries are called by full path, so neither the outer build's
+/// toolchain nor a `rust-toolchain.toml` changes which one builds kernels.
 #[derive(Clone, Debug)]
 pub struct Toolchain {
     /// `rustc --print sysroot`.
@@ -22,50 +54,159 @@ pub struct Toolchain {
 }
 
 impl Toolchain {
-    /// Detects the toolchain that `rustc` resolves to in `dir`, and checks it.
+    /// The toolchain kernel crates build with: `NVSHMEM_RS_TOOLCHAIN`, else
+    /// [`PINNED_TOOLCHAIN`]. When it (or a component) is missing, it is
+    /// installed with rustup, with a line on stderr; with
+    /// `NVSHMEM_RS_OFFLINE=1`, or without rustup, the error has the command.
     ///
     /// ```no_run
-    /// let tc = nvshmem_builder::toolchain::Toolchain::detect(".".as_ref())?;
+    /// let tc = nvshmem_builder::toolchain::Toolchain::pinned()?;
     /// println!("{} with LLVM {}", tc.rustc_version, tc.llvm_version);
     /// # Ok::<(), nvshmem_builder::Error>(())
     /// ```
-    pub fn detect(dir: &Path) -> Result<Self> {
-        let run = |args: &[&str]| -> Result<String> {
-            let mut cmd = Command::new("rustc");
-            cmd.args(args)
-                .current_dir(dir)
-                .env_remove("RUSTC")
-                .env_remove("RUSTUP_TOOLCHAIN");
-            let out = cmd.output().map_err(|source| Error::ToolNotRunnable {
-                program: "rustc".into(),
+    pub fn pinned() -> Result<Self> {
+        let name = settings::var("NVSHMEM_RS_TOOLCHAIN").unwrap_or_else(|| PINNED_TOOLCHAIN.into());
+        Self::ensure(&name, settings::offline()?, Progress::Stderr)
+    }
+
+    /// `name` (a rustup toolchain, or the path of a sysroot), installed
+    /// through rustup unless `offline`.
+    pub(crate) fn ensure(name: &str, offline: bool, progress: Progress) -> Result<Self> {
+        if name.contains('/') {
+            // A sysroot given by path: nothing to install, only to check.
+            return Self::at(Path::new(name));
+        }
+        let missing = |why: String| Error::ToolchainMissing {
+            toolchain: name.into(),
+            why,
+            command: install_command(name),
+        };
+        let Some(rustup) = find_rustup() else {
+            return Err(missing(
+                "rustup was not found (on PATH, in $CARGO_HOME/bin or ~/.cargo/bin); \
+                 without rustup, set NVSHMEM_RS_TOOLCHAIN to the sysroot of a nightly \
+                 with rust-src and llvm-tools"
+                    .into(),
+            ));
+        };
+        let what_is_missing = match installed_sysroot(&rustup, name) {
+            Some(sysroot) => match Self::at(&sysroot) {
+                Ok(tc) => return Ok(tc),
+                Err(e @ Error::NotNightly { .. }) => return Err(e),
+                Err(e) => e.to_string(),
+            },
+            None => format!("the toolchain {name} is not installed"),
+        };
+        if offline {
+            return Err(missing(format!(
+                "{what_is_missing}, and NVSHMEM_RS_OFFLINE=1 forbids installing it"
+            )));
+        }
+        // Two builds at once (two build scripts, or tests) install once.
+        let _lock = crate::wheels::lock(&format!("rustup-{name}"))?;
+        if let Some(tc) = installed_sysroot(&rustup, name).and_then(|s| Self::at(&s).ok()) {
+            return Ok(tc);
+        }
+        progress.say(&format!(
+            "{what_is_missing}: installing it (once): {}",
+            install_command(name)
+        ));
+        let started = std::time::Instant::now();
+        let mut cmd = Command::new(&rustup);
+        cmd.args(["toolchain", "install", name, "--profile", "minimal"]);
+        for c in COMPONENTS {
+            cmd.args(["-c", c]);
+        }
+        let out = cmd
+            .env_remove("RUSTUP_TOOLCHAIN")
+            .current_dir(std::env::temp_dir())
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|source| Error::ToolNotRunnable {
+                program: rustup.clone(),
                 source,
             })?;
+        if !out.status.success() {
+            return Err(missing(format!(
+                "{what_is_missing}, and installing it failed:\n{}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        progress.say(&format!(
+            "installed {name} in {:.0} s",
+            started.elapsed().as_secs_f64()
+        ));
+        let sysroot = installed_sysroot(&rustup, name)
+            .ok_or_else(|| missing("rustup installed it, but cannot find it".into()))?;
+        Self::at(&sysroot)
+    }
+
+    /// The toolchain whose sysroot is `sysroot`, checked.
+    pub fn at(sysroot: &Path) -> Result<Self> {
+        let rustc = || Command::new(sysroot.join("bin/rustc"));
+        Self::from_rustc(rustc, Some(sysroot.to_path_buf()))
+    }
+
+    /// The toolchain that `rustc` resolves to in `dir` (with the outer build's
+    /// `RUSTC`/`RUSTUP_TOOLCHAIN` removed, so a `rust-toolchain.toml` there
+    /// decides), checked. The builder itself uses [`Toolchain::pinned`].
+    ///
+    /// ```no_run
+    /// let tc = nvshmem_builder::toolchain::Toolchain::detect(".".as_ref())?;
+    /// # Ok::<(), nvshmem_builder::Error>(())
+    /// ```
+    pub fn detect(dir: &Path) -> Result<Self> {
+        let rustc = || {
+            let mut cmd = Command::new("rustc");
+            cmd.current_dir(dir)
+                .env_remove("RUSTC")
+                .env_remove("RUSTUP_TOOLCHAIN");
+            cmd
+        };
+        Self::from_rustc(rustc, None)
+    }
+
+    fn from_rustc(rustc: impl Fn() -> Command, sysroot: Option<PathBuf>) -> Result<Self> {
+        let ask = |args: &[&str]| -> Result<String> {
+            let mut cmd = rustc();
+            let program = PathBuf::from(cmd.get_program());
+            let out = cmd
+                .args(args)
+                .output()
+                .map_err(|source| Error::ToolNotRunnable {
+                    program: program.clone(),
+                    source,
+                })?;
             if !out.status.success() {
                 return Err(Error::ToolFailed {
                     tool: "rustc".into(),
-                    command: format!("rustc {}", args.join(" ")),
+                    command: format!("{} {}", program.display(), args.join(" ")),
                     status: out.status.to_string(),
                     stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
                 });
             }
             Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
         };
-        let verbose = run(&["-vV"])?;
+        let text = ask(&["-vV"])?;
         let field = |name: &str| {
-            verbose
-                .lines()
+            text.lines()
                 .find_map(|l| l.strip_prefix(name))
                 .map(|v| v.trim().to_string())
                 .unwrap_or_default()
         };
-        let rustc_version = verbose.lines().next().unwrap_or_default().to_string();
-        if !field("release:").contains("nightly") && !field("release:").contains("dev") {
+        let rustc_version = text.lines().next().unwrap_or_default().to_string();
+        let release = field("release:");
+        if !release.contains("nightly") && !release.contains("dev") {
             return Err(Error::NotNightly {
                 found: rustc_version,
             });
         }
+        let sysroot = match sysroot {
+            Some(s) => s,
+            None => PathBuf::from(ask(&["--print", "sysroot"])?),
+        };
         let tc = Toolchain {
-            sysroot: PathBuf::from(run(&["--print", "sysroot"])?),
+            sysroot,
             host: field("host:"),
             llvm_version: field("LLVM version:"),
             rustc_version,
@@ -97,7 +238,7 @@ impl Toolchain {
                 toolchain: self.name(),
             });
         }
-        for tool in ["llvm-link", "opt", "llc", "llvm-dis", "llvm-ar"] {
+        for tool in LLVM_TOOLS {
             self.llvm_tool(tool)?;
         }
         Ok(())
@@ -123,17 +264,13 @@ impl Toolchain {
 
     /// The major version of the LLVM the tools belong to.
     pub fn llvm_major(&self) -> u32 {
-        self.llvm_version
-            .split('.')
-            .next()
-            .and_then(|m| m.parse().ok())
-            .unwrap_or(0)
+        major(&self.llvm_version)
     }
 
     /// An LLVM tool from the `llvm-tools` component (`llvm-link`, `opt`, `llc`, ...).
     ///
     /// ```no_run
-    /// # let tc = nvshmem_builder::toolchain::Toolchain::detect(".".as_ref())?;
+    /// # let tc = nvshmem_builder::toolchain::Toolchain::pinned()?;
     /// let llc = tc.llvm_tool("llc")?;
     /// # Ok::<(), nvshmem_builder::Error>(())
     /// ```
@@ -157,5 +294,268 @@ impl Toolchain {
             .join("lib/rustlib")
             .join(&self.host)
             .join("bin")
+    }
+}
+
+fn major(version: &str) -> u32 {
+    version
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `rustup`: on `PATH`, else in `$CARGO_HOME/bin`, else `~/.cargo/bin`.
+fn find_rustup() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    on_path
+        .into_iter()
+        .chain(settings::var_os("CARGO_HOME").map(|h| PathBuf::from(h).join("bin")))
+        .chain(settings::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo/bin")))
+        .map(|d| d.join("rustup"))
+        .find(|p| p.is_file())
+}
+
+/// The sysroot of an installed rustup toolchain (never installs it).
+fn installed_sysroot(rustup: &Path, name: &str) -> Option<PathBuf> {
+    let out = Command::new(rustup)
+        .args(["which", "rustc", "--toolchain", name])
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env("RUSTUP_AUTO_INSTALL", "0")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let rustc = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    Some(rustc.parent()?.parent()?.to_path_buf())
+}
+
+/// The LLVM tools, resolved once: the toolchain's, or those of another folder.
+pub(crate) struct LlvmTools {
+    pub llvm_link: PathBuf,
+    pub llvm_dis: PathBuf,
+    pub llvm_ar: PathBuf,
+    pub opt: PathBuf,
+    pub llc: PathBuf,
+    /// `llvm-link --version`, such as `22.1.4`.
+    pub version: String,
+}
+
+impl LlvmTools {
+    pub(crate) fn new(tc: &Toolchain, dir: Option<&Path>) -> Result<Self> {
+        let find = |name: &str| -> Result<PathBuf> {
+            match dir {
+                Some(d) if d.join(name).exists() => Ok(d.join(name)),
+                Some(d) => Err(Error::LlvmToolsMissing {
+                    toolchain: tc.name(),
+                    dir: d.to_path_buf(),
+                    tool: name.into(),
+                }),
+                None => tc.llvm_tool(name),
+            }
+        };
+        let llvm_link = find("llvm-link")?;
+        // The toolchain's own tools are its LLVM; only another folder's need asking.
+        let version = match dir {
+            None => tc.llvm_version.clone(),
+            Some(_) => {
+                let out = Command::new(&llvm_link)
+                    .arg("--version")
+                    .output()
+                    .map_err(|source| Error::ToolNotRunnable {
+                        program: llvm_link.clone(),
+                        source,
+                    })?;
+                String::from_utf8_lossy(&out.stdout)
+                    .split_whitespace()
+                    .skip_while(|w| *w != "version")
+                    .nth(1)
+                    .unwrap_or(&tc.llvm_version)
+                    .to_string()
+            }
+        };
+        Ok(LlvmTools {
+            llvm_dis: find("llvm-dis")?,
+            llvm_ar: find("llvm-ar")?,
+            opt: find("opt")?,
+            llc: find("llc")?,
+            llvm_link,
+            version,
+        })
+    }
+
+    pub(crate) fn major(&self) -> u32 {
+        major(&self.version)
+    }
+}
+
+/// Runs a tool; on failure returns its stderr in the error, on success its stderr.
+/// `llvm-link`'s "Producer: 'LLVM22.1.8'" failures become [`Error::LlvmTooOld`].
+pub(crate) fn run(
+    tool: &str,
+    program: &Path,
+    tools_version: &str,
+    args: impl FnOnce(&mut Command),
+) -> Result<String> {
+    let mut cmd = Command::new(program);
+    args(&mut cmd);
+    let out = cmd.output().map_err(|source| Error::ToolNotRunnable {
+        program: program.to_path_buf(),
+        source,
+    })?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if out.status.success() {
+        return Ok(stderr);
+    }
+    if tool == "llvm-link"
+        && let Some(producer) = producer_from_error(&stderr)
+    {
+        let bitcode = cmd.get_args().last().map(PathBuf::from).unwrap_or_default();
+        return Err(Error::LlvmTooOld {
+            tools: tools_version.into(),
+            producer,
+            bitcode,
+        });
+    }
+    Err(Error::ToolFailed {
+        tool: tool.into(),
+        command: format!("{cmd:?}"),
+        status: out.status.to_string(),
+        stderr,
+    })
+}
+
+/// "... (Producer: 'LLVM22.1.8' Reader: 'LLVM 14.0.6')" → `22.1.8`.
+fn producer_from_error(stderr: &str) -> Option<String> {
+    let i = stderr.find("Producer: '")?;
+    let rest = &stderr[i + "Producer: '".len()..];
+    Some(
+        rest.split('\'')
+            .next()?
+            .trim_start_matches("LLVM")
+            .trim()
+            .to_string(),
+    )
+}
+
+/// The requirement of the pip wheel with `ptxas` and `nvlink`.
+pub const NVCC_WHEEL: &str = "nvidia-cuda-nvcc==13.0.*";
+
+/// A CUDA tool (`ptxas`, `nvlink`) inside an unpacked nvcc wheel or `site-packages`.
+fn in_wheel(root: &Path, tool: &str) -> [PathBuf; 2] {
+    [
+        root.join("nvidia/cu13/bin").join(tool),
+        root.join("nvidia/cuda_nvcc/bin").join(tool),
+    ]
+}
+
+/// Where `ptxas` is, in order: `PTXAS` (an error if it names no file), the
+/// `nvidia-cuda-nvcc` package `python3` has, the per-user cache, then
+/// `$CUDA_HOME/bin`, `PATH` and `/usr/local/cuda/bin`. `None` when none has it.
+pub(crate) fn find_ptxas() -> Result<Option<PathBuf>> {
+    find_cuda_tool("ptxas", "PTXAS")
+}
+
+/// `nvlink`: `NVLINK`, beside `ptxas` (both ship in the nvcc wheel and in
+/// CUDA's `bin/`), then the same places as `ptxas`.
+pub(crate) fn find_nvlink(ptxas: &Path) -> Result<Option<PathBuf>> {
+    if settings::var_os("NVLINK").is_none() && ptxas.with_file_name("nvlink").is_file() {
+        return Ok(Some(ptxas.with_file_name("nvlink")));
+    }
+    find_cuda_tool("nvlink", "NVLINK")
+}
+
+fn find_cuda_tool(tool: &str, var: &str) -> Result<Option<PathBuf>> {
+    if let Some(p) = settings::var_os(var) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(Some(p))
+        } else {
+            Err(Error::ToolNotRunnable {
+                program: p,
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("{var} names no file"),
+                ),
+            })
+        };
+    }
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    for site in nvshmem_types::install::python_site_packages() {
+        candidates.extend(in_wheel(&site, tool));
+    }
+    if let Some(cache) = nvshmem_types::install::cache_dir() {
+        candidates.extend(in_wheel(
+            &nvshmem_types::install::wheel_dir(&cache, NVCC_WHEEL),
+            tool,
+        ));
+    }
+    if let Some(home) = settings::var_os("CUDA_HOME") {
+        candidates.push(Path::new(&home).join("bin").join(tool));
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join(tool)));
+    }
+    candidates.push(Path::new("/usr/local/cuda/bin").join(tool));
+    Ok(candidates.into_iter().find(|p| p.is_file()))
+}
+
+/// `ptxas`, from the nvcc wheel (downloaded into the per-user cache) when
+/// [`find_ptxas`] finds none.
+pub(crate) fn ptxas_or_fetch(offline: bool, progress: Progress) -> Result<PathBuf> {
+    if let Some(p) = find_ptxas()? {
+        return Ok(p);
+    }
+    let dir = crate::wheels::ensure_with(NVCC_WHEEL, "ptxas and nvlink", offline, progress)?;
+    let path = in_wheel(&dir, "ptxas")
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or_else(|| Error::Io {
+            path: dir.join("nvidia/cu13/bin/ptxas"),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("the {NVCC_WHEEL} wheel has no ptxas"),
+            ),
+        })?;
+    Ok(path)
+}
+
+/// Makes every file in `dir` executable (wheels unpacked by Python's
+/// `zipfile` lose the mode bits).
+pub(crate) fn make_executable(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    for e in std::fs::read_dir(dir).map_err(io_err(dir))?.flatten() {
+        use std::os::unix::fs::PermissionsExt;
+        let p = e.path();
+        if p.is_file() {
+            let mut perm = std::fs::metadata(&p).map_err(io_err(&p))?.permissions();
+            perm.set_mode(perm.mode() | 0o755);
+            std::fs::set_permissions(&p, perm).map_err(io_err(&p))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_producer_from_llvm_errors() {
+        let e = "llvm-link: error: Opaque pointers are only supported in -opaque-pointers mode \
+                 (Producer: 'LLVM18.1.1' Reader: 'LLVM 14.0.6')";
+        assert_eq!(producer_from_error(e).as_deref(), Some("18.1.1"));
+        assert_eq!(producer_from_error("other"), None);
+    }
+
+    #[test]
+    fn the_install_command_names_the_components() {
+        let c = install_command(PINNED_TOOLCHAIN);
+        assert!(c.contains("-c rust-src -c llvm-tools"), "{c}");
     }
 }

@@ -6,55 +6,19 @@
 //! LLVM) prints `SKIPPED: <reason>`; with `NVSHMEM_RS_REQUIRE_ALL=1` (CI sets it)
 //! it fails instead.
 
-use nvshmem_builder::Version;
-use nvshmem_builder::install::{FindError, Installation, Query};
+mod common;
+
+use common::{builder, compile_header, installed, skip, target};
+use nvshmem_builder::install::FindError;
 use nvshmem_builder::{Builder, DeviceLink, Error};
-use std::path::{Path, PathBuf};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
-/// One target folder for every fixture, so `core` is built once.
-fn builder(name: &str) -> Builder {
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/nvshmem-kernels");
-    let out = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/builder-tests")
-        .join(name);
-    Builder::new(fixture(name)).target_dir(target).out_dir(out)
-}
-
-fn skip(reason: &str) {
-    if std::env::var_os("NVSHMEM_RS_REQUIRE_ALL").is_some_and(|v| v == "1") {
-        panic!("NVSHMEM_RS_REQUIRE_ALL=1 but: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-}
-
-fn installed(version: &str) -> Option<Version> {
-    let v: Version = version.parse().unwrap();
-    match Installation::find(
-        &Query::default()
-            .version(v)
-            .project_dir(env!("CARGO_MANIFEST_DIR")),
-    ) {
-        Ok(_) => Some(v),
-        Err(e) => {
-            skip(&format!(
-                "NVSHMEM {version} is not installed ({e}); run ./x setup"
-            ));
-            None
-        }
-    }
-}
+use std::path::Path;
 
 #[test]
 fn builds_linked_ptx_and_cubin_for_every_version_and_arch() {
     for (version, arch) in [
         ("3.4.5", "sm_90"),
         ("3.4.5", "sm_80"),
+        ("3.4.5", "sm_90a"),
         ("3.8.0", "sm_90"),
         ("3.8.0", "sm_100"),
     ] {
@@ -64,13 +28,11 @@ fn builds_linked_ptx_and_cubin_for_every_version_and_arch() {
         let out = builder("ok")
             .nvshmem_version(v)
             .arch(arch)
-            .require_ptxas(true)
             .build()
             .unwrap_or_else(|e| panic!("{version}/{arch}: {e}"));
         let ptx = std::fs::read_to_string(&out.ptx).unwrap();
-        let sm = arch.trim_start_matches("sm_");
         assert!(
-            ptx.contains(&format!(".target sm_{sm}")),
+            ptx.contains(&format!(".target {arch}")),
             "{version}/{arch}: wrong .target"
         );
         assert!(
@@ -193,7 +155,7 @@ fn missing_nvshmem_says_how_to_install_it() {
 
 #[test]
 fn bad_architectures_are_rejected() {
-    for bad in ["sm90", "sm_999", "sm_70"] {
+    for bad in ["sm90", "sm_999", "sm_70", "sm_80a", "sm_101"] {
         let e = builder("ok").arch(bad).build().unwrap_err();
         assert!(matches!(e, Error::InvalidArch { .. }), "{e:?}");
         assert!(e.to_string().contains("sm_80, sm_86"), "{e}");
@@ -235,7 +197,6 @@ fn both_device_link_modes_make_a_cubin() {
         let built = builder("ok")
             .out_dir(out)
             .nvshmem_version(v)
-            .require_ptxas(true)
             .device_link(mode)
             .build()
             .unwrap_or_else(|e| panic!("{mode}: {e}"));
@@ -313,7 +274,6 @@ fn coverage_kernels_build_for_both_versions() {
             .out_dir(out_dir)
             .nvshmem_version(v)
             .arch(arch)
-            .require_ptxas(true)
             .build()
             .unwrap_or_else(|e| panic!("{version}/{arch}: {e}"));
         let ptx = std::fs::read_to_string(&out.ptx).unwrap();
@@ -444,5 +404,157 @@ fn check_names_unresolved_externs() {
             assert!(e.to_string().contains("nvshmem_int_pp"), "{e}")
         }
         other => panic!("expected UnresolvedExterns, got {other:?}"),
+    }
+}
+
+/// A kernel crate with none of the boilerplate the builder supplies (no
+/// `#![no_std]`, no `#![feature(abi_ptx)]`, `crate-type = ["cdylib"]`, no
+/// panic profile) builds; its by-value `#[repr(C)]` struct parameters get
+/// named C types: field by field where every field has a C type, opaque
+/// bytes of the same size and alignment otherwise.
+#[test]
+fn struct_params_get_named_c_types() {
+    let Some(v) = installed("3.4.5") else { return };
+    let out = builder("structs")
+        .nvshmem_version(v)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let apply = out.manifest.kernel("apply").unwrap();
+    let params: Vec<(&str, &str, &str, u32, u32)> = apply
+        .params
+        .iter()
+        .map(|p| {
+            (
+                p.name.as_str(),
+                p.rust_type.as_str(),
+                p.c_type.as_str(),
+                p.size,
+                p.align,
+            )
+        })
+        .collect();
+    assert_eq!(
+        params,
+        [
+            ("job", "Job", "fixture_structs_job_t", 40, 8),
+            ("extra", "Scale", "fixture_structs_scale_t", 20, 4)
+        ]
+    );
+    let opaque = &out.manifest.kernel("opaque").unwrap().params[0];
+    assert_eq!(opaque.c_type, "fixture_structs_opaque_o_t");
+    let h = std::fs::read_to_string(&out.header).unwrap();
+    for want in [
+        "    fixture_structs_scale_t scale;\n    float* out;\n    uint64_t n;\n} fixture_structs_job_t;",
+        "    int32_t offset[3];\n    bool enabled;\n} fixture_structs_scale_t;",
+        "sizeof(fixture_structs_job_t) == 40",
+        "NVSHMEM_RS_ALIGNOF(fixture_structs_scale_t) == 4",
+        "NVSHMEM_RS_ALIGNAS(4) unsigned char bytes[12]; } fixture_structs_opaque_o_t;",
+        "CUstream stream, fixture_structs_job_t job, fixture_structs_scale_t extra)",
+    ] {
+        assert!(h.contains(want), "no `{want}` in\n{h}");
+    }
+}
+
+/// Every header the tests build (the fixtures' and a real kernel crate's)
+/// compiles as C99, C11, C++11 and C++17 with `-Wall -Wextra -Werror`,
+/// without the launch helpers and, when `cuda.h` is found (the
+/// `nvidia-cuda-runtime` wheel that `nvshmem-build setup` fetches), with
+/// them; so do all of them included together.
+#[test]
+fn generated_headers_compile_as_c_and_cpp() {
+    let Some(v) = installed("3.4.5") else { return };
+    let mut headers = Vec::new();
+    for name in ["ok", "structs"] {
+        headers.push(builder(name).nvshmem_version(v).build().unwrap().header);
+    }
+    let ring = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ring/kernel");
+    if ring.is_dir() {
+        let out = Builder::new(ring)
+            .target_dir(target().join("nvshmem-kernels"))
+            .out_dir(target().join("builder-tests/ring"))
+            .nvshmem_version(v)
+            .build()
+            .unwrap();
+        headers.push(out.header);
+    }
+    let all = target().join("builder-tests/all-headers.h");
+    let includes: String = headers
+        .iter()
+        .map(|h| format!("#include \"{}\"\n", h.display()))
+        .collect();
+    std::fs::write(&all, includes).unwrap();
+    headers.push(all);
+    let cuda = nvshmem_builder::wheels::cuda_include_dir();
+    if cuda.is_none() {
+        skip(
+            "no cuda.h (`nvshmem-build setup` fetches it): headers compiled without the launch helpers only",
+        );
+    }
+    for h in &headers {
+        let ran = compile_header(h, cuda.as_deref());
+        eprintln!("{}: {}", h.display(), ran.join(", "));
+    }
+}
+
+/// PTX-only output is asked for, never silent: no cubin, no figures.
+#[test]
+fn ptx_only_is_explicit() {
+    let Some(v) = installed("3.4.5") else { return };
+    let out = builder("ok")
+        .out_dir(target().join("builder-tests/ok-ptx-only"))
+        .nvshmem_version(v)
+        .ptx_only(true)
+        .build()
+        .unwrap();
+    assert!(out.cubin.is_none() && out.manifest.cubin.is_none());
+    assert!(out.manifest.kernels.iter().all(|k| k.registers.is_none()));
+    assert!(
+        std::fs::read_to_string(&out.ptx)
+            .unwrap()
+            .contains(".entry put_rank")
+    );
+}
+
+/// A kernel crate inside another workspace but not a member is refused
+/// before any build, with the fixes; a member whose kernels are written
+/// `extern "ptx-kernel"` by hand (which the host build cannot compile) too.
+#[test]
+fn a_kernel_crate_inside_another_workspace_is_named() {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("outer-workspace");
+    let kern = root.join("kern");
+    std::fs::create_dir_all(kern.join("src")).unwrap();
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[workspace]\nmembers = []\nresolver = \"3\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        kern.join("Cargo.toml"),
+        "[package]\nname = \"kern\"\nversion = \"0.0.0\"\nedition = \"2024\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        kern.join("src/lib.rs"),
+        "#![no_std]\n#[unsafe(no_mangle)]\npub unsafe extern \"ptx-kernel\" fn raw() {}\n",
+    )
+    .unwrap();
+    for members in ["[]", "[\"kern\"]"] {
+        std::fs::write(
+            root.join("Cargo.toml"),
+            format!("[workspace]\nmembers = {members}\nresolver = \"3\"\n"),
+        )
+        .unwrap();
+        let e = Builder::new(&kern).build().unwrap_err();
+        let msg = e.to_string();
+        if members == "[]" {
+            assert!(matches!(e, Error::KernelCrateInWorkspace { .. }), "{e:?}");
+            assert!(msg.contains("members") && msg.contains("exclude"), "{msg}");
+        } else {
+            assert!(matches!(e, Error::RawKernelsInWorkspace { .. }), "{e:?}");
+            assert!(
+                msg.contains("raw") && msg.contains("#[nvshmem_device::kernel]"),
+                "{msg}"
+            );
+        }
     }
 }

@@ -21,10 +21,14 @@ pub struct Arch {
     arch_specific: bool,
 }
 
-/// The architectures that the pinned LLVM, `ptxas` 13.0 and a supported
-/// NVSHMEM can all build for (CUDA 13 dropped everything below `sm_75`).
-/// `a` forms exist for 90 and above.
-pub const SUPPORTED_ARCHS: &[u32] = &[75, 80, 86, 87, 89, 90, 100, 103, 110, 120, 121];
+/// The architectures that both the pinned LLVM's NVPTX backend (22.1,
+/// `llc -mtriple=nvptx64 -mcpu=help`) and `ptxas` 13.0 (`ptxas --help`,
+/// `--gpu-name`) accept, checked by compiling a kernel for each through
+/// `llc` and `ptxas`. CUDA 13 dropped everything below `sm_75`; LLVM's
+/// `sm_101` is `sm_110` in CUDA 13, so ptxas refuses it. `a` forms exist for
+/// 90 and above. (Both also know the `f` family forms, `sm_100f` and up,
+/// which this type does not name.)
+pub const SUPPORTED_ARCHS: &[u32] = &[75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121];
 
 impl Arch {
     /// `sm_<number>`, if supported.
@@ -48,6 +52,31 @@ impl Arch {
     /// Whether this is an `a` architecture (`sm_90a`).
     pub const fn is_arch_specific(self) -> bool {
         self.arch_specific
+    }
+
+    /// The lowest PTX ISA version that can target this architecture, as
+    /// `major * 10 + minor` (`78` for PTX 7.8). Each was checked with the
+    /// pinned `llc` and `ptxas` 13.0: a lower `+ptxNN` fails for that arch.
+    ///
+    /// ```
+    /// use nvshmem_types::Arch;
+    /// assert_eq!("sm_90".parse::<Arch>().unwrap().min_ptx_isa(), 78);
+    /// assert_eq!("sm_90a".parse::<Arch>().unwrap().min_ptx_isa(), 80);
+    /// assert_eq!("sm_110".parse::<Arch>().unwrap().min_ptx_isa(), 90);
+    /// ```
+    pub const fn min_ptx_isa(self) -> u32 {
+        match (self.number, self.arch_specific) {
+            (90, true) => 80,
+            (0..=75, _) => 63,
+            (76..=80, _) => 70,
+            (81..=86, _) => 71,
+            (88, _) => 90,
+            (87..=99, _) => 78,
+            (100..=102, _) => 86,
+            (120, _) => 87,
+            (103 | 121, _) => 88,
+            _ => 90,
+        }
     }
 }
 
@@ -113,7 +142,7 @@ mod tests {
     #[test]
     fn parses_supported_and_refuses_the_rest() {
         for ok in [
-            "sm_75", "sm_80", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_120",
+            "sm_75", "sm_80", "sm_88", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_120",
         ] {
             assert_eq!(ok.parse::<Arch>().unwrap().to_string(), ok);
         }
@@ -126,6 +155,7 @@ mod tests {
             "sm_999",
             "sm_70",
             "sm_80a",
+            "sm_101",
         ] {
             assert!(bad.parse::<Arch>().is_err(), "{bad}");
         }

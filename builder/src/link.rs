@@ -1,0 +1,162 @@
+//! The link step: the kernel crate's bitcode, then `--only-needed` its
+//! dependencies' (core included) and the device libraries (NVSHMEM's
+//! `libnvshmem_device*.bc`, and any other a later step adds), into one
+//! LLVM module.
+
+use crate::error::{Error, Result, io_err};
+use crate::ir;
+use crate::toolchain::{LlvmTools, run};
+use std::path::{Path, PathBuf};
+
+/// Links `rlibs` (the kernel crate's last) with `libraries` in `work`;
+/// returns the linked module as text.
+pub(crate) fn link(
+    tools: &LlvmTools,
+    rlibs: &[PathBuf],
+    libraries: &[PathBuf],
+    work: &Path,
+) -> Result<String> {
+    let v = tools.version.as_str();
+    for lib in libraries {
+        check_producer(lib, tools, work)?;
+    }
+    let (kernel_objs, dep_objs) = extract_bitcode(tools, rlibs, &work.join("objects"))?;
+    let kernel_bc = work.join("kernel.bc");
+    run("llvm-link", &tools.llvm_link, v, |c| {
+        c.args(&kernel_objs).arg("-o").arg(&kernel_bc);
+    })?;
+    let deps_bc = link_deps_cached(tools, &dep_objs, &work.join("deps.bc"))?;
+    let linked_bc = work.join("linked.bc");
+    run("llvm-link", &tools.llvm_link, v, |c| {
+        c.arg(&kernel_bc)
+            .arg("--only-needed")
+            .arg(&deps_bc)
+            .args(libraries)
+            .arg("-o")
+            .arg(&linked_bc);
+    })?;
+    let linked_ll = work.join("linked.ll");
+    run("llvm-dis", &tools.llvm_dis, v, |c| {
+        c.arg(&linked_bc).arg("-o").arg(&linked_ll);
+    })?;
+    std::fs::read_to_string(&linked_ll).map_err(io_err(&linked_ll))
+}
+
+/// Links one more library `--only-needed` into the module [`link`] made in
+/// `work` (`linked.bc`); returns the new module as text.
+pub(crate) fn link_more(tools: &LlvmTools, work: &Path, library: &Path) -> Result<String> {
+    let v = tools.version.as_str();
+    check_producer(library, tools, work)?;
+    let (linked_bc, with_bc) = (work.join("linked.bc"), work.join("linked-more.bc"));
+    run("llvm-link", &tools.llvm_link, v, |c| {
+        c.arg(&linked_bc)
+            .arg("--only-needed")
+            .arg(library)
+            .arg("-o")
+            .arg(&with_bc);
+    })?;
+    let with_ll = work.join("linked-more.ll");
+    run("llvm-dis", &tools.llvm_dis, v, |c| {
+        c.arg(&with_bc).arg("-o").arg(&with_ll);
+    })?;
+    std::fs::read_to_string(&with_ll).map_err(io_err(&with_ll))
+}
+
+/// Extracts the bitcode objects of each rlib (cached by the rlib's identity).
+/// Returns (the kernel crate's objects, every dependency's objects).
+fn extract_bitcode(
+    tools: &LlvmTools,
+    rlibs: &[PathBuf],
+    cache: &Path,
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let mut per_rlib = Vec::new();
+    for rlib in rlibs {
+        let stem = rlib
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dir = cache.join(&stem);
+        // The stamp names the exact rlib extracted: the top-level crate's rlib
+        // has no hash in its name, and is rebuilt with other features for
+        // another NVSHMEM version, so "older than the stamp" is not enough.
+        let stamp = dir.join(".extracted");
+        let identity = crate::reuse::file_identity(rlib)?;
+        let fresh = std::fs::read_to_string(&stamp).is_ok_and(|s| s == identity);
+        if !fresh {
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+            run("llvm-ar", &tools.llvm_ar, &tools.version, |c| {
+                c.current_dir(&dir).arg("x").arg(rlib);
+            })?;
+            std::fs::write(&stamp, identity).map_err(io_err(&stamp))?;
+        }
+        let mut objs: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map_err(io_err(&dir))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| is_bitcode(p))
+            .collect();
+        objs.sort();
+        per_rlib.push(objs);
+    }
+    let kernel = per_rlib.pop().unwrap_or_default();
+    Ok((kernel, per_rlib.into_iter().flatten().collect()))
+}
+
+fn is_bitcode(p: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(p)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && magic == *b"BC\xC0\xDE"
+}
+
+fn mtime(p: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+/// Links every dependency object into one module, reusing it while no input changed.
+/// One module lets `--only-needed` pull in the whole closure of what the kernels use.
+fn link_deps_cached(tools: &LlvmTools, objs: &[PathBuf], out: &Path) -> Result<PathBuf> {
+    let list = out.with_extension("inputs");
+    let listing: String = objs.iter().map(|o| format!("{}\n", o.display())).collect();
+    let fresh = mtime(out).is_some_and(|t| objs.iter().all(|o| mtime(o).is_some_and(|m| m <= t)))
+        && std::fs::read_to_string(&list).is_ok_and(|l| l == listing);
+    if !fresh {
+        run("llvm-link", &tools.llvm_link, &tools.version, |c| {
+            c.args(objs).arg("-o").arg(out);
+        })?;
+        std::fs::write(&list, listing).map_err(io_err(&list))?;
+    }
+    Ok(out.to_path_buf())
+}
+
+/// Fails early, with the fix, when the tools' LLVM is older than the one
+/// that wrote a library's bitcode. The answer is kept in `work` per library
+/// file and tools version: the scan reads the whole file (30-50 MB).
+fn check_producer(bitcode: &Path, tools: &LlvmTools, work: &Path) -> Result<()> {
+    let identity = format!(
+        "{}{}\n",
+        crate::reuse::file_identity(bitcode)?,
+        tools.version
+    );
+    let stamp = work.join(format!(
+        "producer-ok-{:016x}",
+        crate::reuse::stable_hash(bitcode)
+    ));
+    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == identity) {
+        return Ok(());
+    }
+    let bytes = std::fs::read(bitcode).map_err(io_err(bitcode))?;
+    if let Some((major, producer)) = ir::bitcode_producer_major(&bytes)
+        && major > tools.major()
+    {
+        return Err(Error::LlvmTooOld {
+            tools: tools.version.clone(),
+            producer: format!("clang {producer}"),
+            bitcode: bitcode.into(),
+        });
+    }
+    std::fs::write(&stamp, identity).map_err(io_err(&stamp))
+}

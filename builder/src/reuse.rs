@@ -1,0 +1,125 @@
+//! Reusing the last build's outputs when none of its inputs changed, and
+//! writing outputs so that unchanged ones keep their modification time.
+
+use crate::builder::BuildOutput;
+use crate::error::{Result, io_err};
+use crate::manifest::{MANIFEST_FORMAT, Manifest};
+use nvshmem_types::install::Installation;
+use std::path::{Path, PathBuf};
+
+/// Everything after `cargo build` is a pure function of what this key
+/// describes: the exact rlibs and device libraries (path, size, mtime), the
+/// tools, the settings and the builder's own version.
+pub(crate) struct Key(pub String);
+
+impl Key {
+    /// Starts a key with the settings, one `name value` line each.
+    pub(crate) fn new(settings: &[(&str, String)]) -> Self {
+        let mut key = format!("nvshmem-builder {}\n", env!("CARGO_PKG_VERSION"));
+        for (name, value) in settings {
+            key += &format!("{name} {value}\n");
+        }
+        Key(key)
+    }
+
+    /// Adds a file's identity.
+    pub(crate) fn file(&mut self, path: &Path) -> Result<()> {
+        self.0 += &file_identity(path)?;
+        Ok(())
+    }
+}
+
+/// FNV-1a of a path: a stable name for a cache file.
+pub(crate) fn stable_hash(path: &Path) -> u64 {
+    path.as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        })
+}
+
+/// `path size mtime`, one line: changes whenever the file is rewritten.
+pub(crate) fn file_identity(path: &Path) -> Result<String> {
+    let m = std::fs::metadata(path).map_err(io_err(path))?;
+    Ok(format!(
+        "{} {} {:?}\n",
+        path.display(),
+        m.len(),
+        m.modified().ok()
+    ))
+}
+
+/// The file in `work` that records the key of the last build into `out_dir`.
+/// One per output folder: builds of the same crate into two folders (the
+/// root build and the builder tests) share the work folder, and one shared
+/// key would make each undo the other's reuse.
+pub(crate) fn key_path(work: &Path, out_dir: &Path) -> PathBuf {
+    work.join(format!("inputs-{:016x}.key", stable_hash(out_dir)))
+}
+
+/// The identity of every file a build wrote to `out_dir`, so that a reuse
+/// notices outputs deleted or edited since.
+fn outputs_identity(out_dir: &Path, manifest: &Manifest) -> Result<String> {
+    let name = &manifest.crate_name;
+    let mut files = vec![
+        out_dir.join(format!("{name}.ptx")),
+        out_dir.join(format!("{name}.json")),
+        out_dir.join(format!("{name}.h")),
+    ];
+    files.extend(manifest.cubin.as_ref().map(|c| out_dir.join(c)));
+    let mut s = String::from("outputs\n");
+    for f in files {
+        s += &file_identity(&f)?;
+    }
+    Ok(s)
+}
+
+/// Records that `out_dir`'s outputs came from the inputs `key`.
+pub(crate) fn record(
+    key_path: &Path,
+    key: &Key,
+    out_dir: &Path,
+    manifest: &Manifest,
+) -> Result<()> {
+    let outputs = outputs_identity(out_dir, manifest)?;
+    std::fs::write(key_path, format!("{}{outputs}", key.0)).map_err(io_err(key_path))
+}
+
+/// The last build's outputs, if its inputs were exactly `key` and its outputs
+/// are still as it wrote them.
+pub(crate) fn reuse(
+    key_path: &Path,
+    key: &Key,
+    out_dir: &Path,
+    crate_name: &str,
+    nv: &Installation,
+) -> Option<BuildOutput> {
+    let stored = std::fs::read_to_string(key_path).ok()?;
+    let outputs = stored.strip_prefix(key.0.as_str())?;
+    let manifest_path = out_dir.join(format!("{crate_name}.json"));
+    let manifest: Manifest = serde_json::from_slice(&std::fs::read(&manifest_path).ok()?).ok()?;
+    if manifest.format != MANIFEST_FORMAT || outputs_identity(out_dir, &manifest).ok()? != outputs {
+        return None;
+    }
+    Some(BuildOutput {
+        ptx: out_dir.join(&manifest.ptx),
+        cubin: manifest.cubin.as_ref().map(|c| out_dir.join(c)),
+        manifest_path,
+        header: out_dir.join(format!("{crate_name}.h")),
+        manifest,
+        nvshmem: nv.clone(),
+        sources: Vec::new(),
+        timings: Vec::new(),
+    })
+}
+
+/// Writes only when the contents differ, so dependents don't rebuild needlessly.
+pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
+    if std::fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io_err(path))
+}

@@ -1,0 +1,104 @@
+//! What the builder's integration tests share.
+#![allow(dead_code)]
+
+use nvshmem_builder::Builder;
+use nvshmem_builder::Version;
+use nvshmem_builder::install::{Installation, Query};
+use std::path::{Path, PathBuf};
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// The workspace's target folder.
+pub fn target() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target")
+}
+
+/// One target folder for every fixture, so `core` is built once.
+pub fn builder(name: &str) -> Builder {
+    Builder::new(fixture(name))
+        .target_dir(target().join("nvshmem-kernels"))
+        .out_dir(target().join("builder-tests").join(name))
+}
+
+pub fn require_all() -> bool {
+    std::env::var_os("NVSHMEM_RS_REQUIRE_ALL").is_some_and(|v| v == "1")
+}
+
+/// Prints `SKIPPED: <reason>`; fails instead under `NVSHMEM_RS_REQUIRE_ALL=1`.
+pub fn skip(reason: &str) {
+    if require_all() {
+        panic!("NVSHMEM_RS_REQUIRE_ALL=1 but: {reason}");
+    }
+    eprintln!("SKIPPED: {reason}");
+}
+
+/// The version, when it is installed where the builder looks.
+pub fn installed(version: &str) -> Option<Version> {
+    let v: Version = version.parse().unwrap();
+    match Installation::find(&Query::default().version(v)) {
+        Ok(_) => Some(v),
+        Err(e) => {
+            skip(&format!(
+                "NVSHMEM {version} is not installed ({e}); `nvshmem-build setup` fills the cache"
+            ));
+            None
+        }
+    }
+}
+
+/// Compiles a generated header with gcc as C99 and C11 and with g++ as
+/// C++11 and C++17 (`-Wall -Wextra -Werror -fsyntax-only`): without the
+/// launch helpers, and with them when `cuda_include` has `cuda.h`.
+/// Returns the compilations that ran; panics on the first failure.
+pub fn compile_header(header: &Path, cuda_include: Option<&Path>) -> Vec<String> {
+    let mut ran = Vec::new();
+    let modes: Vec<Option<&Path>> = std::iter::once(None)
+        .chain(cuda_include.map(Some))
+        .collect();
+    for (compiler, lang, stds) in [
+        ("gcc", "c", ["c99", "c11"]),
+        ("g++", "c++", ["c++11", "c++17"]),
+    ] {
+        for std in stds {
+            for include in &modes {
+                let mut cmd = std::process::Command::new(compiler);
+                cmd.arg(format!("-std={std}")).args([
+                    "-Wall",
+                    "-Wextra",
+                    "-Werror",
+                    "-fsyntax-only",
+                    "-x",
+                    lang,
+                ]);
+                match include {
+                    None => cmd.arg("-DNVSHMEM_RS_NO_LAUNCH_HELPERS"),
+                    Some(dir) => cmd.arg(format!("-I{}", dir.display())),
+                };
+                let out = cmd
+                    .arg(header)
+                    .output()
+                    .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
+                let what = format!(
+                    "{compiler} -std={std} {}",
+                    if include.is_some() {
+                        "with cuda.h"
+                    } else {
+                        "without launch helpers"
+                    }
+                );
+                assert!(
+                    out.status.success(),
+                    "{what} rejects {}:\n{}",
+                    header.display(),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                ran.push(what);
+            }
+        }
+    }
+    ran
+}
