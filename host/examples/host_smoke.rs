@@ -4,8 +4,8 @@
 //! non-zero on any failure.
 //!
 //! One PE:    cargo run -p nvshmem-host --example host_smoke
-//! N PEs:     nvshmem-run -n 2 target/debug/examples/host_smoke
-//! (3 or more PEs on one GPU need CUDA MPS; see shared/GPU.md.)
+//! N PEs:     nvshmem-run -n 2 -- target/debug/examples/host_smoke
+//! (3 or more PEs on one GPU need CUDA MPS: nvshmem-run --mps -n 4 ...)
 
 use nvshmem_host::{Cmp, Error, Nvshmem, Pe, SignalOp, SymBuffer};
 use std::fmt::Display;
@@ -53,7 +53,7 @@ fn value(pe: u32, i: usize) -> u32 {
 }
 
 fn main() -> ExitCode {
-    let nv = match Nvshmem::builder().symmetric_size(512 << 20).init() {
+    let nv = match Nvshmem::options().symmetric_size(512 << 20).init() {
         Ok(nv) => nv,
         Err(e) => {
             println!("PE ?  | FAIL | {:<34} | {e}", "init");
@@ -337,7 +337,7 @@ fn main() -> ExitCode {
     );
     t.row(
         "team_n_pes(Node)",
-        nv.team_n_pes(nvshmem_host::Team::Node)
+        nv.team_n_pes(nvshmem_host::Team::NODE)
             .map_err(fail)
             .and_then(|n| check(n >= 1 && n <= n_pes, format!("{n}"), || format!("{n}"))),
     );
