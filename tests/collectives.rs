@@ -661,16 +661,16 @@ fn on_stream(pe: &mut TestPe) -> TestResult {
                     a_src.view(..n * size)?,
                     a_dst.view(..n * size)?,
                 );
-                nv.team_broadcast_on_stream(s, team, &dst, &src, Pe::new(root))?;
-                nv.team_fcollect_on_stream(s, team, &all, &src)?;
-                nv.team_alltoall_on_stream(s, team, &a_dst, &a_src)?;
+                nv.broadcast_on_stream(s, team, &dst, &src, Pe::new(root))?;
+                nv.fcollect_on_stream(s, team, &all, &src)?;
+                nv.alltoall_on_stream(s, team, &a_dst, &a_src)?;
                 nv.team_barrier_on_stream(s, team)?;
                 nv.team_sync_on_stream(s, team)?;
                 nv.synchronize(s)?;
                 let r = t.rank(me);
                 record(
                     f,
-                    format!("team_broadcast_on_stream on {}, n={n}", t.name),
+                    format!("broadcast_on_stream on {}, n={n}", t.name),
                     check_eq(
                         "broadcast",
                         &dst.to_vec(s)?,
@@ -680,7 +680,7 @@ fn on_stream(pe: &mut TestPe) -> TestResult {
                 let want: Vec<i32> = t.members.iter().flat_map(|&p| input::<i32>(p, n)).collect();
                 record(
                     f,
-                    format!("team_fcollect_on_stream on {}, n={n}", t.name),
+                    format!("fcollect_on_stream on {}, n={n}", t.name),
                     check_eq("fcollect", &all.to_vec(s)?, &want),
                 );
                 let want: Vec<u8> = t
@@ -690,7 +690,7 @@ fn on_stream(pe: &mut TestPe) -> TestResult {
                     .collect();
                 record(
                     f,
-                    format!("team_alltoall_on_stream on {}, n={n}", t.name),
+                    format!("alltoall_on_stream on {}, n={n}", t.name),
                     check_eq("alltoall", &a_dst.to_vec(s)?, &want),
                 );
             }

@@ -7,7 +7,7 @@
 //! N PEs:     nvshmem-run -n 2 -- target/debug/examples/host_smoke
 //! (3 or more PEs on one GPU need CUDA MPS: nvshmem-run --mps -n 4 ...)
 
-use nvshmem_host::{Cmp, Error, Nvshmem, Pe, SignalOp, SymBuffer};
+use nvshmem_host::{Cmp, Error, Nvshmem, Pe, SignalOp, SymBuffer, Team};
 use std::fmt::Display;
 use std::process::ExitCode;
 
@@ -256,7 +256,7 @@ fn main() -> ExitCode {
     };
     let bcast = (|| -> Result<bool, Error> {
         nv.barrier_all_on_stream(&stream)?;
-        nv.broadcast_on_stream(&stream, &dst, &src, Pe::new(0))?;
+        nv.broadcast_on_stream(&stream, Team::WORLD, &dst, &src, Pe::new(0))?;
         nv.barrier_all_on_stream(&stream)?;
         Ok(dst
             .to_vec(&stream)?
@@ -285,7 +285,7 @@ fn main() -> ExitCode {
                 reason: e.to_string(),
             })?,
         );
-        nv.fcollect_on_stream(&stream, all, mine)?;
+        nv.fcollect_on_stream(&stream, Team::WORLD, all, mine)?;
         nv.barrier_all_on_stream(&stream)?;
         let got = all.to_vec(&stream)?;
         Ok(got

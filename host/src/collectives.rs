@@ -11,7 +11,7 @@ use crate::sys::{NvshmemLib, cudaStream_t, nvshmem_team_t};
 use crate::team::AsTeam;
 use bytemuck::Pod;
 use cudarc::driver::CudaStream;
-use nvshmem_types::{Pe, ReduceOp, Team};
+use nvshmem_types::{Pe, ReduceOp};
 use std::ffi::{c_int, c_void};
 
 /// A `nvshmemx_*mem_on_stream` collective of the table: its name and function.
@@ -30,41 +30,37 @@ const FCOLLECT: MemCollective = (
     "nvshmemx_fcollectmem_on_stream",
     NvshmemLib::nvshmemx_fcollectmem_on_stream,
 );
+/// A `nvshmemx_*_on_stream` barrier or sync of a team: its name and function.
+type TeamOnStream = (
+    &'static str,
+    unsafe fn(&NvshmemLib, nvshmem_team_t, cudaStream_t) -> c_int,
+);
+const BARRIER: TeamOnStream = (
+    "nvshmemx_barrier_on_stream",
+    NvshmemLib::nvshmemx_barrier_on_stream,
+);
+const TEAM_SYNC: TeamOnStream = (
+    "nvshmemx_team_sync_on_stream",
+    NvshmemLib::nvshmemx_team_sync_on_stream,
+);
 const ALLTOALL: MemCollective = (
     "nvshmemx_alltoallmem_on_stream",
     NvshmemLib::nvshmemx_alltoallmem_on_stream,
 );
 
 impl Nvshmem {
-    /// `nvshmemx_broadcastmem_on_stream` over every PE: `root`'s `src` lands in
-    /// every PE's `dst` (same length). **Collective.** See
-    /// [`Nvshmem::team_broadcast_on_stream`] for other teams.
-    ///
-    /// Refused with [`Error::Unsupported`] in limited MPG ([`Nvshmem::limited_mpg`]:
-    /// several PEs on one GPU without MPS), where NVSHMEM would end the process.
-    pub fn broadcast_on_stream<T: Pod>(
-        &self,
-        stream: &CudaStream,
-        dst: &impl AsSymView<T>,
-        src: &impl AsSymView<T>,
-        root: Pe,
-    ) -> Result<()> {
-        self.team_broadcast_on_stream(stream, Team::WORLD, dst, src, root)
-    }
-
     /// `nvshmemx_broadcastmem_on_stream` over `team`: the team's PE `root`'s
     /// `src` lands in `dst` on every PE of the team (same length).
-    /// **Collective over the team.** Refused in limited MPG, as
-    /// [`Nvshmem::broadcast_on_stream`].
+    /// **Collective over the team.**
     ///
     /// ```no_run
     /// use nvshmem_host::{Pe, Team};
     /// # let nv = nvshmem_host::Nvshmem::init()?;
     /// # let (src, dst) = (nv.alloc_from(&[1u32; 7])?, nv.alloc_zeroed::<u32>(7)?);
-    /// nv.team_broadcast_on_stream(nv.stream(), Team::NODE, &dst, &src, Pe::new(0))?;
+    /// nv.broadcast_on_stream(nv.stream(), Team::NODE, &dst, &src, Pe::new(0))?;
     /// # Ok::<(), nvshmem_host::Error>(())
     /// ```
-    pub fn team_broadcast_on_stream<T: Pod>(
+    pub fn broadcast_on_stream<T: Pod>(
         &self,
         stream: &CudaStream,
         team: impl AsTeam,
@@ -99,33 +95,10 @@ impl Nvshmem {
         nvshmem_status("nvshmemx_broadcastmem_on_stream", status)
     }
 
-    /// `nvshmemx_fcollectmem_on_stream` over every PE: each PE's `src` lands
-    /// at offset `pe * src.len()` of every PE's `dst` (`n_pes * src.len()`
-    /// elements). **Collective.** See [`Nvshmem::team_fcollect_on_stream`].
-    ///
-    /// Refused with [`Error::Unsupported`] in limited MPG ([`Nvshmem::limited_mpg`]:
-    /// several PEs on one GPU without MPS), where NVSHMEM would end the process.
-    ///
-    /// ```no_run
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// let mine = nv.alloc_from(&[nv.my_pe().index(); 4])?;
-    /// let all = nv.alloc_zeroed::<u32>(4 * nv.n_pes() as usize)?;
-    /// nv.fcollect_on_stream(nv.stream(), &all, &mine)?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
-    pub fn fcollect_on_stream<T: Pod>(
-        &self,
-        stream: &CudaStream,
-        dst: &impl AsSymView<T>,
-        src: &impl AsSymView<T>,
-    ) -> Result<()> {
-        self.team_fcollect_on_stream(stream, Team::WORLD, dst, src)
-    }
-
     /// `nvshmemx_fcollectmem_on_stream` over `team`: the `src` of the team's
     /// PE `i` lands at offset `i * src.len()` of `dst` on every member
     /// (`team_n_pes * src.len()` elements). **Collective over the team.**
-    pub fn team_fcollect_on_stream<T: Pod>(
+    pub fn fcollect_on_stream<T: Pod>(
         &self,
         stream: &CudaStream,
         team: impl AsTeam,
@@ -140,21 +113,6 @@ impl Nvshmem {
         unsafe { self.mem_collective(stream, team, dst, src, FCOLLECT, blocks) }
     }
 
-    /// `nvshmemx_alltoallmem_on_stream` over every PE: block `j` of PE `i`'s
-    /// `src` lands in block `i` of PE `j`'s `dst`; both hold `n_pes` blocks of
-    /// equal size. **Collective.** See [`Nvshmem::team_alltoall_on_stream`].
-    ///
-    /// Refused with [`Error::Unsupported`] in limited MPG ([`Nvshmem::limited_mpg`]:
-    /// several PEs on one GPU without MPS), where NVSHMEM would end the process.
-    pub fn alltoall_on_stream<T: Pod>(
-        &self,
-        stream: &CudaStream,
-        dst: &impl AsSymView<T>,
-        src: &impl AsSymView<T>,
-    ) -> Result<()> {
-        self.team_alltoall_on_stream(stream, Team::WORLD, dst, src)
-    }
-
     /// `nvshmemx_alltoallmem_on_stream` over `team`: block `j` of the `src` of
     /// the team's PE `i` lands in block `i` of the `dst` of its PE `j`; both
     /// hold `team_n_pes` equal blocks. **Collective over the team.**
@@ -164,10 +122,10 @@ impl Nvshmem {
     /// let team = nvshmem_host::Team::NODE;
     /// let n = nv.team_n_pes(team)? as usize;
     /// let (src, dst) = (nv.alloc_zeroed::<u16>(5 * n)?, nv.alloc_zeroed::<u16>(5 * n)?);
-    /// nv.team_alltoall_on_stream(nv.stream(), team, &dst, &src)?;
+    /// nv.alltoall_on_stream(nv.stream(), team, &dst, &src)?;
     /// # Ok::<(), nvshmem_host::Error>(())
     /// ```
-    pub fn team_alltoall_on_stream<T: Pod>(
+    pub fn alltoall_on_stream<T: Pod>(
         &self,
         stream: &CudaStream,
         team: impl AsTeam,
@@ -341,36 +299,26 @@ impl Nvshmem {
 
     /// `nvshmemx_barrier_on_stream` over `team`: a barrier among its PEs, with
     /// their puts complete. **Collective over the team.**
-    ///
-    /// Refused with [`Error::Unsupported`] in limited MPG ([`Nvshmem::limited_mpg`]:
-    /// several PEs on one GPU without MPS), where NVSHMEM would end the process.
     pub fn team_barrier_on_stream(&self, stream: &CudaStream, team: impl AsTeam) -> Result<()> {
-        let (t, _) = self.enter_team(stream, &team, "team_barrier_on_stream")?;
-        // SAFETY: a live team and a stream of this context.
-        let status = unsafe {
-            self.inner
-                .lib
-                .raw()
-                .nvshmemx_barrier_on_stream(t, stream.cu_stream())
-        };
-        nvshmem_status("nvshmemx_barrier_on_stream", status)
+        self.team_on_stream(stream, team, BARRIER)
     }
 
     /// `nvshmemx_team_sync_on_stream`: a sync among `team`'s PEs.
     /// **Collective over the team.**
-    ///
-    /// Refused with [`Error::Unsupported`] in limited MPG ([`Nvshmem::limited_mpg`]:
-    /// several PEs on one GPU without MPS), where NVSHMEM would end the process.
     pub fn team_sync_on_stream(&self, stream: &CudaStream, team: impl AsTeam) -> Result<()> {
-        let (t, _) = self.enter_team(stream, &team, "team_sync_on_stream")?;
-        // SAFETY: as above.
-        let status = unsafe {
-            self.inner
-                .lib
-                .raw()
-                .nvshmemx_team_sync_on_stream(t, stream.cu_stream())
-        };
-        nvshmem_status("nvshmemx_team_sync_on_stream", status)
+        self.team_on_stream(stream, team, TEAM_SYNC)
+    }
+
+    fn team_on_stream(
+        &self,
+        stream: &CudaStream,
+        team: impl AsTeam,
+        (name, call): TeamOnStream,
+    ) -> Result<()> {
+        let (t, _) = self.enter_team(stream, &team, name)?;
+        // SAFETY: a live team and a stream of this context.
+        let status = unsafe { call(self.inner.lib.raw(), t, stream.cu_stream()) };
+        nvshmem_status(name, status)
     }
 }
 

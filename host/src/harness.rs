@@ -3,7 +3,7 @@
 //! A test is a function that runs on every PE with NVSHMEM initialized, and a
 //! list of PE counts. [`main`] is a test binary's whole `main` (use
 //! `harness = false` in `Cargo.toml`): it starts each test on each PE count
-//! through the [launcher](crate::launcher), collects every PE's verdict, and
+//! through the [`launcher`], collects every PE's verdict, and
 //! prints one line per run and a summary `N passed, N failed, N skipped`.
 //!
 //! ```no_run

@@ -9,7 +9,7 @@ use cudarc::driver::{CudaStream, result, sys};
 use nvshmem_types::manifest::KernelInfo;
 use std::rc::Rc;
 
-/// A kernel of a loaded [`Module`] (which it keeps loaded).
+/// A kernel of a loaded [`Module`](crate::Module) (which it keeps loaded).
 ///
 /// Launching is `unsafe`: the runtime checks the arguments' count and sizes
 /// against the manifest, the launch shape, the stream, and co-residency for

@@ -3,7 +3,7 @@
 //!
 //! # Where the library comes from
 //! The first match wins:
-//! 1. [`LibraryRequest::home`] (from [`Builder::nvshmem_home`](crate::Builder::nvshmem_home));
+//! 1. [`LibraryRequest::home`] (from [`InitOptions::nvshmem_home`](crate::InitOptions::nvshmem_home));
 //! 2. the `NVSHMEM_HOME` environment variable at run time (an error if it does not
 //!    hold NVSHMEM: it is never skipped silently);
 //! 3. the library found when this crate was built (`host/build.rs` runs the
@@ -543,6 +543,25 @@ mod tests {
         );
     }
 
+    /// Every supported version's library in the project cache, opened
+    /// (without registering it as the process's library).
+    fn bundled_libraries() -> Vec<(String, HostLibrary)> {
+        let mut libs = Vec::new();
+        for info in nvshmem_types::SUPPORTED_VERSIONS {
+            let v = info.version.to_string();
+            let path = repo_deps(&v).join("lib/libnvshmem_host.so.3");
+            if path.is_file() {
+                libs.push((
+                    v,
+                    HostLibrary::open(&path, LibrarySource::Explicit).unwrap(),
+                ));
+            } else {
+                eprintln!("SKIPPED: {} is missing (run ./x setup)", path.display());
+            }
+        }
+        libs
+    }
+
     /// Looks up both typed reductions of `O` over `T`; counts them.
     fn has_reduce<T, O: nvshmem_types::ReduceOp<T>>(lib: &HostLibrary, n: &mut usize) {
         for kind in ["reduce", "reducescatter"] {
@@ -567,14 +586,7 @@ mod tests {
                 $($( has_reduce::<$t, $op>($lib, $n); )*)*
             };
         }
-        for info in nvshmem_types::SUPPORTED_VERSIONS {
-            let v = info.version.to_string();
-            let path = repo_deps(&v).join("lib/libnvshmem_host.so.3");
-            if !path.is_file() {
-                eprintln!("SKIPPED: {} is missing (run ./x setup)", path.display());
-                continue;
-            }
-            let lib = HostLibrary::open(&path, LibrarySource::Explicit).unwrap();
+        for (_, lib) in bundled_libraries() {
             let mut n = 0;
             each_pair! { &lib, &mut n;
                 And: [i8, i16, i32, i64, u8, u16, u32, u64, usize];
@@ -591,14 +603,7 @@ mod tests {
 
     #[test]
     fn both_bundled_versions_load_and_report_their_version() {
-        for info in nvshmem_types::SUPPORTED_VERSIONS {
-            let v = info.version.to_string();
-            let path = repo_deps(&v).join("lib/libnvshmem_host.so.3");
-            if !path.is_file() {
-                eprintln!("SKIPPED: {} is missing (run ./x setup)", path.display());
-                continue;
-            }
-            let lib = HostLibrary::open(&path, LibrarySource::Explicit).unwrap();
+        for (v, lib) in bundled_libraries() {
             assert_eq!(lib.version().to_string(), v);
             assert_eq!(lib.bindings_version().to_string(), v);
             assert!(!lib.is_initialized());

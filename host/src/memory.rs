@@ -79,6 +79,17 @@ impl<T> std::fmt::Debug for DevicePtr<T> {
     }
 }
 
+/// `Name<T>(address, len N)`.
+fn debug_sym<T>(
+    f: &mut std::fmt::Formatter<'_>,
+    name: &str,
+    ptr: *mut T,
+    len: usize,
+) -> std::fmt::Result {
+    let t = std::any::type_name::<T>();
+    write!(f, "{name}<{t}>({ptr:p}, len {len})")
+}
+
 /// `len` elements of `T` as bytes, or an error when that overflows.
 pub(crate) fn byte_len<T>(len: usize) -> Result<usize> {
     let size = std::mem::size_of::<T>();
@@ -146,13 +157,7 @@ pub struct SymBuffer<T: Pod> {
 
 impl<T: Pod> std::fmt::Debug for SymBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "SymBuffer<{}>({:p}, len {})",
-            std::any::type_name::<T>(),
-            self.ptr,
-            self.len
-        )
+        debug_sym::<T>(f, "SymBuffer", self.ptr, self.len)
     }
 }
 
@@ -180,13 +185,7 @@ impl<T: Pod> Copy for SymView<'_, T> {}
 
 impl<T: Pod> std::fmt::Debug for SymView<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "SymView<{}>({:p}, len {})",
-            std::any::type_name::<T>(),
-            self.ptr,
-            self.len
-        )
+        debug_sym::<T>(f, "SymView", self.ptr, self.len)
     }
 }
 

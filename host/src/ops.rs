@@ -6,7 +6,6 @@
 use crate::error::{Error, Result};
 use crate::memory::{AsSymView, SymView};
 use crate::nvshmem::Nvshmem;
-use crate::sys::NvshmemLib;
 use bytemuck::Pod;
 use cudarc::driver::CudaStream;
 use nvshmem_types::{Cmp, Pe, SignalOp};
@@ -100,6 +99,46 @@ macro_rules! rma_on_stream {
     )*};
 }
 
+/// Generates the put-with-signal variants: put `src` into `pe`'s `dst`, then
+/// update `pe`'s one-word `signal`.
+macro_rules! put_signal_on_stream {
+    ($($(#[$doc:meta])* $name:ident => $ffi:ident;)*) => {$(
+        $(#[$doc])*
+        #[allow(clippy::too_many_arguments)]
+        pub fn $name<T: Pod>(
+            &self,
+            stream: &CudaStream,
+            dst: &impl AsSymView<T>,
+            src: &impl AsSymView<T>,
+            signal: &impl AsSymView<u64>,
+            value: u64,
+            op: SignalOp,
+            pe: Pe,
+        ) -> Result<()> {
+            const WHAT: &str = stringify!($name);
+            enter_on(self, stream, WHAT)?;
+            self.inner.check_pe(pe)?;
+            let (dst, src) = (own(self, dst.as_sym_view(), WHAT)?, own(self, src.as_sym_view(), WHAT)?);
+            same_len(WHAT, &dst, &src)?;
+            let sig = signal_word(self, signal, WHAT)?;
+            // SAFETY: symmetric ranges of equal length, a symmetric u64, a valid PE.
+            unsafe {
+                self.inner.lib.raw().$ffi(
+                    dst.raw().cast(),
+                    src.raw().cast(),
+                    dst.size_bytes(),
+                    sig.raw(),
+                    value,
+                    op.to_c(),
+                    pe.to_c(),
+                    stream.cu_stream(),
+                )
+            };
+            Ok(())
+        }
+    )*};
+}
+
 impl Nvshmem {
     collective_on_stream! {
         /// `nvshmemx_barrier_all_on_stream`: when the stream reaches it, waits
@@ -142,108 +181,26 @@ impl Nvshmem {
         get_nbi_on_stream => nvshmemx_getmem_nbi_on_stream;
     }
 
-    /// `nvshmemx_putmem_signal_on_stream`: puts `src` into `pe`'s `dst`, then
-    /// updates `pe`'s `signal` word (one `u64`, see [`SymBuffer::at`](crate::SymBuffer::at))
-    /// with `op` and `value`, so that the receiver can wait on the signal.
-    ///
-    /// ```no_run
-    /// use nvshmem_host::{Cmp, SignalOp};
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// # let (src, dst) = (nv.alloc_from(&[1u32; 64])?, nv.alloc_zeroed::<u32>(64)?);
-    /// let signal = nv.alloc_zeroed::<u64>(1)?;
-    /// let next = nv.my_pe().ring_next(nv.n_pes());
-    /// nv.put_signal_on_stream(nv.stream(), &dst, &src, &signal, 1, SignalOp::Set, next)?;
-    /// nv.signal_wait_until_on_stream(nv.stream(), &signal, Cmp::Eq, 1)?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
-    #[allow(clippy::too_many_arguments)]
-    pub fn put_signal_on_stream<T: Pod>(
-        &self,
-        stream: &CudaStream,
-        dst: &impl AsSymView<T>,
-        src: &impl AsSymView<T>,
-        signal: &impl AsSymView<u64>,
-        value: u64,
-        op: SignalOp,
-        pe: Pe,
-    ) -> Result<()> {
-        self.put_signal(
-            stream,
-            dst.as_sym_view(),
-            src.as_sym_view(),
-            signal,
-            value,
-            op,
-            pe,
-            false,
-        )
-    }
-
-    /// `nvshmemx_putmem_signal_nbi_on_stream`: [`Nvshmem::put_signal_on_stream`]
-    /// that completes at the next quiet or barrier rather than in stream order
-    /// (the signal still arrives after the data).
-    #[allow(clippy::too_many_arguments)]
-    pub fn put_signal_nbi_on_stream<T: Pod>(
-        &self,
-        stream: &CudaStream,
-        dst: &impl AsSymView<T>,
-        src: &impl AsSymView<T>,
-        signal: &impl AsSymView<u64>,
-        value: u64,
-        op: SignalOp,
-        pe: Pe,
-    ) -> Result<()> {
-        self.put_signal(
-            stream,
-            dst.as_sym_view(),
-            src.as_sym_view(),
-            signal,
-            value,
-            op,
-            pe,
-            true,
-        )
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn put_signal<T: Pod>(
-        &self,
-        stream: &CudaStream,
-        dst: SymView<'_, T>,
-        src: SymView<'_, T>,
-        signal: &impl AsSymView<u64>,
-        value: u64,
-        op: SignalOp,
-        pe: Pe,
-        nbi: bool,
-    ) -> Result<()> {
-        const WHAT: &str = "put_signal_on_stream";
-        enter_on(self, stream, WHAT)?;
-        self.inner.check_pe(pe)?;
-        let (dst, src) = (own(self, dst, WHAT)?, own(self, src, WHAT)?);
-        same_len(WHAT, &dst, &src)?;
-        let sig = signal_word(self, signal, WHAT)?;
-        let lib = self.inner.lib.raw();
-        let put = if nbi {
-            NvshmemLib::nvshmemx_putmem_signal_nbi_on_stream
-        } else {
-            NvshmemLib::nvshmemx_putmem_signal_on_stream
-        };
-        // SAFETY: symmetric ranges of equal length, a symmetric u64, a valid PE.
-        unsafe {
-            put(
-                lib,
-                dst.raw().cast(),
-                src.raw().cast(),
-                dst.size_bytes(),
-                sig.raw(),
-                value,
-                op.to_c(),
-                pe.to_c(),
-                stream.cu_stream(),
-            )
-        };
-        Ok(())
+    put_signal_on_stream! {
+        /// `nvshmemx_putmem_signal_on_stream`: puts `src` into `pe`'s `dst`, then
+        /// updates `pe`'s `signal` word (one `u64`, see [`SymBuffer::at`](crate::SymBuffer::at))
+        /// with `op` and `value`, so that the receiver can wait on the signal.
+        ///
+        /// ```no_run
+        /// use nvshmem_host::{Cmp, SignalOp};
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// # let (src, dst) = (nv.alloc_from(&[1u32; 64])?, nv.alloc_zeroed::<u32>(64)?);
+        /// let signal = nv.alloc_zeroed::<u64>(1)?;
+        /// let next = nv.my_pe().ring_next(nv.n_pes());
+        /// nv.put_signal_on_stream(nv.stream(), &dst, &src, &signal, 1, SignalOp::Set, next)?;
+        /// nv.signal_wait_until_on_stream(nv.stream(), &signal, Cmp::Eq, 1)?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        put_signal_on_stream => nvshmemx_putmem_signal_on_stream;
+        /// `nvshmemx_putmem_signal_nbi_on_stream`: [`Nvshmem::put_signal_on_stream`]
+        /// that completes at the next quiet or barrier rather than in stream order
+        /// (the signal still arrives after the data).
+        put_signal_nbi_on_stream => nvshmemx_putmem_signal_nbi_on_stream;
     }
 
     /// `nvshmemx_signal_op_on_stream`: updates `pe`'s `signal` word with `op`
