@@ -413,7 +413,7 @@ fn main() -> ExitCode {
 
     // NVSHMEM can start again after finalize (one PE only: the UID bootstrap
     // would need a new unique id).
-    if n_pes == 1 && std::env::var_os(nvshmem_host::launcher::env::UNIQUEID).is_none() {
+    if n_pes == 1 && std::env::var_os(nvshmem_host::launcher::env::RANK).is_none() {
         t.row(
             "init again after finalize",
             Nvshmem::init()

@@ -623,3 +623,46 @@ fn mps_that_cannot_start_is_an_error_and_no_rank_starts() {
     assert!(r.stderr.contains("nvidia-cuda-mps-control"), "{}", r.stderr);
     assert!(r.stdout.is_empty());
 }
+
+/// Where NVSHMEM can be loaded (the project cache here), the launcher also
+/// makes a unique id for C/C++ PEs; elsewhere the PEs get only the store.
+#[test]
+fn passes_a_unique_id_where_it_can_load_nvshmem() {
+    let r = run(launcher(&[
+        "-n",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "echo ${NVSHMEM_RUN_UNIQUEID:-none}",
+    ]));
+    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    let out = r.stdout();
+    let id = out
+        .trim_end()
+        .strip_prefix("[0] ")
+        .expect("a prefixed line");
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps");
+    if cache.is_dir() {
+        assert_eq!(id.len(), 256, "{id}");
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+    } else {
+        eprintln!("SKIPPED: no NVSHMEM in .deps; got {id}");
+    }
+    let r = run(launcher(&[
+        "-n",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "echo ${NVSHMEM_RUN_UNIQUEID:-none}",
+    ])
+    .env("NVSHMEM_HOME", "/nonexistent"));
+    assert_eq!(
+        r.code,
+        Some(0),
+        "without NVSHMEM the PEs still start: {}",
+        r.stderr
+    );
+    assert_eq!(r.stdout(), "[0] none\n");
+}

@@ -277,23 +277,29 @@ fn from_launcher(env: Lookup) -> Result<Plan> {
             let rank = required(env, run_env::RANK, launcher)?;
             let n = required(env, run_env::NRANKS, launcher)?;
             let (rank, n) = rank_of(launcher, rank, n)?;
-            let source = match env(run_env::UNIQUEID) {
-                Some(hex) => {
+            // The store first: rank 0 makes the id with the NVSHMEM this
+            // program loaded. NVSHMEM_RUN_UNIQUEID (made by the launcher, for
+            // C/C++ PEs) is used where there is no store.
+            let source = match (env(run_env::RENDEZVOUS), env(run_env::UNIQUEID)) {
+                (Some(addr), _) => IdSource::Rendezvous {
+                    addr,
+                    job: env(run_env::JOB).unwrap_or_default(),
+                    serve: false,
+                },
+                (None, Some(hex)) => {
                     IdSource::Given(UniqueId::from_hex(&hex).map_err(|e| Error::InvalidEnv {
                         var: run_env::UNIQUEID.into(),
                         value: hex.clone(),
                         reason: e.to_string(),
                     })?)
                 }
-                None => IdSource::Rendezvous {
-                    addr: env(run_env::RENDEZVOUS).ok_or_else(|| Error::InvalidEnv {
+                (None, None) => {
+                    return Err(Error::InvalidEnv {
                         var: run_env::RENDEZVOUS.into(),
                         value: String::new(),
                         reason: "nvshmem-run sets it (or NVSHMEM_RUN_UNIQUEID) for every PE".into(),
-                    })?,
-                    job: env(run_env::JOB).unwrap_or_default(),
-                    serve: false,
-                },
+                    });
+                }
             };
             Plan::unique_id(launcher, rank, n, source)
         }

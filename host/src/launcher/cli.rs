@@ -17,7 +17,9 @@ Starts N copies of PROGRAM ARGS... and tells each its rank through the
 environment. The PEs bootstrap with NVSHMEM's unique id: rank 0 creates it and
 hands it to the others through a store that nvshmem-run serves on loopback, so
 nvshmem-run itself needs no NVSHMEM (nvshmem_host's initialization does all of
-this when it finds these variables).";
+this when it finds these variables). Where nvshmem-run can load NVSHMEM, it
+also makes an id itself and passes it as NVSHMEM_RUN_UNIQUEID (256 hex digits),
+for PEs written in C or C++ (nvshmemx_set_attr_uniqueid_args).";
 
 const AFTER_HELP: &str = "\
 Environment of each PE (on top of nvshmem-run's own, passed through as is):
@@ -25,6 +27,7 @@ Environment of each PE (on top of nvshmem-run's own, passed through as is):
   NVSHMEM_RUN_NRANKS      N
   NVSHMEM_RUN_GPU         the CUDA device ordinal the PE should use
   NVSHMEM_RUN_RENDEZVOUS  HOST:PORT of the unique-id store; NVSHMEM_RUN_JOB tells jobs apart
+  NVSHMEM_RUN_UNIQUEID    the unique id, where nvshmem-run could load NVSHMEM
   unless already set: NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo (every PE is on this
   machine), NVSHMEM_DISABLE_NVLS=1, NCCL_NVLS_ENABLE=0 and
   TORCH_SYMM_MEM_DISABLE_MULTICAST=1 (NVLink multicast stays off, as it must on
@@ -198,6 +201,11 @@ where
     let code = match cli.plan() {
         Some(mut plan) => {
             plan.env.extend(mps_env);
+            // Kept alive until the PEs end: NVSHMEM's bootstrap root lives here.
+            if let Some(id) = uniqueid_here() {
+                plan.env
+                    .push((super::env::UNIQUEID.into(), id.to_hex().into()));
+            }
             match super::run(&plan) {
                 Ok(outcome) => outcome.exit_code(),
                 Err(e) => {
@@ -220,6 +228,22 @@ where
         }
         Ok(()) => ExitCode::from(code),
     }
+}
+
+/// Where this process can load NVSHMEM, a unique id made here, for PEs that
+/// read `NVSHMEM_RUN_UNIQUEID` themselves (C/C++ hosts such as
+/// `examples/cpp_host`); the bootstrap root then lives in the launcher, which
+/// outlives the PEs. Elsewhere `None`: rank 0 makes the id and hands it over
+/// the store (what nvshmem_host's init does either way).
+fn uniqueid_here() -> Option<crate::UniqueId> {
+    let lib = crate::library::HostLibrary::load(&Default::default()).ok()?;
+    // The id carries the address the root listens on, chosen by this variable:
+    // the PEs are on this machine. Set only while single-threaded (else skip).
+    let ifname = super::env::BOOTSTRAP_UID_SOCK_IFNAME;
+    if std::env::var_os(ifname).is_none() {
+        crate::env::apply(&[(ifname.to_string(), "lo".to_string())]).ok()?;
+    }
+    lib.get_uniqueid().ok().map(crate::UniqueId::from_bytes)
 }
 
 /// `--mps` without `-n`: runs the command once, as it is, and returns its status.

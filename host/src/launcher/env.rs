@@ -12,8 +12,8 @@ pub const RENDEZVOUS: &str = "NVSHMEM_RUN_RENDEZVOUS";
 /// What tells this job's store requests from another job's.
 pub const JOB: &str = "NVSHMEM_RUN_JOB";
 /// NVSHMEM's 128-byte unique id (`nvshmemx_uniqueid_t`) as 256 hex digits,
-/// for launchers that make the id themselves; `nvshmem-run` does not set it
-/// (rank 0 makes the id, see [`RENDEZVOUS`]).
+/// when the launcher made it: `nvshmem-run` does where it can load NVSHMEM
+/// (for C/C++ PEs); nvshmem_host uses it when set, else [`RENDEZVOUS`].
 pub const UNIQUEID: &str = "NVSHMEM_RUN_UNIQUEID";
 /// The CUDA device ordinal this PE should use (rank mod the number of GPUs).
 pub const GPU: &str = "NVSHMEM_RUN_GPU";
