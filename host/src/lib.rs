@@ -40,8 +40,10 @@
 //!   kernels are neither `Send` nor `Sync`.
 //! - **Versions match**: the kernels' PTX must be linked against the same
 //!   NVSHMEM version as the host library that runs it; loading checks this.
-//! - **NVLink multicast stays off** by default (`NVSHMEM_DISABLE_NVLS=1`,
-//!   see [`InitOptions`]).
+//! - **Initialize first thing in `main`**: NVSHMEM reads its settings from
+//!   the environment, which init may set only while the process has one
+//!   thread (see [`InitOptions`]). NVLink multicast stays off by default
+//!   (`NVSHMEM_DISABLE_NVLS=1`).
 //! - **Launchers**: the same program runs as one PE, under `nvshmem-run`,
 //!   `mpirun`, `srun`, MPICH's `mpiexec` or `torchrun`: see [`bootstrap`].
 #![warn(missing_docs)]
