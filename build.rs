@@ -101,7 +101,7 @@ fn main() {
         (Some(other), None) => {
             println!("cargo:rustc-env=NVSHMEM_RS_OTHER_PTX_DIR=");
             println!(
-                "cargo:warning=NVSHMEM {other} is not installed: the GPU test of a version mismatch will fail"
+                "cargo:warning=NVSHMEM {other} is not installed, so the GPU test of a version mismatch will fail: `./x setup` installs every supported version"
             );
         }
         _ => {}

@@ -10,10 +10,10 @@
 //! they must be refused with `Error::Unsupported` there).
 
 use bytemuck::Pod;
-use nvshmem_host::harness::{self, GpuTest, Pe as HarnessPe, TestResult, check_eq, ensure};
+use nvshmem_host::harness::{self, GpuTest, TestPe, TestResult, check_eq, ensure};
 use nvshmem_host::{
-    And, AsTeam, DeviceTeam, Error, KernelParam, Max, Min, Module, Nvshmem, Or, Pe, Prod, ReduceOp,
-    SplitTeam, Sum, Team, Xor,
+    And, AsTeam, Error, KernelParam, Max, Min, Module, Nvshmem, Or, Pe, Prod, ReduceOp, SplitTeam,
+    Sum, Team, Xor,
 };
 use std::fmt::Debug;
 
@@ -30,7 +30,7 @@ struct OnTeam<'a> {
     /// The host's team, on members only.
     host: Option<&'a dyn AsTeam>,
     /// The device handle, on members only.
-    device: Option<DeviceTeam>,
+    device: Option<Team>,
     /// The world PE numbers of the members, in team order.
     members: Vec<u32>,
 }
@@ -38,8 +38,8 @@ struct OnTeam<'a> {
 impl OnTeam<'_> {
     /// The handle for a kernel's arguments. Only members launch (see `run`),
     /// so the world handle on other PEs is never used.
-    fn handle(&self) -> DeviceTeam {
-        self.device.unwrap_or(DeviceTeam::WORLD)
+    fn handle(&self) -> Team {
+        self.device.unwrap_or(Team::WORLD)
     }
 
     /// This PE's number in the team.
@@ -60,7 +60,7 @@ struct Splits {
 fn split(nv: &Nvshmem) -> Result<Splits, Error> {
     let n = nv.n_pes();
     if nv.limited_mpg() {
-        return match nv.split_strided(Team::World, 0, 2, n.div_ceil(2)) {
+        return match nv.split_strided(Team::WORLD, 0, 2, n.div_ceil(2)) {
             Err(Error::Unsupported { .. }) => Ok(Splits {
                 evens: None,
                 row: None,
@@ -73,8 +73,8 @@ fn split(nv: &Nvshmem) -> Result<Splits, Error> {
             }),
         };
     }
-    let evens = nv.split_strided(Team::World, 0, 2, n.div_ceil(2))?;
-    let (row, col) = nv.split_2d(Team::World, 2.min(n))?;
+    let evens = nv.split_strided(Team::WORLD, 0, 2, n.div_ceil(2))?;
+    let (row, col) = nv.split_2d(Team::WORLD, 2.min(n))?;
     Ok(Splits { evens, row, col })
 }
 
@@ -88,26 +88,26 @@ fn teams<'a>(nv: &Nvshmem, s: &'a Splits) -> Vec<OnTeam<'a>> {
     let mut all = vec![
         OnTeam {
             name: "world",
-            host: Some(&Team::World),
-            device: Some(Team::World.device()),
+            host: Some(&Team::WORLD),
+            device: Some(Team::WORLD),
             members: (0..n).collect(),
         },
         OnTeam {
             name: "evens (split_strided 0,2)",
             host: s.evens.as_ref().map(|t| t as &dyn AsTeam),
-            device: s.evens.as_ref().map(|t| t.device()),
+            device: s.evens.as_ref().map(|t| t.team()),
             members: (0..n).step_by(2).collect(),
         },
         OnTeam {
             name: "row (split_2d x=2)",
             host: s.row.as_ref().map(|t| t as &dyn AsTeam),
-            device: s.row.as_ref().map(|t| t.device()),
+            device: s.row.as_ref().map(|t| t.team()),
             members: (row_start..(row_start + x).min(n)).collect(),
         },
         OnTeam {
             name: "column (split_2d x=2)",
             host: s.col.as_ref().map(|t| t as &dyn AsTeam),
-            device: s.col.as_ref().map(|t| t.device()),
+            device: s.col.as_ref().map(|t| t.team()),
             members: (me % x..n).step_by(x as usize).collect(),
         },
     ];
@@ -124,7 +124,7 @@ fn barrier(nv: &Nvshmem) -> Result<(), Error> {
 /// Runs `case` on every team; failures of checks are collected so that every
 /// PE still joins every later collective; the first is returned.
 fn on_teams(
-    pe: &mut HarnessPe,
+    pe: &mut TestPe,
     mut case: impl FnMut(&Nvshmem, &Module, &OnTeam, &mut Vec<String>) -> Result<(), Error>,
 ) -> TestResult {
     let nv = pe.nvshmem();
@@ -354,7 +354,7 @@ fn reduce_case<T: Elem>(
     Ok(())
 }
 
-fn team_queries(pe: &mut HarnessPe) -> TestResult {
+fn team_queries(pe: &mut TestPe) -> TestResult {
     let n = pe.nvshmem().n_pes();
     on_teams(pe, |nv, m, t, f| {
         let me = nv.my_pe();
@@ -388,7 +388,7 @@ fn team_queries(pe: &mut HarnessPe) -> TestResult {
         let members = (0..size as u32)
             .map(|i| {
                 Ok(nv
-                    .team_translate_pe(ht, Pe::new(i), Team::World)?
+                    .team_translate_pe(ht, Pe::new(i), Team::WORLD)?
                     .map_or(-1, |p| p.index() as i64))
             })
             .collect::<Result<Vec<i64>, Error>>()?;
@@ -407,7 +407,7 @@ fn team_queries(pe: &mut HarnessPe) -> TestResult {
     })
 }
 
-fn team_barriers(pe: &mut HarnessPe) -> TestResult {
+fn team_barriers(pe: &mut TestPe) -> TestResult {
     on_teams(pe, |nv, m, t, f| {
         let size = t.members.len() as u64;
         for mode in 0..7u32 {
@@ -446,7 +446,7 @@ fn team_barriers(pe: &mut HarnessPe) -> TestResult {
     })
 }
 
-fn broadcast(pe: &mut HarnessPe) -> TestResult {
+fn broadcast(pe: &mut TestPe) -> TestResult {
     on_teams(pe, |nv, m, t, f| {
         broadcast_case::<i32>(nv, m, t, f, "broadcast_i32")?;
         broadcast_case::<f64>(nv, m, t, f, "broadcast_f64")?;
@@ -454,7 +454,7 @@ fn broadcast(pe: &mut HarnessPe) -> TestResult {
     })
 }
 
-fn fcollect(pe: &mut HarnessPe) -> TestResult {
+fn fcollect(pe: &mut TestPe) -> TestResult {
     on_teams(pe, |nv, m, t, f| {
         fcollect_case::<i32>(nv, m, t, f, "fcollect_i32")?;
         fcollect_case::<f64>(nv, m, t, f, "fcollect_f64")?;
@@ -462,7 +462,7 @@ fn fcollect(pe: &mut HarnessPe) -> TestResult {
     })
 }
 
-fn alltoall(pe: &mut HarnessPe) -> TestResult {
+fn alltoall(pe: &mut TestPe) -> TestResult {
     on_teams(pe, |nv, m, t, f| {
         alltoall_case::<i32>(nv, m, t, f, "alltoall_i32")?;
         alltoall_case::<f64>(nv, m, t, f, "alltoall_f64")?;
@@ -471,7 +471,7 @@ fn alltoall(pe: &mut HarnessPe) -> TestResult {
 }
 
 /// The byte-wise forms over `[u8; 3]`, as bytes: broadcast (root 0), fcollect, alltoall.
-fn pods(pe: &mut HarnessPe) -> TestResult {
+fn pods(pe: &mut TestPe) -> TestResult {
     on_teams(pe, |nv, m, t, f| {
         let me = nv.my_pe().index();
         let whole = nv.n_pes() as usize;
@@ -543,7 +543,7 @@ macro_rules! reduce_all {
     )*};
 }
 
-fn reductions(pe: &mut HarnessPe, scatter: bool) -> TestResult {
+fn reductions(pe: &mut TestPe, scatter: bool) -> TestResult {
     on_teams(pe, |nv, m, t, f| {
         reduce_all! { nv, m, t, f, scatter;
             i32, "and" => |a, b| a & b;
@@ -567,11 +567,11 @@ fn reductions(pe: &mut HarnessPe, scatter: bool) -> TestResult {
     })
 }
 
-fn reduce(pe: &mut HarnessPe) -> TestResult {
+fn reduce(pe: &mut TestPe) -> TestResult {
     reductions(pe, false)
 }
 
-fn reducescatter(pe: &mut HarnessPe) -> TestResult {
+fn reducescatter(pe: &mut TestPe) -> TestResult {
     reductions(pe, true)
 }
 
@@ -619,11 +619,11 @@ fn host_reduce<T: Elem, O: ReduceOp<T>>(
     Ok(())
 }
 
-fn on_stream(pe: &mut HarnessPe) -> TestResult {
+fn on_stream(pe: &mut TestPe) -> TestResult {
     if pe.nvshmem().limited_mpg() {
         let nv = pe.nvshmem();
         let buf = nv.alloc_zeroed::<i32>(7)?;
-        return match nv.reduce_on_stream(nv.stream(), Team::World, Sum, &buf, &buf) {
+        return match nv.reduce_on_stream(nv.stream(), Team::WORLD, Sum, &buf, &buf) {
             Err(Error::Unsupported { .. }) => Ok(()),
             other => Err(format!(
                 "reduce_on_stream in limited MPG gave {other:?}, expected Error::Unsupported"
@@ -661,16 +661,16 @@ fn on_stream(pe: &mut HarnessPe) -> TestResult {
                     a_src.view(..n * size)?,
                     a_dst.view(..n * size)?,
                 );
-                nv.team_broadcast_on_stream(s, team, &dst, &src, Pe::new(root))?;
-                nv.team_fcollect_on_stream(s, team, &all, &src)?;
-                nv.team_alltoall_on_stream(s, team, &a_dst, &a_src)?;
+                nv.broadcast_on_stream(s, team, &dst, &src, Pe::new(root))?;
+                nv.fcollect_on_stream(s, team, &all, &src)?;
+                nv.alltoall_on_stream(s, team, &a_dst, &a_src)?;
                 nv.team_barrier_on_stream(s, team)?;
                 nv.team_sync_on_stream(s, team)?;
                 nv.synchronize(s)?;
                 let r = t.rank(me);
                 record(
                     f,
-                    format!("team_broadcast_on_stream on {}, n={n}", t.name),
+                    format!("broadcast_on_stream on {}, n={n}", t.name),
                     check_eq(
                         "broadcast",
                         &dst.to_vec(s)?,
@@ -680,7 +680,7 @@ fn on_stream(pe: &mut HarnessPe) -> TestResult {
                 let want: Vec<i32> = t.members.iter().flat_map(|&p| input::<i32>(p, n)).collect();
                 record(
                     f,
-                    format!("team_fcollect_on_stream on {}, n={n}", t.name),
+                    format!("fcollect_on_stream on {}, n={n}", t.name),
                     check_eq("fcollect", &all.to_vec(s)?, &want),
                 );
                 let want: Vec<u8> = t
@@ -690,7 +690,7 @@ fn on_stream(pe: &mut HarnessPe) -> TestResult {
                     .collect();
                 record(
                     f,
-                    format!("team_alltoall_on_stream on {}, n={n}", t.name),
+                    format!("alltoall_on_stream on {}, n={n}", t.name),
                     check_eq("alltoall", &a_dst.to_vec(s)?, &want),
                 );
             }
@@ -702,7 +702,7 @@ fn on_stream(pe: &mut HarnessPe) -> TestResult {
 
 /// Plain launches of the new collective kernels are refused; the team query
 /// kernel is not collective.
-fn collective_launch(pe: &mut HarnessPe) -> TestResult {
+fn collective_launch(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let module = pe.module(KERNELS)?;
     for name in [
@@ -730,13 +730,7 @@ fn collective_launch(pe: &mut HarnessPe) -> TestResult {
             nv.stream(),
             1,
             THREADS,
-            (
-                Team::World.device(),
-                buf.sym_ptr(),
-                buf.sym_ptr(),
-                7u64,
-                2u32,
-            ),
+            (Team::WORLD, buf.sym_ptr(), buf.sym_ptr(), 7u64, 2u32),
         )
     } {
         Err(e @ Error::CollectiveLaunchRequired { .. }) => {

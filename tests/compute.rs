@@ -7,7 +7,7 @@
 //! Without a GPU every test prints `SKIPPED`; `NVSHMEM_RS_REQUIRE_GPU=1`
 //! turns that into a failure.
 
-use nvshmem_host::harness::{self, Failure, GpuTest, Pe, TestResult, check_eq, ensure};
+use nvshmem_host::harness::{self, Failure, GpuTest, TestPe, TestResult, check_eq, ensure};
 use nvshmem_host::{Error, LaunchConfig};
 
 #[path = "compute/math.rs"]
@@ -64,7 +64,7 @@ fn shuffled<T: Copy>(vals: &[T], t: usize, mode: &str, b: u32, width: u32) -> T 
 }
 
 fn launch<A: nvshmem_host::launch::KernelArgs>(
-    pe: &Pe,
+    pe: &TestPe,
     name: &str,
     config: LaunchConfig,
     args: A,
@@ -77,7 +77,7 @@ fn launch<A: nvshmem_host::launch::KernelArgs>(
     Ok(())
 }
 
-fn warp_shuffles(pe: &mut Pe) -> TestResult {
+fn warp_shuffles(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let n = 64;
     let input: Vec<u32> = (0..n as u64).map(|i| mix(i) as u32).collect();
@@ -134,7 +134,7 @@ fn warp_shuffles(pe: &mut Pe) -> TestResult {
     check_eq("warp_shuffle_wide", &out.to_vec(nv.stream())?, &want)
 }
 
-fn warp_votes(pe: &mut Pe) -> TestResult {
+fn warp_votes(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let n = 64;
     // Warp 0: v >> 8 uniform; warp 1: not. Parity and bit 1 vary.
@@ -237,7 +237,7 @@ fn exclusive<T: Copy>(inclusive: &[T], identity: T) -> Vec<T> {
         .collect()
 }
 
-fn warp_reductions(pe: &mut Pe) -> TestResult {
+fn warp_reductions(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let n = 64;
     let ints: Vec<i32> = (0..n as u64).map(|i| (mix(i + 7) as i32) >> 4).collect();
@@ -320,7 +320,7 @@ fn warp_reductions(pe: &mut Pe) -> TestResult {
     check_eq("warp_reduce (u64, f64 bits)", &ow.to_vec(nv.stream())?, &ww)
 }
 
-fn shared_static(pe: &mut Pe) -> TestResult {
+fn shared_static(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let n = 256;
     let input: Vec<f32> = (0..n).map(|i| i as f32 * 1.5 - 7.0).collect();
@@ -373,7 +373,7 @@ fn shared_static(pe: &mut Pe) -> TestResult {
     })
 }
 
-fn shared_dynamic(pe: &mut Pe) -> TestResult {
+fn shared_dynamic(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let n = 128usize;
     // u32 × 128 (512 B), f64 × 128 (1024 B), u8 × 128 at 128-alignment, u16 × 3 at 64.
@@ -502,7 +502,7 @@ fn atomic_slots(t: u32, sm: u32) -> (Slots<u32>, Slots<u64>) {
     (w, d)
 }
 
-fn atomics(pe: &mut Pe) -> TestResult {
+fn atomics(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (blocks, threads) = (4u32, 128u32);
     let t = blocks * threads;
@@ -598,7 +598,7 @@ fn atomics(pe: &mut Pe) -> TestResult {
     Ok(())
 }
 
-fn cuda_arch(pe: &mut Pe) -> TestResult {
+fn cuda_arch(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let out = nv.alloc_zeroed::<u32>(1)?;
     launch(

@@ -5,7 +5,7 @@
 //! passes; `NVSHMEM_RS_REQUIRE_GPU=1` turns that into a failure. Runs of 4 PEs
 //! on one GPU need CUDA MPS (see the README).
 
-use nvshmem_host::harness::{self, GpuTest, Pe, TestResult, check_eq, ensure};
+use nvshmem_host::harness::{self, GpuTest, TestPe, TestResult, check_eq, ensure};
 use nvshmem_host::{Cmp, Error, Nvshmem, SignalOp, Team};
 
 const KERNELS: &str = "runtime-kernels";
@@ -29,7 +29,7 @@ fn barrier(nv: &Nvshmem) -> TestResult {
     Ok(())
 }
 
-fn put_block(pe: &mut Pe) -> TestResult {
+fn put_block(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (me, _, prev) = ring(nv);
     let n = 1000;
@@ -54,7 +54,7 @@ fn put_block(pe: &mut Pe) -> TestResult {
 /// `put_pod`/`get_pod` at every alignment mix (same residue mod 16, 8, 4, or
 /// none), lengths from 1 byte to 4 KiB + 3, in thread, warp and block scope:
 /// the bytes land exactly, and the guard bytes around them stay untouched.
-fn unaligned_bytes(pe: &mut Pe) -> TestResult {
+fn unaligned_bytes(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (me, next, prev) = ring(nv);
     let k = pe.module(KERNELS)?.kernel("copy_bytes")?;
@@ -125,7 +125,7 @@ fn unaligned_bytes(pe: &mut Pe) -> TestResult {
     Ok(())
 }
 
-fn get_nbi(pe: &mut Pe) -> TestResult {
+fn get_nbi(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (me, _, prev) = ring(nv);
     let (blocks, chunk) = (5u32, 37usize);
@@ -150,14 +150,14 @@ fn get_nbi(pe: &mut Pe) -> TestResult {
     check_eq("get_nbi_from_prev", &got, &want)
 }
 
-fn p_and_g(pe: &mut Pe) -> TestResult {
+fn p_and_g(pe: &mut TestPe) -> TestResult {
     let module = pe.module(KERNELS)?;
     p_and_g_in(pe, module)
 }
 
 /// `p_and_g` with the module compiled from its PTX on this GPU (through the
 /// driver's linker when the builder compiled it separately).
-fn p_and_g_from_ptx(pe: &mut Pe) -> TestResult {
+fn p_and_g_from_ptx(pe: &mut TestPe) -> TestResult {
     let manifest = pe.ptx_dir().join(format!("{KERNELS}.json"));
     let module = pe
         .nvshmem()
@@ -165,7 +165,7 @@ fn p_and_g_from_ptx(pe: &mut Pe) -> TestResult {
     p_and_g_in(pe, module)
 }
 
-fn p_and_g_in(pe: &mut Pe, module: nvshmem_host::Module) -> TestResult {
+fn p_and_g_in(pe: &mut TestPe, module: nvshmem_host::Module) -> TestResult {
     let nv = pe.nvshmem();
     let (me, _, prev) = ring(nv);
     let n = 300usize;
@@ -198,7 +198,7 @@ fn p_and_g_in(pe: &mut Pe, module: nvshmem_host::Module) -> TestResult {
     check_eq("g_from_next", &got, &want)
 }
 
-fn atomic_fetch_add(pe: &mut Pe) -> TestResult {
+fn atomic_fetch_add(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (blocks, threads) = (4u32, 128u32);
     let per_pe = (blocks * threads) as usize;
@@ -237,7 +237,7 @@ fn atomic_fetch_add(pe: &mut Pe) -> TestResult {
     Ok(())
 }
 
-fn atomic_sequence(pe: &mut Pe) -> TestResult {
+fn atomic_sequence(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (_, _, prev) = ring(nv);
     let slots = nv.alloc_zeroed::<u32>(nv.n_pes() as usize)?;
@@ -260,7 +260,7 @@ fn atomic_sequence(pe: &mut Pe) -> TestResult {
     )
 }
 
-fn put_signal_ring(pe: &mut Pe) -> TestResult {
+fn put_signal_ring(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let n = 1000usize;
     let send = nv.alloc_zeroed::<u64>(n)?;
@@ -290,7 +290,7 @@ fn put_signal_ring(pe: &mut Pe) -> TestResult {
     Ok(())
 }
 
-fn wait_until_ring(pe: &mut Pe) -> TestResult {
+fn wait_until_ring(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (_, _, prev) = ring(nv);
     let value = nv.alloc_zeroed::<i32>(1)?;
@@ -317,7 +317,7 @@ fn wait_until_ring(pe: &mut Pe) -> TestResult {
     Ok(())
 }
 
-fn iput(pe: &mut Pe) -> TestResult {
+fn iput(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (me, _, prev) = ring(nv);
     let n = 100usize;
@@ -350,14 +350,14 @@ fn iput(pe: &mut Pe) -> TestResult {
     check_eq("iput_every_other", &dest.to_vec(nv.stream())?, &want)
 }
 
-fn peer_ptr(pe: &mut Pe) -> TestResult {
+fn peer_ptr(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (_, next, prev) = ring(nv);
     let n = 256usize;
     let dest = nv.alloc_zeroed::<u32>(n)?;
     let out = nv.alloc_zeroed::<u32>(1)?;
     // Every PE that shares memory with this one is load/store reachable.
-    let shared = nv.team_n_pes(Team::Shared)? == nv.n_pes();
+    let shared = nv.team_n_pes(Team::SHARED)? == nv.n_pes();
     let host_view = dest.peer_ptr(nvshmem_host::Pe::new(next))?;
     ensure(host_view.is_some() == shared, || {
         format!(
@@ -387,7 +387,7 @@ fn peer_ptr(pe: &mut Pe) -> TestResult {
     Ok(())
 }
 
-fn collective_launch(pe: &mut Pe) -> TestResult {
+fn collective_launch(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let module = pe.module(KERNELS)?;
     let k = module.kernel("barrier_then_count")?;
@@ -421,7 +421,7 @@ fn collective_launch(pe: &mut Pe) -> TestResult {
     )
 }
 
-fn kernel_fault(pe: &mut Pe) -> TestResult {
+fn kernel_fault(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let k = pe.module(KERNELS)?.kernel("fault")?;
     // SAFETY: not safe at all: the kernel writes through a null pointer, on
@@ -444,7 +444,7 @@ fn kernel_fault(pe: &mut Pe) -> TestResult {
     }
 }
 
-fn version_mismatch(pe: &mut Pe) -> TestResult {
+fn version_mismatch(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let ours = nv.version().to_string();
     // ptx/nvshmem-<version>/<arch>: look for the same arch under another version.
@@ -490,7 +490,7 @@ fn version_mismatch(pe: &mut Pe) -> TestResult {
 /// A module with NVSHMEM's version global but without its state global (as a
 /// hand-made or stripped PTX would be) cannot be registered: loading it must
 /// fail with `Error::ModuleNotRegistered`, so no kernel of it can be launched.
-fn unregistrable_module(pe: &mut Pe) -> TestResult {
+fn unregistrable_module(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let v = nv.version();
     let ptx = format!(
@@ -526,7 +526,7 @@ fn unregistrable_module(pe: &mut Pe) -> TestResult {
     }
 }
 
-fn stream_ops(pe: &mut Pe) -> TestResult {
+fn stream_ops(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let s = nv.stream();
     let (me, next, prev) = ring(nv);

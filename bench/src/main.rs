@@ -77,7 +77,7 @@ fn run(args: &[String]) -> Res<bool> {
         }
     }
     let check = opts.check;
-    let nv = nvshmem_host::Nvshmem::builder()
+    let nv = nvshmem_host::Nvshmem::options()
         .symmetric_size(if check { 256 << 20 } else { 2 << 30 })
         .init()?;
     let lead = nv.my_pe().index() == 0;

@@ -5,9 +5,9 @@
 //! SKIPPED (a failure with NVSHMEM_RS_REQUIRE_GPU=1).
 
 use nvshmem_bench::measure::{Bench, Options};
-use nvshmem_host::harness::{self, GpuTest, Pe, TestResult};
+use nvshmem_host::harness::{self, GpuTest, TestPe, TestResult};
 
-fn check(pe: &mut Pe) -> TestResult {
+fn check(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let mut opts = Options {
         check: true,

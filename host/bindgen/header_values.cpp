@@ -28,6 +28,10 @@ int main() {
     std::printf("    pub const UNIQUEID_ARGS_SIZE: usize = %zu;\n", sizeof(nvshmemx_uniqueid_args_t));
     std::printf("    /// `NVSHMEMX_INIT_WITH_UNIQUEID`.\n");
     std::printf("    pub const INIT_WITH_UNIQUEID: u32 = %u;\n", (unsigned)NVSHMEMX_INIT_WITH_UNIQUEID);
+    std::printf("    /// `NVSHMEM_STATUS_IS_INITIALIZED`.\n");
+    std::printf("    pub const STATUS_IS_INITIALIZED: i32 = %d;\n", (int)NVSHMEM_STATUS_IS_INITIALIZED);
+    std::printf("    /// `NVSHMEM_STATUS_LIMITED_MPG`.\n");
+    std::printf("    pub const STATUS_LIMITED_MPG: i32 = %d;\n", (int)NVSHMEM_STATUS_LIMITED_MPG);
     std::printf("    /// The bytes of `nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;`\n");
     std::printf("    /// (padding zeroed).\n");
     std::printf("    pub const INIT_ATTR_INITIALIZER_BYTES: [u8; %zu] = [", sizeof(kInitAttr));
@@ -35,6 +39,15 @@ int main() {
     for (size_t i = 0; i < sizeof(kInitAttr); i++) {
         std::printf("%s%s%u", i ? "," : "", i % 16 ? " " : "\n        ", bytes[i]);
     }
-    std::printf(",\n    ];\n}\n");
+    std::printf(",\n    ];\n}\n\n");
+    std::printf("/// NVSHMEM %d.%d.%d's row of [`crate::sys::vendor::BINDINGS`].\n",
+                NVSHMEM_VENDOR_MAJOR_VERSION, NVSHMEM_VENDOR_MINOR_VERSION,
+                NVSHMEM_VENDOR_PATCH_VERSION);
+    std::printf("pub const BINDINGS: crate::sys::VersionBindings = crate::sys::VersionBindings {\n");
+    std::printf("    version: nvshmem_types::Version::new(%d, %d, %d),\n",
+                NVSHMEM_VENDOR_MAJOR_VERSION, NVSHMEM_VENDOR_MINOR_VERSION,
+                NVSHMEM_VENDOR_PATCH_VERSION);
+    std::printf("    init_attr_initializer: &header::INIT_ATTR_INITIALIZER_BYTES,\n");
+    std::printf("};\n");
     return 0;
 }

@@ -4,10 +4,10 @@
 //! non-zero on any failure.
 //!
 //! One PE:    cargo run -p nvshmem-host --example host_smoke
-//! N PEs:     nvshmem-run -n 2 target/debug/examples/host_smoke
-//! (3 or more PEs on one GPU need CUDA MPS; see shared/GPU.md.)
+//! N PEs:     nvshmem-run -n 2 -- target/debug/examples/host_smoke
+//! (3 or more PEs on one GPU need CUDA MPS: nvshmem-run --mps -n 4 ...)
 
-use nvshmem_host::{Cmp, Error, Nvshmem, Pe, SignalOp, SymBuffer};
+use nvshmem_host::{Cmp, Error, Nvshmem, Pe, SignalOp, SymBuffer, Team};
 use std::fmt::Display;
 use std::process::ExitCode;
 
@@ -53,7 +53,7 @@ fn value(pe: u32, i: usize) -> u32 {
 }
 
 fn main() -> ExitCode {
-    let nv = match Nvshmem::builder().symmetric_size(512 << 20).init() {
+    let nv = match Nvshmem::options().symmetric_size(512 << 20).init() {
         Ok(nv) => nv,
         Err(e) => {
             println!("PE ?  | FAIL | {:<34} | {e}", "init");
@@ -256,7 +256,7 @@ fn main() -> ExitCode {
     };
     let bcast = (|| -> Result<bool, Error> {
         nv.barrier_all_on_stream(&stream)?;
-        nv.broadcast_on_stream(&stream, &dst, &src, Pe::new(0))?;
+        nv.broadcast_on_stream(&stream, Team::WORLD, &dst, &src, Pe::new(0))?;
         nv.barrier_all_on_stream(&stream)?;
         Ok(dst
             .to_vec(&stream)?
@@ -285,7 +285,7 @@ fn main() -> ExitCode {
                 reason: e.to_string(),
             })?,
         );
-        nv.fcollect_on_stream(&stream, all, mine)?;
+        nv.fcollect_on_stream(&stream, Team::WORLD, all, mine)?;
         nv.barrier_all_on_stream(&stream)?;
         let got = all.to_vec(&stream)?;
         Ok(got
@@ -337,7 +337,7 @@ fn main() -> ExitCode {
     );
     t.row(
         "team_n_pes(Node)",
-        nv.team_n_pes(nvshmem_host::Team::Node)
+        nv.team_n_pes(nvshmem_host::Team::NODE)
             .map_err(fail)
             .and_then(|n| check(n >= 1 && n <= n_pes, format!("{n}"), || format!("{n}"))),
     );
@@ -413,7 +413,7 @@ fn main() -> ExitCode {
 
     // NVSHMEM can start again after finalize (one PE only: the UID bootstrap
     // would need a new unique id).
-    if n_pes == 1 && std::env::var_os(nvshmem_host::launcher::env::UNIQUEID).is_none() {
+    if n_pes == 1 && std::env::var_os(nvshmem_host::launcher::env::RANK).is_none() {
         t.row(
             "init again after finalize",
             Nvshmem::init()

@@ -1,6 +1,8 @@
 //! The CUDA driver side: finding the driver, choosing the PE's GPU, making its
 //! context current, and telling kernel faults from other driver errors.
 
+use crate::bootstrap::parse_index;
+use crate::env::Lookup;
 use crate::error::{Error, Result};
 use crate::launcher::env as launcher_env;
 use cudarc::driver::{CudaContext, DriverError, result, sys};
@@ -19,16 +21,6 @@ pub(crate) fn probe() -> Result<()> {
     }
 }
 
-/// The environment variables that carry a process's rank on its node, as set
-/// by the launchers NVSHMEM is started with, in the order they are consulted.
-pub const LOCAL_RANK_VARS: &[&str] = &[
-    "SLURM_LOCALID",
-    "OMPI_COMM_WORLD_LOCAL_RANK",
-    "MPI_LOCALRANKID",
-    "PMIX_LOCAL_RANK",
-    "LOCAL_RANK",
-];
-
 /// The GPU a PE uses, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GpuChoice {
@@ -38,12 +30,13 @@ pub struct GpuChoice {
     pub reason: String,
 }
 
-/// Chooses the PE's GPU among `count`: `explicit` (the builder's), else
-/// `NVSHMEM_RUN_GPU` (set by `nvshmem-run`), else the local rank (Slurm,
-/// Open MPI, MPICH, PMIx, torchrun variables) mod `count`, else 0.
+/// Chooses the PE's GPU among `count`: `explicit` (the options'), else
+/// `NVSHMEM_RUN_GPU` (set by `nvshmem-run`), else the launcher's local rank
+/// (see [`bootstrap`](crate::bootstrap)) mod `count`, else 0.
 pub(crate) fn choose_gpu(
     explicit: Option<usize>,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: Lookup,
+    local_rank: Option<(usize, &'static str)>,
     count: usize,
 ) -> Result<GpuChoice> {
     let check = |ordinal: usize, from: &str| {
@@ -61,32 +54,21 @@ pub(crate) fn choose_gpu(
         }
     };
     if let Some(ordinal) = explicit {
-        return check(ordinal, " by Builder::gpu");
+        return check(ordinal, " by InitOptions::gpu");
     }
     if let Some(value) = env(launcher_env::GPU) {
         let ordinal = parse_index(launcher_env::GPU, &value)?;
         return check(ordinal, &format!(" by {}", launcher_env::GPU));
     }
-    for var in LOCAL_RANK_VARS {
-        if let Some(value) = env(var) {
-            let rank = parse_index(var, &value)?;
-            return Ok(GpuChoice {
-                ordinal: rank % count.max(1),
-                reason: format!("local rank {rank} ({var}) mod {count}"),
-            });
-        }
-    }
-    Ok(GpuChoice {
-        ordinal: 0,
-        reason: "default".into(),
-    })
-}
-
-pub(crate) fn parse_index(var: &str, value: &str) -> Result<usize> {
-    value.trim().parse().map_err(|_| Error::InvalidEnv {
-        var: var.into(),
-        value: value.into(),
-        reason: "expected a non-negative integer".into(),
+    Ok(match local_rank {
+        Some((rank, var)) => GpuChoice {
+            ordinal: rank % count.max(1),
+            reason: format!("local rank {rank} ({var}) mod {count}"),
+        },
+        None => GpuChoice {
+            ordinal: 0,
+            reason: "default".into(),
+        },
     })
 }
 
@@ -138,15 +120,7 @@ pub(crate) fn is_kernel_fault(e: &DriverError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
-
-    fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
+    use crate::env::of as env_of;
 
     #[test]
     fn no_driver_on_this_machine_is_a_readable_error() {
@@ -163,37 +137,22 @@ mod tests {
     #[test]
     fn gpu_choice_follows_explicit_then_launcher_then_local_rank() {
         let none = env_of(&[]);
-        assert_eq!(choose_gpu(None, &none, 4).unwrap().ordinal, 0);
-        assert_eq!(
-            choose_gpu(Some(3), &env_of(&[("NVSHMEM_RUN_GPU", "1")]), 4)
-                .unwrap()
-                .ordinal,
-            3
-        );
-        assert_eq!(
-            choose_gpu(
-                None,
-                &env_of(&[("NVSHMEM_RUN_GPU", "1"), ("SLURM_LOCALID", "2")]),
-                4
-            )
-            .unwrap()
-            .ordinal,
-            1
-        );
-        let slurm = choose_gpu(None, &env_of(&[("SLURM_LOCALID", "6")]), 4).unwrap();
-        assert_eq!(slurm.ordinal, 2);
-        assert!(slurm.reason.contains("SLURM_LOCALID"), "{}", slurm.reason);
-        assert_eq!(
-            choose_gpu(None, &env_of(&[("OMPI_COMM_WORLD_LOCAL_RANK", "5")]), 2)
-                .unwrap()
-                .ordinal,
-            1
-        );
+        let run = env_of(&[("NVSHMEM_RUN_GPU", "1")]);
+        let slurm = Some((6, "SLURM_LOCALID"));
+        let choose = |explicit, env: &dyn Fn(&str) -> Option<String>, local, count| {
+            choose_gpu(explicit, env, local, count).unwrap().ordinal
+        };
+        assert_eq!(choose(None, &none, None, 4), 0);
+        assert_eq!(choose(Some(3), &run, slurm, 4), 3);
+        assert_eq!(choose(None, &run, slurm, 4), 1);
+        assert_eq!(choose(None, &none, slurm, 4), 2);
+        let reason = choose_gpu(None, &none, slurm, 4).unwrap().reason;
+        assert!(reason.contains("SLURM_LOCALID"), "{reason}");
     }
 
     #[test]
     fn gpu_choice_errors_name_the_variable() {
-        let err = choose_gpu(None, &env_of(&[("NVSHMEM_RUN_GPU", "7")]), 2).unwrap_err();
+        let err = choose_gpu(None, &env_of(&[("NVSHMEM_RUN_GPU", "7")]), None, 2).unwrap_err();
         assert!(matches!(
             err,
             Error::InvalidGpu {
@@ -203,10 +162,10 @@ mod tests {
             }
         ));
         assert!(err.to_string().contains("NVSHMEM_RUN_GPU"), "{err}");
-        let err = choose_gpu(None, &env_of(&[("SLURM_LOCALID", "x")]), 2).unwrap_err();
+        let err = choose_gpu(None, &env_of(&[("NVSHMEM_RUN_GPU", "x")]), None, 2).unwrap_err();
         assert!(matches!(err, Error::InvalidEnv { .. }), "{err:?}");
         assert!(matches!(
-            choose_gpu(Some(2), &env_of(&[]), 2),
+            choose_gpu(Some(2), &env_of(&[]), None, 2),
             Err(Error::InvalidGpu { .. })
         ));
     }

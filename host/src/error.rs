@@ -3,6 +3,7 @@
 
 use cudarc::driver::DriverError;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// Shorthand for the runtime's results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -19,7 +20,7 @@ const INSTALL_HINT: &str = "Fix: `pip install nvidia-nvshmem-cu13==3.4.5` (or th
 /// let e = Error::InvalidPe { pe: 4, n_pes: 2 };
 /// assert!(e.to_string().contains("0..2"));
 /// ```
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The CUDA driver library (`libcuda.so.1`) could not be loaded.
@@ -154,8 +155,8 @@ pub enum Error {
     #[error(
         "the symmetric heap is exhausted: {bytes} bytes were asked for, with {used} bytes in \
          live buffers and a limit of {limit} bytes (from {limit_from}). Fix: free buffers first, \
-         or raise the limit (`Builder::max_memory_per_gpu` / NVSHMEM_MAX_MEMORY_PER_GPU, or \
-         `Builder::symmetric_size` / NVSHMEM_SYMMETRIC_SIZE without CUDA VMM), up to the GPU's \
+         or raise the limit (`InitOptions::max_memory_per_gpu` / NVSHMEM_MAX_MEMORY_PER_GPU, or \
+         `InitOptions::symmetric_size` / NVSHMEM_SYMMETRIC_SIZE without CUDA VMM), up to the GPU's \
          memory; every PE must use the same sizes"
     )]
     HeapExhausted {
@@ -339,6 +340,52 @@ pub enum Error {
         reason: &'static str,
     },
 
+    /// A setting NVSHMEM must read from the environment is not there, and
+    /// this process runs several threads, so init could not set it soundly.
+    #[error(
+        "NVSHMEM reads its settings from the environment, and {var}={value} is not in it; this \
+         process already runs {threads} threads, so it cannot be set now without undefined \
+         behaviour. Fix: `export {var}={value}` before starting the program (nvshmem-run and the \
+         test harness set NVSHMEM's defaults for their PEs), or initialize NVSHMEM first thing \
+         in `main`, before any other thread starts"
+    )]
+    EnvNotSet {
+        /// The variable.
+        var: String,
+        /// The value it needs.
+        value: String,
+        /// The threads this process had.
+        threads: usize,
+    },
+
+    /// The UID bootstrap's unique id could not be handed from rank 0 to the others.
+    #[error(
+        "cannot exchange NVSHMEM's unique id through {addr}: {reason}. Fix: start every rank \
+         (rank 0 creates the id), and check that the address is reachable from every rank"
+    )]
+    Rendezvous {
+        /// The store's address.
+        addr: String,
+        /// What went wrong.
+        reason: String,
+    },
+
+    /// NVSHMEM initialized with another PE count than the launcher started.
+    #[error(
+        "NVSHMEM initialized {found} PE(s), but the launcher started {expected} ({bootstrap}): \
+         the bootstrap did not reach the other processes. Fix: {hint}"
+    )]
+    WrongPeCount {
+        /// The bootstrap, in words.
+        bootstrap: String,
+        /// What the launcher's variables say.
+        expected: u32,
+        /// What NVSHMEM reports.
+        found: u32,
+        /// What usually fixes it.
+        hint: &'static str,
+    },
+
     /// An argument that cannot be used (a stream of another context, ...).
     #[error("invalid argument: {reason}")]
     InvalidArgument {
@@ -368,5 +415,63 @@ impl Error {
 
     pub(crate) fn driver(call: &'static str) -> impl FnOnce(DriverError) -> Error {
         move |source| Error::Driver { call, source }
+    }
+}
+
+/// An NVSHMEM call's status: 0 is success.
+pub(crate) fn nvshmem_status(call: &'static str, status: i32) -> Result<()> {
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(Error::NvshmemCall { call, status })
+    }
+}
+
+impl std::fmt::Debug for Error {
+    /// The message, as `Display` writes it: `fn main() -> Result<(), Error>`
+    /// prints an error with `Debug`, and the message says what to do.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+/// Errors from `Drop` impls, which cannot return them.
+static DROP_ERROR: Mutex<Option<Error>> = Mutex::new(None);
+
+/// Keeps the first unreported error of a `Drop` (freeing a buffer, unloading a
+/// module, finalizing), as cudarc records errors on its context.
+pub(crate) fn record_drop_error(result: Result<()>) {
+    if let Err(e) = result {
+        let mut slot = DROP_ERROR.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert(e);
+    }
+}
+
+/// Takes the first error recorded by a `Drop` since the last call (a buffer
+/// free, module unload or finalize that failed), if any.
+pub fn take_drop_error() -> Option<Error> {
+    DROP_ERROR.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drop_errors_are_kept_until_taken() {
+        record_drop_error(Err(Error::bad_size("first")));
+        record_drop_error(Err(Error::bad_size("second")));
+        let e = take_drop_error().unwrap();
+        assert!(e.to_string().contains("first"));
+    }
+
+    #[test]
+    fn debug_is_the_message_that_says_what_to_do() {
+        // What `fn main() -> Result<(), Error>` prints.
+        let debug = format!("{:?}", Error::NoCudaDriver);
+        assert!(
+            debug.starts_with("no CUDA driver") && debug.contains("nvidia-smi"),
+            "{debug}"
+        );
     }
 }

@@ -3,13 +3,13 @@
 //! A test is a function that runs on every PE with NVSHMEM initialized, and a
 //! list of PE counts. [`main`] is a test binary's whole `main` (use
 //! `harness = false` in `Cargo.toml`): it starts each test on each PE count
-//! through the [launcher](crate::launcher), collects every PE's verdict, and
+//! through the [`launcher`], collects every PE's verdict, and
 //! prints one line per run and a summary `N passed, N failed, N skipped`.
 //!
 //! ```no_run
-//! use nvshmem_host::harness::{self, GpuTest, Pe, TestResult, check_eq};
+//! use nvshmem_host::harness::{self, GpuTest, TestPe, TestResult, check_eq};
 //!
-//! fn ring(pe: &mut Pe) -> TestResult {
+//! fn ring(pe: &mut TestPe) -> TestResult {
 //!     let nv = pe.nvshmem();
 //!     let buf = nv.alloc_zeroed::<i32>(1)?;
 //!     let kernels = pe.module("my-kernels")?;
@@ -43,10 +43,10 @@
 //! | `NVSHMEM_RS_REQUIRE_GPU=1` | no GPU (or no MPS where needed) is a failure, not a skip |
 //! | `NVSHMEM_RS_TEST_REPORT=path` | write a JSON report there |
 //! | `NVSHMEM_RS_TEST_TIMEOUT=secs` | per-run timeout (default 120) |
-//! | `NVSHMEM_RS_PTX_DIR=dir` | where [`Pe::module`] finds manifests (default: the one given to [`main`]) |
+//! | `NVSHMEM_RS_PTX_DIR=dir` | where [`TestPe::module`] finds manifests (default: the one given to [`main`]) |
 
 use crate::launcher::{self, LaunchPlan, Outcome};
-use crate::{Error, Module, Nvshmem, UniqueId};
+use crate::{Error, Module, Nvshmem};
 use std::fmt::{Debug, Display};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -113,11 +113,6 @@ pub fn check_eq<T: PartialEq + Debug>(kernel: &str, got: &[T], expected: &[T]) -
 }
 
 /// Fails with `message` unless `condition` holds.
-///
-/// ```
-/// use nvshmem_host::harness::ensure;
-/// assert!(ensure(1 + 1 == 2, || "arithmetic").is_ok());
-/// ```
 pub fn ensure<M: Display>(condition: bool, message: impl FnOnce() -> M) -> TestResult {
     if condition {
         Ok(())
@@ -130,7 +125,7 @@ pub fn ensure<M: Display>(condition: bool, message: impl FnOnce() -> M) -> TestR
 #[derive(Clone, Copy)]
 pub struct GpuTest {
     name: &'static str,
-    run: fn(&mut Pe) -> TestResult,
+    run: fn(&mut TestPe) -> TestResult,
     pes: &'static [u32],
     timeout: Option<Duration>,
     env: &'static [(&'static str, &'static str)],
@@ -140,12 +135,12 @@ impl GpuTest {
     /// A test run with 1 and 2 PEs unless [`pes`](Self::pes) says otherwise.
     ///
     /// ```
-    /// use nvshmem_host::harness::{GpuTest, Pe, TestResult};
-    /// fn noop(_: &mut Pe) -> TestResult { Ok(()) }
+    /// use nvshmem_host::harness::{GpuTest, TestPe, TestResult};
+    /// fn noop(_: &mut TestPe) -> TestResult { Ok(()) }
     /// let t = GpuTest::new("noop", noop).pes(&[1, 2, 4]);
     /// assert_eq!(t.name(), "noop");
     /// ```
-    pub const fn new(name: &'static str, run: fn(&mut Pe) -> TestResult) -> Self {
+    pub const fn new(name: &'static str, run: fn(&mut TestPe) -> TestResult) -> Self {
         GpuTest {
             name,
             run,
@@ -156,12 +151,6 @@ impl GpuTest {
     }
 
     /// Environment variables for every PE of each run (NVSHMEM settings, say).
-    ///
-    /// ```
-    /// use nvshmem_host::harness::{GpuTest, Pe, TestResult};
-    /// fn noop(_: &mut Pe) -> TestResult { Ok(()) }
-    /// let t = GpuTest::new("noop", noop).env(&[("NVSHMEM_DEBUG", "WARN")]);
-    /// ```
     pub const fn env(mut self, vars: &'static [(&'static str, &'static str)]) -> Self {
         self.env = vars;
         self
@@ -186,12 +175,12 @@ impl GpuTest {
 }
 
 /// What a test gets on each PE: NVSHMEM, initialized, and the project's modules.
-pub struct Pe {
+pub struct TestPe {
     nv: Nvshmem,
     ptx_dir: PathBuf,
 }
 
-impl Pe {
+impl TestPe {
     /// This PE's NVSHMEM.
     pub fn nvshmem(&self) -> &Nvshmem {
         &self.nv
@@ -321,10 +310,6 @@ fn run_orchestrated(test: &GpuTest, n: u32, ptx_dir: &Path) -> Verdict {
     if let Err(e) = std::fs::create_dir_all(&verdicts) {
         return Verdict::Failed(format!("cannot create {}: {e}", verdicts.display()));
     }
-    let uid = match UniqueId::generate() {
-        Ok(id) => id,
-        Err(e) => return Verdict::Failed(format!("cannot create the NVSHMEM unique id: {e}")),
-    };
     let timeout = test.timeout.unwrap_or_else(|| {
         Duration::from_secs(
             std::env::var("NVSHMEM_RS_TEST_TIMEOUT")
@@ -333,7 +318,7 @@ fn run_orchestrated(test: &GpuTest, n: u32, ptx_dir: &Path) -> Verdict {
                 .unwrap_or(120),
         )
     });
-    let mut plan = LaunchPlan::new(n as usize, exe.into_os_string(), uid.to_hex())
+    let mut plan = LaunchPlan::new(n as usize, exe.into_os_string())
         .with_timeout(timeout)
         .with_env(WORKER, test.name)
         .with_env(VERDICTS, verdicts.as_os_str())
@@ -382,7 +367,7 @@ fn run_worker(name: &str, tests: &[GpuTest], ptx_dir: &Path) -> i32 {
             return 1;
         }
     };
-    let mut pe = Pe {
+    let mut pe = TestPe {
         nv,
         ptx_dir: ptx_dir.to_path_buf(),
     };

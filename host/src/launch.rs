@@ -123,12 +123,31 @@ impl LaunchConfig {
 ///
 /// Implemented for the integer and float primitives, `bool`, `half::f16` and
 /// `half::bf16`, [`SymPtr`], [`DevicePtr`], [`Pe`] and [`Team`](nvshmem_types::Team).
+/// Memory goes to a kernel as an address: [`SymBuffer::sym_ptr`](crate::SymBuffer::sym_ptr)
+/// for symmetric memory (a `SymPtr<T>`, what NVSHMEM's device calls take), or
+/// [`SymBuffer::device_ptr`](crate::SymBuffer::device_ptr) for a plain `T*`
+/// (a `DevicePtr<T>`). Raw pointers are not accepted: a host pointer in a
+/// kernel is a fault.
+///
+/// ```compile_fail
+/// # fn f(k: &nvshmem_host::Kernel, nv: &nvshmem_host::Nvshmem, host: *mut u64) -> nvshmem_host::Result<()> {
+/// // error: `*mut u64` cannot be passed to a kernel; pass `buf.sym_ptr()` or `buf.device_ptr()`
+/// unsafe { k.launch(nv.stream(), 1, 1, (host,)) }
+/// # }
+/// ```
 ///
 /// # Safety
 /// The type must have the ABI of the PTX parameter it is passed to: a plain
 /// `#[repr(C)]` or `#[repr(transparent)]` value with no pointers to host
 /// memory, passed by value. Implement it for your own `#[repr(C)]` structs
 /// only when the kernel takes that struct by value.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed to a kernel",
+    label = "not a kernel argument",
+    note = "pass symmetric memory as `buf.sym_ptr()` (a `SymPtr<T>`) and other device memory as \
+            `buf.device_ptr()` (a `DevicePtr<T>`); numbers, `Pe` and `Team` go by value",
+    note = "a `#[repr(C)]` struct the kernel takes by value can implement `KernelParam` (unsafe)"
+)]
 pub unsafe trait KernelParam: Copy {
     /// The type's name, for error messages.
     fn type_name() -> &'static str {

@@ -28,9 +28,9 @@
 //! ```
 //!
 //! # Layers
-//! As in cudarc: [`sys`] (bindgen's raw FFI, one module per NVSHMEM
-//! version, loaded at run time) → [`library`] (finding and loading the
-//! library; thin wrappers) → the safe typed layer re-exported here.
+//! As in cudarc: [`sys`] (bindgen's raw FFI: one function table, loaded at
+//! run time, and what differs per NVSHMEM version) → [`library`] (finding
+//! and loading the library) → the safe typed layer re-exported here.
 //!
 //! # The rules that NVSHMEM imposes
 //! - **Collective calls** ([`Nvshmem::init`], [`Nvshmem::alloc`] and the
@@ -40,14 +40,24 @@
 //!   kernels are neither `Send` nor `Sync`.
 //! - **Versions match**: the kernels' PTX must be linked against the same
 //!   NVSHMEM version as the host library that runs it; loading checks this.
-//! - **NVLink multicast stays off** by default (`NVSHMEM_DISABLE_NVLS=1`,
-//!   see [`Builder`]).
+//! - **Initialize first thing in `main`**: NVSHMEM reads its settings from
+//!   the environment, which init may set only while the process has one
+//!   thread (see [`InitOptions`]). NVLink multicast stays off by default
+//!   (`NVSHMEM_DISABLE_NVLS=1`).
+//! - **Launchers**: the same program runs as one PE, under `nvshmem-run`,
+//!   `mpirun`, `srun`, MPICH's `mpiexec` or `torchrun`: see [`bootstrap`].
 #![warn(missing_docs)]
 
+pub mod bootstrap;
+mod collectives;
 mod driver;
+mod env;
 mod error;
 pub mod exchange;
 pub mod harness;
+mod heap;
+mod init;
+mod kernel;
 pub mod launch;
 pub mod launcher;
 pub mod library;
@@ -55,22 +65,25 @@ pub mod memory;
 mod module;
 mod nvshmem;
 mod ops;
+mod rendezvous;
 pub mod sys;
 mod team;
 mod uniqueid;
 
+pub use bootstrap::Bootstrap;
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaStream};
-pub use driver::{LOCAL_RANK_VARS, device_count as gpu_count};
-pub use error::{Error, Result};
+pub use driver::device_count as gpu_count;
+pub use error::{Error, Result, take_drop_error};
+pub use init::InitOptions;
+pub use kernel::Kernel;
 pub use launch::{Dim3, KernelArgs, KernelParam, LaunchConfig};
 pub use memory::{AsSymView, DevicePtr, SymBuffer, SymView};
-pub use module::{Kernel, Module, ModuleImage};
-pub use nvshmem::{Bootstrap, Builder, Nvshmem, take_drop_error};
-pub use nvshmem_types::Team as DeviceTeam;
+pub use module::{Module, ModuleImage};
+pub use nvshmem::Nvshmem;
 pub use nvshmem_types::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
 pub use nvshmem_types::{
-    And, Cmp, Max, Min, Or, Pe, Prod, ReduceOp, SignalOp, Sum, SymPtr, Version, Xor,
+    And, Cmp, Max, Min, Or, Pe, Prod, ReduceOp, SignalOp, Sum, SymPtr, Team, Version, Xor,
 };
-pub use team::{AsTeam, SplitTeam, Team};
+pub use team::{AsTeam, SplitTeam};
 pub use uniqueid::UniqueId;

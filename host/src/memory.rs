@@ -23,8 +23,9 @@
 //! Copies between host and symmetric memory are ordered on a stream and wait
 //! for it, so the host slice is free to reuse when they return.
 
+use crate::error::record_drop_error;
 use crate::error::{Error, Result};
-use crate::nvshmem::{Inner, Nvshmem, record_drop_error};
+use crate::nvshmem::{Inner, Nvshmem};
 use bytemuck::Pod;
 use cudarc::driver::{CudaStream, result, sys};
 use nvshmem_types::{Pe, SymPtr};
@@ -39,12 +40,6 @@ const MIN_ALIGN: usize = 256;
 /// A device address that is not symmetric: memory of a peer as this GPU
 /// addresses it ([`SymBuffer::peer_ptr`]) or any other device allocation.
 /// A valid kernel argument (`T*` in C).
-///
-/// ```
-/// use nvshmem_host::DevicePtr;
-/// let p = DevicePtr::<f32>::new(0x7f00_0000_0000);
-/// assert_eq!(p.addr(), 0x7f00_0000_0000);
-/// ```
 #[repr(transparent)]
 pub struct DevicePtr<T> {
     addr: u64,
@@ -82,6 +77,17 @@ impl<T> std::fmt::Debug for DevicePtr<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "DevicePtr({:#x})", self.addr)
     }
+}
+
+/// `Name<T>(address, len N)`.
+fn debug_sym<T>(
+    f: &mut std::fmt::Formatter<'_>,
+    name: &str,
+    ptr: *mut T,
+    len: usize,
+) -> std::fmt::Result {
+    let t = std::any::type_name::<T>();
+    write!(f, "{name}<{t}>({ptr:p}, len {len})")
 }
 
 /// `len` elements of `T` as bytes, or an error when that overflows.
@@ -151,13 +157,7 @@ pub struct SymBuffer<T: Pod> {
 
 impl<T: Pod> std::fmt::Debug for SymBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "SymBuffer<{}>({:p}, len {})",
-            std::any::type_name::<T>(),
-            self.ptr,
-            self.len
-        )
+        debug_sym::<T>(f, "SymBuffer", self.ptr, self.len)
     }
 }
 
@@ -185,13 +185,7 @@ impl<T: Pod> Copy for SymView<'_, T> {}
 
 impl<T: Pod> std::fmt::Debug for SymView<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "SymView<{}>({:p}, len {})",
-            std::any::type_name::<T>(),
-            self.ptr,
-            self.len
-        )
+        debug_sym::<T>(f, "SymView", self.ptr, self.len)
     }
 }
 
@@ -255,7 +249,7 @@ impl Nvshmem {
         }
         // SAFETY: initialized; the caller keeps the collective rule, and the
         // size and alignment are valid.
-        let ptr = unsafe { self.inner.lib.nvshmem_align(align, bytes) };
+        let ptr = unsafe { self.inner.lib.raw().nvshmem_align(align, bytes) };
         if ptr.is_null() {
             return Err(Error::HeapExhausted {
                 bytes,
@@ -276,12 +270,6 @@ impl Nvshmem {
     /// once the buffer is zero on *every* PE (it ends with a barrier), so a
     /// peer's kernel may write into it at once: without that barrier, this
     /// PE's zeroing could land after, and erase, a peer's early put.
-    ///
-    /// ```no_run
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// let counters = nv.alloc_zeroed::<u64>(64)?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
     pub fn alloc_zeroed<T: Pod>(&self, len: usize) -> Result<SymBuffer<T>> {
         let buf = self.alloc::<T>(len)?;
         let stream = self.stream();
@@ -295,12 +283,6 @@ impl Nvshmem {
     /// **Collective** (every PE passes a slice of the same length); it
     /// returns once every PE's copy is in place (it ends with a barrier), so
     /// a peer's kernel may read it at once.
-    ///
-    /// ```no_run
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// let buf = nv.alloc_from(&[1.0f32, 2.0, 3.0])?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
     pub fn alloc_from<T: Pod>(&self, data: &[T]) -> Result<SymBuffer<T>> {
         let buf = self.alloc::<T>(data.len())?;
         let stream = self.stream();
@@ -337,7 +319,20 @@ macro_rules! sym_memory_methods {
             unsafe { SymPtr::from_raw(self.ptr) }
         }
 
-        /// This PE's copy as a plain device address.
+        /// This PE's copy as a plain device address: a kernel argument for a
+        /// `*mut T` / `*const T` parameter (a `T*` in C), for kernels that
+        /// read or write this PE's copy directly with loads and stores.
+        /// NVSHMEM's device calls take the [`sym_ptr`](Self::sym_ptr) instead.
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// # let module = nv.load_module("kernels.json")?;
+        /// // Kernel: `fn scale(data: *mut f32, n: u32)` (no NVSHMEM call on `data`).
+        /// let data = nv.alloc_from(&[1.0f32; 1024])?;
+        /// let k = module.kernel("scale")?;
+        /// unsafe { k.launch(nv.stream(), 4, 256, (data.device_ptr(), 1024u32))? };
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
         pub fn device_ptr(&self) -> DevicePtr<T> {
             DevicePtr::new(self.ptr as u64)
         }
@@ -366,14 +361,6 @@ macro_rules! sym_memory_methods {
 
         /// Copies this PE's copy into `dst` (exactly [`len`](Self::len) elements),
         /// ordered on `stream`, and waits for it.
-        ///
-        /// ```no_run
-        /// # let nv = nvshmem_host::Nvshmem::init()?;
-        /// # let buf = nv.alloc::<i32>(4)?;
-        /// let mut out = [0; 4];
-        /// buf.copy_to_host(nv.stream(), &mut out)?;
-        /// # Ok::<(), nvshmem_host::Error>(())
-        /// ```
         pub fn copy_to_host(&self, stream: &CudaStream, dst: &mut [T]) -> Result<()> {
             let v = self.as_sym_view();
             v.check_len("copy_to_host", dst.len())?;
@@ -387,13 +374,6 @@ macro_rules! sym_memory_methods {
         }
 
         /// This PE's copy as a `Vec`, read on `stream`.
-        ///
-        /// ```no_run
-        /// # let nv = nvshmem_host::Nvshmem::init()?;
-        /// # let buf = nv.alloc_zeroed::<f64>(8)?;
-        /// let values: Vec<f64> = buf.to_vec(nv.stream())?;
-        /// # Ok::<(), nvshmem_host::Error>(())
-        /// ```
         pub fn to_vec(&self, stream: &CudaStream) -> Result<Vec<T>> {
             let mut out = vec![T::zeroed(); self.len];
             self.copy_to_host(stream, &mut out)?;
@@ -403,13 +383,6 @@ macro_rules! sym_memory_methods {
         /// Sets every element of this PE's copy to `value`, ordered on `stream`
         /// (without waiting, unless `T` is not 1, 2 or 4 bytes: then it copies
         /// from the host and waits).
-        ///
-        /// ```no_run
-        /// # let nv = nvshmem_host::Nvshmem::init()?;
-        /// # let buf = nv.alloc::<f32>(8)?;
-        /// buf.fill(nv.stream(), 0.5)?;
-        /// # Ok::<(), nvshmem_host::Error>(())
-        /// ```
         pub fn fill(&self, stream: &CudaStream, value: T) -> Result<()> {
             let v = self.as_sym_view();
             v.enter(stream, "fill")?;
@@ -460,13 +433,6 @@ macro_rules! sym_memory_methods {
         }
 
         /// Element `index` as a one-element [`SymView`] (a signal word, say).
-        ///
-        /// ```no_run
-        /// # let nv = nvshmem_host::Nvshmem::init()?;
-        /// # let flags = nv.alloc_zeroed::<u64>(8)?;
-        /// let third = flags.at(2)?;
-        /// # Ok::<(), nvshmem_host::Error>(())
-        /// ```
         pub fn at(&self, index: usize) -> Result<SymView<'_, T>> {
             self.view(index..=index)
         }
@@ -488,7 +454,7 @@ macro_rules! sym_memory_methods {
             v.nv.check_active("peer_ptr")?;
             v.nv.check_pe(pe)?;
             // SAFETY: a symmetric address and a valid PE.
-            let p = unsafe { v.nv.lib.nvshmem_ptr(v.ptr.cast(), pe.to_c()) };
+            let p = unsafe { v.nv.lib.raw().nvshmem_ptr(v.ptr.cast(), pe.to_c()) };
             Ok((!p.is_null()).then(|| DevicePtr::new(p as u64)))
         }
     };
@@ -500,13 +466,6 @@ impl<T: Pod> SymBuffer<T> {
     /// Frees the buffer now. **Collective**, like its allocation; waits for
     /// the GPU first so no queued work still uses it. Dropping does the same,
     /// recording an error instead of returning it.
-    ///
-    /// ```no_run
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// let buf = nv.alloc::<u8>(1024)?;
-    /// buf.free()?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
     pub fn free(mut self) -> Result<()> {
         self.free_now()
     }
@@ -535,7 +494,7 @@ impl<T: Pod> SymBuffer<T> {
         }
         // SAFETY: from nvshmem_align, freed once (the pointer is taken above);
         // the collective rule is the caller's, as documented.
-        unsafe { self.nv.lib.nvshmem_free(ptr.cast()) };
+        unsafe { self.nv.lib.raw().nvshmem_free(ptr.cast()) };
         synced
     }
 }

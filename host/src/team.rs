@@ -1,84 +1,57 @@
-//! Teams: the predefined ones ([`Team`]), teams split from them
-//! ([`SplitTeam`], destroyed on drop), and the queries over both.
-//!
-//! A team reaches a kernel as a [`nvshmem_types::Team`] argument
-//! ([`AsTeam::device`]); the kernel then runs collectives over it.
+//! Teams: one concept on both sides, [`nvshmem_types::Team`] (re-exported as
+//! [`Team`](crate::Team)). The predefined teams are its constants
+//! (`Team::WORLD`, `SHARED`, `NODE`, `SAME_MYPE_NODE`); a team split on the
+//! host is a [`SplitTeam`], which owns the handle (destroyed on drop) and
+//! gives the `Team` to pass to kernels ([`AsTeam::team`]). Host functions
+//! take either ([`AsTeam`]).
 //!
 //! ```no_run
 //! use nvshmem_host::{AsTeam, Nvshmem, Team};
 //! let nv = Nvshmem::init()?;
 //! // The even PEs: 0, 2, 4, ... (collective over the parent team).
-//! let evens = nv.split_strided(Team::World, 0, 2, nv.n_pes().div_ceil(2))?;
+//! let evens = nv.split_strided(Team::WORLD, 0, 2, nv.n_pes().div_ceil(2))?;
 //! if let Some(evens) = &evens {
 //!     println!("PE {} of {} evens", nv.team_my_pe(evens)?.index(), nv.team_n_pes(evens)?);
+//!     let kernel_arg: Team = evens.team(); // valid while `evens` lives
 //! }
 //! # Ok::<(), nvshmem_host::Error>(())
 //! ```
 
-use crate::error::{Error, Result};
-use crate::nvshmem::{Inner, Nvshmem, record_drop_error};
-use nvshmem_types::Pe;
+use crate::error::record_drop_error;
+use crate::error::{Error, Result, nvshmem_status};
+use crate::nvshmem::{Inner, Nvshmem};
+use nvshmem_types::{Pe, Team};
 use std::rc::Rc;
 
-/// The predefined NVSHMEM teams.
+/// A team the host API can name: a [`Team`] or a [`SplitTeam`] (or a
+/// reference to one). Sealed.
 ///
 /// ```
 /// use nvshmem_host::{AsTeam, Team};
-/// assert_eq!(Team::World.device(), nvshmem_host::DeviceTeam::WORLD);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Team {
-    /// Every PE (`NVSHMEM_TEAM_WORLD`).
-    World,
-    /// The PEs that share memory with this one (`NVSHMEM_TEAM_SHARED`).
-    Shared,
-    /// The PEs on this node (`NVSHMEMX_TEAM_NODE`).
-    Node,
-}
-
-impl Team {
-    pub(crate) fn to_c(self) -> i32 {
-        use crate::sys::v3_4_5 as c;
-        // The team ids are the same in every supported version (sys tests).
-        match self {
-            Team::World => c::NVSHMEM_TEAM_WORLD,
-            Team::Shared => c::NVSHMEM_TEAM_SHARED,
-            Team::Node => c::NVSHMEMX_TEAM_NODE,
-        }
-    }
-}
-
-/// A team the host API can name: a [`Team`] or a [`SplitTeam`] (or a reference
-/// to one). Sealed.
-///
-/// ```
-/// use nvshmem_host::{AsTeam, Team};
-/// fn id(t: impl AsTeam) -> i32 { t.device().raw() }
-/// assert_eq!(id(Team::Node), 2);
+/// fn id(t: impl AsTeam) -> i32 { t.team().raw() }
+/// assert_eq!(id(Team::NODE), 2);
 /// ```
 pub trait AsTeam: sealed::Sealed {
-    /// The handle to pass to a kernel that takes a [`nvshmem_types::Team`].
-    fn device(&self) -> nvshmem_types::Team;
+    /// The team, as a kernel that takes a [`Team`] receives it.
+    fn team(&self) -> Team;
 }
 
 mod sealed {
     pub trait Sealed {}
-    impl Sealed for super::Team {}
+    impl Sealed for nvshmem_types::Team {}
     impl Sealed for super::SplitTeam {}
     impl<T: Sealed + ?Sized> Sealed for &T {}
 }
 
 impl AsTeam for Team {
-    fn device(&self) -> nvshmem_types::Team {
-        // SAFETY: a predefined team exists for as long as NVSHMEM does.
-        unsafe { nvshmem_types::Team::from_raw(self.to_c()) }
+    fn team(&self) -> Team {
+        *self
     }
 }
 
 impl<T: AsTeam + ?Sized> AsTeam for &T {
-    fn device(&self) -> nvshmem_types::Team {
-        (**self).device()
+    fn team(&self) -> Team {
+        (**self).team()
     }
 }
 
@@ -95,9 +68,9 @@ impl<T: AsTeam + ?Sized> AsTeam for &T {
 /// ```no_run
 /// use nvshmem_host::{AsTeam, Nvshmem, Team};
 /// let nv = Nvshmem::init()?;
-/// let (rows, cols) = nv.split_2d(Team::World, 2)?;
+/// let (rows, cols) = nv.split_2d(Team::WORLD, 2)?;
 /// if let Some(row) = rows {
-///     let handle = row.device(); // a kernel argument
+///     let handle = row.team(); // a kernel argument
 ///     row.destroy()?;
 /// }
 /// # Ok::<(), nvshmem_host::Error>(())
@@ -115,10 +88,11 @@ impl std::fmt::Debug for SplitTeam {
 }
 
 impl AsTeam for SplitTeam {
-    fn device(&self) -> nvshmem_types::Team {
-        // SAFETY: the team lives until this value is dropped; the borrow of
-        // `self` outlives the call, the caller keeps it alive for the kernel.
-        unsafe { nvshmem_types::Team::from_raw(self.raw) }
+    /// The handle, valid until this `SplitTeam` is dropped: kernels that use
+    /// it must be done by then (a kernel launch is `unsafe` for that reason).
+    fn team(&self) -> Team {
+        // SAFETY: the team lives until this value is dropped.
+        unsafe { Team::from_raw(self.raw) }
     }
 }
 
@@ -126,13 +100,6 @@ impl SplitTeam {
     /// Destroys the team now and reports failure (a `Drop` only records it).
     /// **Collective over the team.**
     ///
-    /// ```no_run
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// if let Some(t) = nv.split_strided(nvshmem_host::Team::World, 0, 1, 1)? {
-    ///     t.destroy()?;
-    /// }
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
     pub fn destroy(mut self) -> Result<()> {
         self.destroy_now()
     }
@@ -141,6 +108,10 @@ impl SplitTeam {
         if std::mem::replace(&mut self.destroyed, true) {
             return Ok(());
         }
+        self.inner
+            .split_teams
+            .borrow_mut()
+            .retain(|&t| t != self.raw);
         // After finalize the team is gone with NVSHMEM; after a kernel fault
         // NVSHMEM's teardown would abort the process.
         if self.inner.check_active("SplitTeam::destroy").is_err() || self.inner.poisoned() {
@@ -149,7 +120,7 @@ impl SplitTeam {
         self.inner.enter("SplitTeam::destroy")?;
         self.inner.sync_context()?;
         // SAFETY: a team this runtime split and has not destroyed; the GPU is idle.
-        unsafe { (self.inner.lib.coll.nvshmem_team_destroy)(self.raw) };
+        unsafe { self.inner.lib.raw().nvshmem_team_destroy(self.raw) };
         Ok(())
     }
 }
@@ -165,28 +136,32 @@ fn pe_or_none(pe: i32) -> Option<Pe> {
 }
 
 impl Nvshmem {
+    /// The team's handle, once it is known to be live: predefined, or split
+    /// by this runtime and not destroyed (a `Team` copied out of a dropped
+    /// [`SplitTeam`] is refused, not handed to NVSHMEM).
     fn check_team(&self, team: &impl AsTeam, what: &'static str) -> Result<i32> {
         self.inner.enter(what)?;
-        let raw = team.device().raw();
-        if raw < 0 {
-            return Err(Error::InvalidArgument {
-                reason: format!("{what}: NVSHMEM_TEAM_INVALID is not a team"),
-            });
+        let team = team.team();
+        let live = Team::PREDEFINED.contains(&team)
+            || self.inner.split_teams.borrow().contains(&team.raw());
+        if live {
+            Ok(team.raw())
+        } else {
+            Err(Error::InvalidArgument {
+                reason: format!(
+                    "{what}: team {} is not a predefined team nor a live SplitTeam of this \
+                     runtime (was its SplitTeam dropped?)",
+                    team.raw()
+                ),
+            })
         }
-        Ok(raw)
     }
 
     /// This PE's number within `team`.
-    ///
-    /// ```no_run
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// let node_rank = nv.team_my_pe(nvshmem_host::Team::Node)?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
     pub fn team_my_pe(&self, team: impl AsTeam) -> Result<Pe> {
         let raw = self.check_team(&team, "Nvshmem::team_my_pe")?;
         // SAFETY: initialized; a live team.
-        let pe = unsafe { self.inner.lib.nvshmem_team_my_pe(raw) };
+        let pe = unsafe { self.inner.lib.raw().nvshmem_team_my_pe(raw) };
         pe_or_none(pe).ok_or(Error::NvshmemCall {
             call: "nvshmem_team_my_pe",
             status: pe,
@@ -194,16 +169,10 @@ impl Nvshmem {
     }
 
     /// The number of PEs in `team`.
-    ///
-    /// ```no_run
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// let on_node = nv.team_n_pes(nvshmem_host::Team::Node)?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
     pub fn team_n_pes(&self, team: impl AsTeam) -> Result<u32> {
         let raw = self.check_team(&team, "Nvshmem::team_n_pes")?;
         // SAFETY: as above.
-        let n = unsafe { self.inner.lib.nvshmem_team_n_pes(raw) };
+        let n = unsafe { self.inner.lib.raw().nvshmem_team_n_pes(raw) };
         u32::try_from(n).map_err(|_| Error::NvshmemCall {
             call: "nvshmem_team_n_pes",
             status: n,
@@ -212,13 +181,6 @@ impl Nvshmem {
 
     /// The number in `dest` of PE `pe` of team `src` (`nvshmem_team_translate_pe`),
     /// or `None` when that PE is not in `dest`.
-    ///
-    /// ```no_run
-    /// use nvshmem_host::{Pe, Team};
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// let world = nv.team_translate_pe(Team::Node, Pe::new(0), Team::World)?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
     pub fn team_translate_pe(
         &self,
         src: impl AsTeam,
@@ -229,7 +191,10 @@ impl Nvshmem {
         let d = self.check_team(&dest, "Nvshmem::team_translate_pe")?;
         // SAFETY: live teams; NVSHMEM returns -1 for a PE outside either.
         Ok(pe_or_none(unsafe {
-            self.inner.lib.nvshmem_team_translate_pe(s, pe.to_c(), d)
+            self.inner
+                .lib
+                .raw()
+                .nvshmem_team_translate_pe(s, pe.to_c(), d)
         }))
     }
 
@@ -245,7 +210,7 @@ impl Nvshmem {
     /// ```no_run
     /// # let nv = nvshmem_host::Nvshmem::init()?;
     /// // PEs 1, 3, 5, ... of the world.
-    /// let odds = nv.split_strided(nvshmem_host::Team::World, 1, 2, nv.n_pes() / 2)?;
+    /// let odds = nv.split_strided(nvshmem_host::Team::WORLD, 1, 2, nv.n_pes() / 2)?;
     /// # Ok::<(), nvshmem_host::Error>(())
     /// ```
     pub fn split_strided(
@@ -264,7 +229,7 @@ impl Nvshmem {
         // SAFETY: a live parent; the range is inside it; a null config with a
         // zero mask means the defaults.
         let status = unsafe {
-            (self.inner.lib.coll.nvshmem_team_split_strided)(
+            self.inner.lib.raw().nvshmem_team_split_strided(
                 p,
                 start as i32,
                 stride as i32,
@@ -274,12 +239,7 @@ impl Nvshmem {
                 &mut new,
             )
         };
-        if status != 0 {
-            return Err(Error::NvshmemCall {
-                call: "nvshmem_team_split_strided",
-                status,
-            });
-        }
+        nvshmem_status("nvshmem_team_split_strided", status)?;
         Ok(self.split_team(new))
     }
 
@@ -287,12 +247,6 @@ impl Nvshmem {
     /// (`nvshmem_team_split_2d`): returns this PE's row (x-axis) team and
     /// column (y-axis) team. **Collective over `parent`**. Refused in limited
     /// MPG, as [`Nvshmem::split_strided`].
-    ///
-    /// ```no_run
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// let (row, col) = nv.split_2d(nvshmem_host::Team::World, 2)?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
     pub fn split_2d(
         &self,
         parent: impl AsTeam,
@@ -309,7 +263,7 @@ impl Nvshmem {
         let (mut x, mut y) = (-1, -1);
         // SAFETY: a live parent; null configs with zero masks mean the defaults.
         let status = unsafe {
-            (self.inner.lib.coll.nvshmem_team_split_2d)(
+            self.inner.lib.raw().nvshmem_team_split_2d(
                 p,
                 xrange as i32,
                 std::ptr::null(),
@@ -320,20 +274,18 @@ impl Nvshmem {
                 &mut y,
             )
         };
-        if status != 0 {
-            return Err(Error::NvshmemCall {
-                call: "nvshmem_team_split_2d",
-                status,
-            });
-        }
+        nvshmem_status("nvshmem_team_split_2d", status)?;
         Ok((self.split_team(x), self.split_team(y)))
     }
 
     fn split_team(&self, raw: i32) -> Option<SplitTeam> {
-        (raw >= 0).then(|| SplitTeam {
-            inner: self.inner.clone(),
-            raw,
-            destroyed: false,
+        (raw >= 0).then(|| {
+            self.inner.split_teams.borrow_mut().push(raw);
+            SplitTeam {
+                inner: self.inner.clone(),
+                raw,
+                destroyed: false,
+            }
         })
     }
 }
@@ -367,12 +319,5 @@ mod tests {
         assert!(check_strided(4, 0, 0, 2).is_err());
         let e = check_strided(3, 1, 1, 3).unwrap_err().to_string();
         assert!(e.contains("start 1, stride 1, size 3"), "{e}");
-    }
-
-    #[test]
-    fn predefined_teams_have_the_header_ids() {
-        assert_eq!(Team::World.device(), nvshmem_types::Team::WORLD);
-        assert_eq!(Team::Shared.device(), nvshmem_types::Team::SHARED);
-        assert_eq!(Team::Node.device(), nvshmem_types::Team::NODE);
     }
 }

@@ -47,12 +47,6 @@ impl UniqueId {
     }
 
     /// [`UniqueId::generate`] with the library of `request`.
-    ///
-    /// ```no_run
-    /// use nvshmem_host::{UniqueId, library::LibraryRequest};
-    /// let id = UniqueId::generate_with(&LibraryRequest::default().version("3.4.5".parse().unwrap()))?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
     pub fn generate_with(request: &LibraryRequest) -> Result<UniqueId> {
         let lib = HostLibrary::load(request)?;
         Ok(UniqueId {
@@ -61,30 +55,16 @@ impl UniqueId {
     }
 
     /// The id from its raw bytes.
-    ///
-    /// ```
-    /// let id = nvshmem_host::UniqueId::from_bytes([0; 128]);
-    /// ```
     pub const fn from_bytes(bytes: [u8; Self::LEN]) -> Self {
         UniqueId { bytes }
     }
 
     /// The raw bytes.
-    ///
-    /// ```
-    /// let id = nvshmem_host::UniqueId::from_bytes([1; 128]);
-    /// assert_eq!(id.as_bytes()[0], 1);
-    /// ```
     pub const fn as_bytes(&self) -> &[u8; Self::LEN] {
         &self.bytes
     }
 
     /// The id as 256 lowercase hex digits (the launcher's `NVSHMEM_RUN_UNIQUEID`).
-    ///
-    /// ```
-    /// let hex = nvshmem_host::UniqueId::from_bytes([0xab; 128]).to_hex();
-    /// assert!(hex.starts_with("abab"));
-    /// ```
     pub fn to_hex(&self) -> String {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut s = String::with_capacity(2 * Self::LEN);
@@ -96,11 +76,6 @@ impl UniqueId {
     }
 
     /// Parses 256 hex digits (either case; surrounding whitespace is ignored).
-    ///
-    /// ```
-    /// use nvshmem_host::UniqueId;
-    /// assert!(UniqueId::from_hex("abc").is_err());
-    /// ```
     pub fn from_hex(hex: &str) -> Result<UniqueId> {
         let hex = hex.trim();
         if hex.len() != 2 * Self::LEN {
@@ -209,11 +184,11 @@ mod tests {
         assert_eq!(std::mem::size_of::<UniqueId>(), 128);
         assert!(
             std::mem::align_of::<UniqueId>()
-                >= std::mem::align_of::<crate::sys::v3_4_5::nvshmemx_uniqueid_t>()
+                >= std::mem::align_of::<crate::sys::nvshmemx_uniqueid_t>()
         );
         assert!(
             std::mem::align_of::<UniqueId>()
-                >= std::mem::align_of::<crate::sys::v3_8_0::nvshmemx_uniqueid_t>()
+                >= std::mem::align_of::<crate::sys::nvshmemx_uniqueid_t>()
         );
     }
 }

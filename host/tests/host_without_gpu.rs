@@ -64,7 +64,7 @@ fn init_without_a_driver_is_no_cuda_driver_in_one_line() {
     );
     // The failed init leaves nothing behind: the next one fails the same way.
     assert!(matches!(
-        Nvshmem::builder().gpu(0).init(),
+        Nvshmem::options().gpu(0).init(),
         Err(Error::NoCudaDriver)
     ));
 }
@@ -161,7 +161,7 @@ fn a_builder_version_request_selects_the_installation() {
 #[test]
 #[ignore = "run by a_builder_version_request_selects_the_installation in a child process"]
 fn child_version_request() {
-    let err = Nvshmem::builder()
+    let err = Nvshmem::options()
         .nvshmem_version("3.8.0".parse().unwrap())
         .init()
         .unwrap_err();

@@ -8,7 +8,7 @@
 //! ```
 
 use nvshmem_host::launcher::{self, LaunchPlan, Outcome};
-use nvshmem_host::{Manifest, Nvshmem, UniqueId};
+use nvshmem_host::{Manifest, Nvshmem};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -124,14 +124,7 @@ fn run_ring(n: usize) -> bool {
             return false;
         }
     };
-    let uid = match UniqueId::generate() {
-        Ok(id) => id,
-        Err(e) => {
-            eprintln!("demo: {e}");
-            return false;
-        }
-    };
-    let plan = LaunchPlan::new(n, exe.into_os_string(), uid.to_hex())
+    let plan = LaunchPlan::new(n, exe.into_os_string())
         .with_timeout(Duration::from_secs(120))
         .with_env(WORKER, "1");
     match launcher::run(&plan) {

@@ -14,7 +14,7 @@
 use super::launch;
 use half::{bf16, f16};
 use nvshmem_host::LaunchConfig;
-use nvshmem_host::harness::{Failure, Pe, TestResult, check_eq};
+use nvshmem_host::harness::{Failure, TestPe, TestResult, check_eq};
 
 /// How a function's results are checked.
 #[derive(Clone, Copy)]
@@ -225,7 +225,7 @@ fn tol(case: &Case) -> (u64, u64) {
     }
 }
 
-fn run_table(pe: &mut Pe, is_f32: bool) -> TestResult {
+fn run_table(pe: &mut TestPe, is_f32: bool) -> TestResult {
     let nv = pe.nvshmem();
     let cases = cases();
     let n = 64usize;
@@ -340,12 +340,12 @@ fn run_table(pe: &mut Pe, is_f32: bool) -> TestResult {
 }
 
 /// libdevice in `f32`, every function of the table.
-pub fn math_f32(pe: &mut Pe) -> TestResult {
+pub fn math_f32(pe: &mut TestPe) -> TestResult {
     run_table(pe, true)
 }
 
 /// libdevice in `f64`, every function of the table.
-pub fn math_f64(pe: &mut Pe) -> TestResult {
+pub fn math_f64(pe: &mut TestPe) -> TestResult {
     run_table(pe, false)
 }
 
@@ -375,7 +375,7 @@ fn approx_cases() -> [Approx; 15] {
 }
 
 /// The fast approximations, within the PTX ISA's bounds.
-pub fn math_approx(pe: &mut Pe) -> TestResult {
+pub fn math_approx(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let cases = approx_cases();
     let n = 256usize;
@@ -417,7 +417,7 @@ pub fn math_approx(pe: &mut Pe) -> TestResult {
 }
 
 /// `f16`/`bf16` conversions, round to nearest even, against the `half` crate.
-pub fn half_conversions(pe: &mut Pe) -> TestResult {
+pub fn half_conversions(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let mut xs: Vec<f32> = vec![
         0.0,
@@ -475,7 +475,7 @@ pub fn half_conversions(pe: &mut Pe) -> TestResult {
 
 /// Packed `f16x2`/`bf16x2` arithmetic on values whose exact results fit in
 /// `f64`, so the reference is one correct rounding.
-pub fn packed_math(pe: &mut Pe) -> TestResult {
+pub fn packed_math(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let n = 512usize;
     let odd = |i: usize, salt: u64, max: i64| {

@@ -7,7 +7,7 @@ use std::io;
 ///
 /// ```
 /// use nvshmem_host::launcher::{LaunchError, LaunchPlan, run};
-/// let plan = LaunchPlan::new(0, "true", "0".repeat(256));
+/// let plan = LaunchPlan::new(0, "true");
 /// let err = run(&plan).unwrap_err();
 /// assert!(matches!(err, LaunchError::InvalidPlan(_)));
 /// assert_eq!(err.exit_code(), 2);
@@ -28,6 +28,9 @@ pub enum LaunchError {
         #[source]
         source: io::Error,
     },
+    /// CUDA MPS could not be started or stopped (`--mps`).
+    #[error("CUDA MPS: {0}")]
+    Mps(String),
     /// A system call the launcher needs failed (the PEs already started were stopped).
     #[error("{what}: {source}")]
     System {
@@ -61,7 +64,7 @@ impl LaunchError {
                 io::ErrorKind::PermissionDenied => 126,
                 _ => 1,
             },
-            LaunchError::System { .. } => 1,
+            LaunchError::System { .. } | LaunchError::Mps(_) => 1,
         }
     }
 }

@@ -1,10 +1,12 @@
 //! [`run`]: start the PEs, forward their output, watch them, stop them.
 
+use super::env;
 use super::error::LaunchError;
 use super::output::{self, Dest, OpenStreams};
 use super::plan::LaunchPlan;
 use super::sys::{self, Reap, SignalGuard};
 use libc::{c_int, pid_t};
+use std::ffi::OsString;
 use std::fmt;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -12,10 +14,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The exit status `nvshmem-run` ends with after `--timeout` (as `timeout(1)` does).
-///
-/// ```
-/// assert_eq!(nvshmem_host::launcher::TIMEOUT_EXIT_CODE, 124);
-/// ```
 pub const TIMEOUT_EXIT_CODE: u8 = 124;
 
 /// How often the launcher looks at its PEs.
@@ -223,17 +221,28 @@ fn ranks(n: usize) -> String {
 /// ```
 /// use nvshmem_host::launcher::{LaunchPlan, Outcome, RankStatus, run};
 ///
-/// let uid = "0".repeat(256); // normally nvshmem_host::UniqueId::generate()?.to_hex()
-/// let ok = LaunchPlan::new(2, "sh", uid.clone()).with_args(["-c", "echo rank $NVSHMEM_RUN_RANK"]);
+/// let ok = LaunchPlan::new(2, "sh").with_args(["-c", "echo rank $NVSHMEM_RUN_RANK"]);
 /// assert_eq!(run(&ok)?, Outcome::Success);
 ///
-/// let failing = LaunchPlan::new(2, "sh", uid).with_args(["-c", "exit $((NVSHMEM_RUN_RANK + 3))"]);
+/// let failing = LaunchPlan::new(2, "sh").with_args(["-c", "exit $((NVSHMEM_RUN_RANK + 3))"]);
 /// let outcome = run(&failing)?;
 /// assert!(matches!(outcome, Outcome::RankFailed { status: RankStatus::Exited(3 | 4), .. }));
 /// # Ok::<(), nvshmem_host::launcher::LaunchError>(())
 /// ```
 pub fn run(plan: &LaunchPlan) -> Result<Outcome, LaunchError> {
     plan.validate()?;
+    // The store rank 0 puts NVSHMEM's unique id into, for the others to get.
+    let job = crate::rendezvous::new_job();
+    let store = crate::rendezvous::Store::serve("127.0.0.1:0", &job).map_err(|source| {
+        LaunchError::System {
+            what: "cannot listen on a loopback port for the unique-id store".into(),
+            source,
+        }
+    })?;
+    let rendezvous = vec![
+        (env::RENDEZVOUS.into(), store.addr().to_string().into()),
+        (env::JOB.into(), job.into()),
+    ];
     let signals = SignalGuard::install().map_err(|source| LaunchError::System {
         what: "cannot install signal handlers".into(),
         source,
@@ -245,6 +254,7 @@ pub fn run(plan: &LaunchPlan) -> Result<Outcome, LaunchError> {
         streams: OpenStreams::new(plan.nranks),
         signals,
         signals_seen: 0,
+        rendezvous,
     };
     let start = Instant::now();
     let parent = sys::getpid();
@@ -279,7 +289,7 @@ impl Drop for SubreaperGuard {
 }
 
 /// One PE's process, which leads a process group of the same id.
-struct Pe {
+struct PeProcess {
     pid: pid_t,
     status: Option<RankStatus>,
     /// Whether its process group may still hold processes.
@@ -288,10 +298,12 @@ struct Pe {
 
 struct Supervisor<'a> {
     plan: &'a LaunchPlan,
-    pes: Vec<Pe>,
+    pes: Vec<PeProcess>,
     streams: Arc<OpenStreams>,
     signals: SignalGuard,
     signals_seen: u32,
+    /// [`env::RENDEZVOUS`] and [`env::JOB`] for every PE.
+    rendezvous: Vec<(OsString, OsString)>,
 }
 
 /// The stopping phase: when SIGTERM went out, and when SIGKILL did.
@@ -306,6 +318,7 @@ impl Supervisor<'_> {
         let mut cmd = Command::new(&plan.program);
         cmd.args(&plan.args)
             .envs(plan.pe_env(rank))
+            .envs(self.rendezvous.iter().cloned())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -318,7 +331,7 @@ impl Supervisor<'_> {
             source,
         })?;
         // std's Child never reaps on drop; we reap with waitpid ourselves.
-        self.pes.push(Pe {
+        self.pes.push(PeProcess {
             pid: child.id() as pid_t,
             status: None,
             group_alive: true,

@@ -1,0 +1,312 @@
+//! Launching the kernels of a loaded [`Module`](crate::Module): plain and
+//! collective (cooperative) launches, checked against the manifest.
+
+use crate::driver;
+use crate::error::{Error, Result};
+use crate::launch::{KernelArgs, LaunchConfig, check_co_resident, check_kernel_args};
+use crate::module::ModuleInner;
+use cudarc::driver::{CudaStream, result, sys};
+use nvshmem_types::manifest::KernelInfo;
+use std::rc::Rc;
+
+/// A kernel of a loaded [`Module`](crate::Module) (which it keeps loaded).
+///
+/// Launching is `unsafe`: the runtime checks the arguments' count and sizes
+/// against the manifest, the launch shape, the stream, and co-residency for
+/// collective launches, but what the kernel does with its arguments (which
+/// memory it touches, how far) is the kernel's own contract.
+pub struct Kernel {
+    module: Rc<ModuleInner>,
+    func: sys::CUfunction,
+    info: KernelInfo,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.info.name)
+            .field("collective", &self.info.collective)
+            .finish()
+    }
+}
+
+impl Kernel {
+    pub(crate) fn new(module: Rc<ModuleInner>, func: sys::CUfunction, info: KernelInfo) -> Self {
+        Kernel { module, func, info }
+    }
+
+    /// The entry name.
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    /// Its parameters and properties from the manifest.
+    pub fn info(&self) -> &KernelInfo {
+        &self.info
+    }
+
+    /// Whether it calls NVSHMEM barriers or collectives, so needs
+    /// [`Kernel::launch_collective`].
+    pub fn is_collective(&self) -> bool {
+        self.info.collective
+    }
+
+    /// Launches `grid` blocks of `block` threads on `stream` with `args`.
+    /// Refused for a collective kernel ([`Error::CollectiveLaunchRequired`]).
+    ///
+    /// # Safety
+    /// The arguments must satisfy the kernel's own contract (the memory it
+    /// reads and writes through them must be valid for that, for as long as
+    /// it runs). Count and sizes are checked against the manifest.
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// # let module = nv.load_module("kernels.json")?;
+    /// let n = 1 << 20;
+    /// let buf = nv.alloc::<f32>(n)?;
+    /// let k = module.kernel("scale")?;
+    /// unsafe { k.launch(nv.stream(), (n as u32).div_ceil(256), 256, (buf.sym_ptr(), n as u32))? };
+    /// nv.synchronize(nv.stream())?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub unsafe fn launch<A: KernelArgs>(
+        &self,
+        stream: &CudaStream,
+        grid: impl Into<crate::Dim3>,
+        block: impl Into<crate::Dim3>,
+        args: A,
+    ) -> Result<()> {
+        // SAFETY: the caller's.
+        unsafe { self.launch_with(stream, LaunchConfig::new(grid, block), args) }
+    }
+
+    /// [`Kernel::launch`] with a [`LaunchConfig`] (dynamic shared memory).
+    ///
+    /// # Safety
+    /// As [`Kernel::launch`].
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// # let k = nv.load_module("kernels.json")?.kernel("tile")?;
+    /// let cfg = nvshmem_host::LaunchConfig::new(132, 256).shared_mem_bytes(64 << 10);
+    /// unsafe { k.launch_with(nv.stream(), cfg, ())? };
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub unsafe fn launch_with<A: KernelArgs>(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        if self.info.collective {
+            return Err(Error::CollectiveLaunchRequired {
+                kernel: self.info.name.clone(),
+            });
+        }
+        // SAFETY: the caller's.
+        unsafe { self.launch_checked(stream, config, args, false) }
+    }
+
+    /// Launches with every block resident at once (`cuLaunchCooperativeKernel`),
+    /// as kernels that call NVSHMEM barriers or collectives need. Checks first
+    /// that the grid fits on the GPU at once ([`Error::GridTooLarge`]
+    /// otherwise, rather than a hang).
+    ///
+    /// # Safety
+    /// As [`Kernel::launch`].
+    ///
+    /// ```no_run
+    /// # let nv = nvshmem_host::Nvshmem::init()?;
+    /// # let k = nv.load_module("kernels.json")?.kernel("allreduce")?;
+    /// let blocks = k.max_collective_blocks(256, 0)?.min(132);
+    /// unsafe { k.launch_collective(nv.stream(), blocks, 256, ())? };
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub unsafe fn launch_collective<A: KernelArgs>(
+        &self,
+        stream: &CudaStream,
+        grid: impl Into<crate::Dim3>,
+        block: impl Into<crate::Dim3>,
+        args: A,
+    ) -> Result<()> {
+        // SAFETY: the caller's.
+        unsafe { self.launch_collective_with(stream, LaunchConfig::new(grid, block), args) }
+    }
+
+    /// [`Kernel::launch_collective`] with a [`LaunchConfig`].
+    ///
+    /// # Safety
+    /// As [`Kernel::launch`].
+    pub unsafe fn launch_collective_with<A: KernelArgs>(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        // SAFETY: the caller's.
+        unsafe { self.launch_checked(stream, config, args, true) }
+    }
+
+    /// Checks a launch (and, when `cooperative`, that the GPU supports
+    /// cooperative launches and the grid is co-resident), launches, and
+    /// records the kernel so that a later fault on the stream can name it.
+    ///
+    /// # Safety
+    /// As [`Kernel::launch`].
+    unsafe fn launch_checked<A: KernelArgs>(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        args: A,
+        cooperative: bool,
+    ) -> Result<()> {
+        let nv = &self.module.nv;
+        nv.enter("Kernel::launch")?;
+        nv.check_stream(stream)?;
+        config.check(&self.info.name)?;
+        check_kernel_args(&self.info, &args)?;
+        self.set_shared_mem(config.shared_mem_bytes)?;
+        if cooperative {
+            self.check_cooperative(&config)?;
+        }
+        let (grid, block) = (config.grid, config.block);
+        let launched = args.with_params(|params| {
+            let launch = if cooperative {
+                result::launch_cooperative_kernel
+            } else {
+                result::launch_kernel
+            };
+            // SAFETY: a function of a loaded module, a stream of its context,
+            // arguments checked against the manifest; the rest is the caller's.
+            unsafe {
+                launch(
+                    self.func,
+                    (grid.x, grid.y, grid.z),
+                    (block.x, block.y, block.z),
+                    config.shared_mem_bytes,
+                    stream.cu_stream(),
+                    params,
+                )
+            }
+        });
+        match launched {
+            Ok(()) => {
+                nv.record_launch(stream, &self.info.name);
+                Ok(())
+            }
+            // A sticky fault reported here comes from an earlier kernel.
+            Err(e) if driver::is_kernel_fault(&e) => {
+                Err(nv.classify("cuLaunchKernel", Some(stream), e))
+            }
+            Err(source) => Err(Error::LaunchFailed {
+                kernel: self.info.name.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// The GPU supports cooperative launches and `config`'s grid fits on it at once.
+    fn check_cooperative(&self, config: &LaunchConfig) -> Result<()> {
+        let cooperative = self
+            .module
+            .nv
+            .ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)
+            .map_err(Error::driver("cuDeviceGetAttribute"))?;
+        if cooperative == 0 {
+            return Err(Error::InvalidArgument {
+                reason: format!(
+                    "kernel `{}`: this GPU does not support cooperative launches",
+                    self.info.name
+                ),
+            });
+        }
+        let threads = config.block.count() as u32;
+        let (per_sm, sms) = self.occupancy(threads, config.shared_mem_bytes)?;
+        check_co_resident(&self.info.name, config.grid.count(), threads, per_sm, sms)
+    }
+
+    /// The most blocks of `block` threads (with `shared_mem_bytes` of dynamic
+    /// shared memory each) that can be resident at once: the largest grid
+    /// [`Kernel::launch_collective`] accepts.
+    pub fn max_collective_blocks(
+        &self,
+        block: impl Into<crate::Dim3>,
+        shared_mem_bytes: u32,
+    ) -> Result<u32> {
+        self.module.nv.enter("Kernel::max_collective_blocks")?;
+        let config = LaunchConfig::new(1, block).shared_mem_bytes(shared_mem_bytes);
+        config.check(&self.info.name)?;
+        self.set_shared_mem(shared_mem_bytes)?;
+        let (per_sm, sms) = self.occupancy(config.block.count() as u32, shared_mem_bytes)?;
+        Ok(per_sm.saturating_mul(sms))
+    }
+
+    /// Blocks per SM for this block size, and the SM count.
+    fn occupancy(&self, threads: u32, shared_mem_bytes: u32) -> Result<(u32, u32)> {
+        // SAFETY: a function of a loaded module.
+        let per_sm = unsafe {
+            result::occupancy::max_active_block_per_multiprocessor(
+                self.func,
+                threads as i32,
+                shared_mem_bytes as usize,
+            )
+        }
+        .map_err(Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?;
+        let sms = self
+            .module
+            .nv
+            .ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(Error::driver("cuDeviceGetAttribute"))?;
+        Ok((per_sm.max(0) as u32, sms.max(0) as u32))
+    }
+
+    /// Checks the block's shared memory (static + `bytes` dynamic) against
+    /// the GPU's limit ([`Error::SharedMemoryTooLarge`]), and opts the
+    /// function into more than 48 KiB when the total needs it.
+    fn set_shared_mem(&self, bytes: u32) -> Result<()> {
+        if bytes == 0 {
+            // Static shared memory alone is at most 48 KiB (ptxas enforces it).
+            return Ok(());
+        }
+        let launch_err = |source| Error::LaunchFailed {
+            kernel: self.info.name.clone(),
+            source,
+        };
+        // SAFETY: a function of a loaded module; a valid attribute.
+        let static_bytes = unsafe {
+            result::function::get_function_attribute(
+                self.func,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            )
+        }
+        .map_err(launch_err)?;
+        let limit = self
+            .module
+            .nv
+            .ctx
+            .attribute(
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )
+            .map_err(Error::driver("cuDeviceGetAttribute"))?;
+        let opt_in = crate::launch::check_shared_memory(
+            &self.info.name,
+            static_bytes.max(0) as u32,
+            bytes,
+            limit.max(0) as u32,
+        )?;
+        if let Some(dynamic) = opt_in {
+            // SAFETY: a function of a loaded module; a valid attribute and size.
+            unsafe {
+                result::function::set_function_attribute(
+                    self.func,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    dynamic as i32,
+                )
+            }
+            .map_err(launch_err)?;
+        }
+        Ok(())
+    }
+}
