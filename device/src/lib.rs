@@ -74,7 +74,10 @@
 //!   shorter than `nelems`. Without it the checks do not exist.
 //! - `abi-probe`: internal, for `tests/abi.rs`.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, link_llvm_intrinsics))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(stdarch_nvptx, link_llvm_intrinsics, asm_experimental_arch)
+)]
 // `link_llvm_intrinsics` (for `bar.warp.sync`, which `core::arch::nvptx` lacks)
 // is marked internal; kernels are built warning-free, so say it once here.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
@@ -83,8 +86,10 @@
 mod amo;
 mod coll;
 mod debug;
+#[cfg_attr(feature = "nvshmem-path", allow(dead_code))]
 mod direct;
 pub mod ffi;
+pub mod multimem;
 pub mod panic;
 mod rma;
 pub mod symmetric;
@@ -96,8 +101,9 @@ mod tests;
 
 pub use amo::*;
 pub use coll::*;
+pub use multimem::*;
 pub use rma::*;
-pub use symmetric::{Pe, SymPtr, my_pe, n_pes, ptr};
+pub use symmetric::{DIRECT_COPY, Pe, SymPtr, my_pe, n_pes, ptr};
 pub use sync::*;
 
 /// The `bytemuck` crate, for deriving [`bytemuck::Pod`] on types sent with [`put_pod`].

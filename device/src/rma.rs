@@ -199,19 +199,30 @@ impl_rma! {
 }
 
 /// A put or get of `$len` bytes through the peer's address when `nvshmem_ptr`
-/// gives one (see `direct`), else `$fallback` (NVSHMEM's own path).
+/// gives one (see `direct`), else `$fallback` (NVSHMEM's own path). With the
+/// `nvshmem-path` feature, always `$fallback`: the choice is made when the
+/// kernel is compiled, not per call.
+#[cfg(not(feature = "nvshmem-path"))]
 macro_rules! direct_or {
     (put, $scope:expr, $sym:expr, $pe:expr, $local:expr, $len:expr, $fallback:expr) => {
-        match crate::symmetric::ptr($sym, $pe) {
+        match crate::symmetric::ptr_in_range($sym, $pe) {
             Some(peer) => crate::direct::put($scope, peer.as_ptr().cast(), $local.cast(), $len),
             None => $fallback,
         }
     };
     (get, $scope:expr, $sym:expr, $pe:expr, $local:expr, $len:expr, $fallback:expr) => {
-        match crate::symmetric::ptr($sym, $pe) {
+        match crate::symmetric::ptr_in_range($sym, $pe) {
             Some(peer) => crate::direct::get($scope, $local.cast(), peer.as_ptr().cast(), $len),
             None => $fallback,
         }
+    };
+}
+
+/// See above: the `nvshmem-path` feature takes NVSHMEM's path for every peer.
+#[cfg(feature = "nvshmem-path")]
+macro_rules! direct_or {
+    ($dir:ident, $scope:expr, $sym:expr, $pe:expr, $local:expr, $len:expr, $fallback:expr) => {
+        $fallback
     };
 }
 

@@ -121,6 +121,12 @@ extern_fn! {
     fn nvshmem_ptr(ptr: *const c_void, pe: c_int) -> *mut c_void
 }
 
+extern_fn! {
+    "`void *(nvshmem_team_t team, const void *ptr)`: the NVLS multicast address of `ptr` for `team`, \
+     or null. Typed: [`crate::mc_ptr`].";
+    fn nvshmemx_mc_ptr(team: super::nvshmem_team_t, ptr: *const c_void) -> *mut c_void
+}
+
 extern_fn! { "`void (void)`. Typed: [`crate::barrier_all`]."; fn nvshmem_barrier_all() }
 extern_fn! { "`void (void)`. Typed: [`crate::barrier_all_warp`]."; fn nvshmemx_barrier_all_warp() }
 extern_fn! { "`void (void)`. Typed: [`crate::barrier_all_block`]."; fn nvshmemx_barrier_all_block() }
