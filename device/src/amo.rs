@@ -257,6 +257,7 @@ macro_rules! amo_fns {
         /// # Safety
         /// `dest` must be a live symmetric allocation holding a `T` on every PE;
         /// other accesses to it while the atomic runs must be NVSHMEM atomics too.
+        #[doc = pe_safety!()]
         ///
         /// # Example
         /// ```no_run

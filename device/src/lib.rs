@@ -83,6 +83,41 @@
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![warn(missing_docs)]
 
+/// The `# Safety` text of every warp-scope function: what a call from part
+/// of the warp breaks.
+macro_rules! warp_safety {
+    () => {
+        "Every thread of the warp calls it together, converged and with the same arguments. \
+         NVSHMEM's warp-scope code synchronizes the warp with `bar.warp.sync` and full-mask \
+         shuffles (and this crate's direct put/get copy splits the work by lane): a call from \
+         part of the warp is undefined behaviour, not only a hang."
+    };
+}
+
+/// The `# Safety` text of every block-scope function.
+macro_rules! block_safety {
+    () => {
+        "Every thread of the block calls it together, with the same arguments (block-uniform \
+         control flow). NVSHMEM's block-scope code synchronizes the block with `.aligned` \
+         barriers (`barrier.cta.sync.aligned`), which the PTX ISA makes undefined behaviour in \
+         divergent code (and this crate's direct put/get copy splits the work by thread): a \
+         call from part of the block is undefined behaviour, not only a hang."
+    };
+}
+
+/// A doc example's call line, in `unsafe { }` for an `unsafe fn`.
+macro_rules! call_doc {
+    (unsafe $call:expr) => {
+        concat!("unsafe { ", $call, " };")
+    };
+    ($call:expr) => {
+        concat!($call, ";")
+    };
+}
+
+#[macro_use]
+mod scope;
+
 mod amo;
 mod coll;
 mod debug;

@@ -91,6 +91,13 @@ impl<T> Clone for McPtr<T> {
 }
 impl<T> Copy for McPtr<T> {}
 
+// SAFETY: a multicast address is a number naming memory on the team's PEs;
+// it confers no access by itself, and every access through it is `unsafe`
+// (as for `SymPtr`).
+unsafe impl<T> Send for McPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for McPtr<T> {}
+
 impl<T> core::fmt::Debug for McPtr<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "McPtr({:p})", self.0)

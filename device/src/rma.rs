@@ -97,17 +97,6 @@ pub trait RmaElement: Copy + Sealed {
     );
 }
 
-// `nvshmem_<n><op>` / `nvshmemx_<n><op>_warp` / `nvshmemx_<n><op>_block`.
-macro_rules! scoped_call {
-    ($s:expr, $n:ident, $op:ident, $($a:expr),*) => { pastey::paste!(
-        match $s {
-            Scope::Thread => ffi::[<nvshmem_ $n $op>]($($a),*),
-            Scope::Warp => ffi::[<nvshmemx_ $n $op _warp>]($($a),*),
-            Scope::Block => ffi::[<nvshmemx_ $n $op _block>]($($a),*),
-        }
-    ) };
-}
-
 macro_rules! rma_p {
     // `half`/`__nv_bfloat16` values travel as `ptr byval`: pass a pointer to a copy.
     (half, $d:expr, $v:expr, $pe:expr) => { ffi::nvshmem_half_p($d, &$v, $pe) };
@@ -147,45 +136,45 @@ macro_rules! impl_rma {
             }
             #[inline(always)]
             unsafe fn __put(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int) {
-                unsafe { scoped_call!(s, $n, _put, dest, source, nelems, pe) }
+                unsafe { scoped_ffi!(s, [$n _put], dest, source, nelems, pe) }
             }
             #[inline(always)]
             unsafe fn __put_nbi(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int) {
-                unsafe { scoped_call!(s, $n, _put_nbi, dest, source, nelems, pe) }
+                unsafe { scoped_ffi!(s, [$n _put_nbi], dest, source, nelems, pe) }
             }
             #[inline(always)]
             unsafe fn __get(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int) {
-                unsafe { scoped_call!(s, $n, _get, dest, source, nelems, pe) }
+                unsafe { scoped_ffi!(s, [$n _get], dest, source, nelems, pe) }
             }
             #[inline(always)]
             unsafe fn __get_nbi(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int) {
-                unsafe { scoped_call!(s, $n, _get_nbi, dest, source, nelems, pe) }
+                unsafe { scoped_ffi!(s, [$n _get_nbi], dest, source, nelems, pe) }
             }
             #[inline(always)]
             unsafe fn __iput(
                 s: Scope, dest: *mut Self, source: *const Self, dst: isize, sst: isize, n: usize, pe: c_int,
             ) {
-                unsafe { scoped_call!(s, $n, _iput, dest, source, dst, sst, n, pe) }
+                unsafe { scoped_ffi!(s, [$n _iput], dest, source, dst, sst, n, pe) }
             }
             #[inline(always)]
             unsafe fn __iget(
                 s: Scope, dest: *mut Self, source: *const Self, dst: isize, sst: isize, n: usize, pe: c_int,
             ) {
-                unsafe { scoped_call!(s, $n, _iget, dest, source, dst, sst, n, pe) }
+                unsafe { scoped_ffi!(s, [$n _iget], dest, source, dst, sst, n, pe) }
             }
             #[inline(always)]
             unsafe fn __put_signal(
                 s: Scope, dest: *mut Self, source: *const Self, nelems: usize,
                 sig: *mut u64, signal: u64, op: c_int, pe: c_int,
             ) {
-                unsafe { scoped_call!(s, $n, _put_signal, dest, source, nelems, sig, signal, op, pe) }
+                unsafe { scoped_ffi!(s, [$n _put_signal], dest, source, nelems, sig, signal, op, pe) }
             }
             #[inline(always)]
             unsafe fn __put_signal_nbi(
                 s: Scope, dest: *mut Self, source: *const Self, nelems: usize,
                 sig: *mut u64, signal: u64, op: c_int, pe: c_int,
             ) {
-                unsafe { scoped_call!(s, $n, _put_signal_nbi, dest, source, nelems, sig, signal, op, pe) }
+                unsafe { scoped_ffi!(s, [$n _put_signal_nbi], dest, source, nelems, sig, signal, op, pe) }
             }
         }
     )*};
@@ -226,63 +215,6 @@ macro_rules! direct_or {
     };
 }
 
-// Three functions (thread, warp, block scope) from one template. The body sees
-// the scope as `$scope`.
-macro_rules! scoped {
-    (
-        $(#[$doc:meta])*
-        safety: $safety:literal;
-        example: ($ex_params:literal, $ex_call:literal);
-        pub unsafe fn [$thread:ident, $warp:ident, $block:ident]
-            $(<$T:ident: $bound:path>)? ($($arg:ident: $argty:ty),* $(,)?)
-        |$scope:ident| $body:block
-    ) => {
-        scoped! { @one $(#[$doc])* safety: $safety; example: ($ex_params, $ex_call);
-            scope: ("Thread scope: the calling thread does the whole operation. NVSHMEM: `nvshmem_*`.",
-                $warp, $block);
-            pub unsafe fn $thread $(<$T: $bound>)? ($($arg: $argty),*) |$scope = Thread| $body }
-        scoped! { @one $(#[$doc])* safety: $safety; example: ($ex_params, $ex_call);
-            scope: ("**Warp scope**: every thread of the warp calls it, converged and with the same \
-                arguments, and the warp shares the work. NVSHMEM: `nvshmemx_*_warp`.",
-                $thread, $block);
-            pub unsafe fn $warp $(<$T: $bound>)? ($($arg: $argty),*) |$scope = Warp| $body }
-        scoped! { @one $(#[$doc])* safety: $safety; example: ($ex_params, $ex_call);
-            scope: ("**Block scope**: every thread of the block calls it with the same arguments, \
-                and the block shares the work. NVSHMEM: `nvshmemx_*_block`.",
-                $thread, $warp);
-            pub unsafe fn $block $(<$T: $bound>)? ($($arg: $argty),*) |$scope = Block| $body }
-    };
-    (
-        @one $(#[$doc:meta])* safety: $safety:literal; example: ($ex_params:literal, $ex_call:literal);
-        scope: ($scope_doc:literal, $o1:ident, $o2:ident);
-        pub unsafe fn $name:ident $(<$T:ident: $bound:path>)? ($($arg:ident: $argty:ty),*)
-        |$scope:ident = $kind:ident| $body:block
-    ) => {
-        $(#[$doc])*
-        ///
-        #[doc = $scope_doc]
-        #[doc = concat!("The other scopes: [`", stringify!($o1), "`], [`", stringify!($o2), "`].")]
-        ///
-        /// # Safety
-        #[doc = $safety]
-        ///
-        /// # Example
-        /// ```no_run
-        /// # #![allow(unused)]
-        /// use nvshmem_device::*;
-        #[doc = concat!("unsafe fn kernel(", $ex_params, ") {")]
-        #[doc = concat!("    unsafe { ", stringify!($name), $ex_call, " };")]
-        /// }
-        /// ```
-        #[inline(always)]
-        #[cfg_attr(feature = "debug-checks", track_caller)]
-        pub unsafe fn $name $(<$T: $bound>)? ($($arg: $argty),*) {
-            let $scope = Scope::$kind;
-            $body
-        }
-    };
-}
-
 /// Writes `value` to `dest` on PE `pe` (`nvshmem_TYPE_p`): the cheapest way
 /// to send one element.
 ///
@@ -291,7 +223,8 @@ macro_rules! scoped {
 ///
 /// # Safety
 /// `dest` must be a live symmetric allocation holding a `T`, on every PE;
-/// no other access may race with the write unless it is atomic.
+/// no other access may race with the write unless it is atomic. `pe` must
+/// be a PE of the job (`pe < n_pes()`; `debug-checks` traps otherwise).
 ///
 /// # Example
 /// ```no_run
@@ -315,7 +248,9 @@ pub unsafe fn p<T: RmaElement>(dest: SymPtr<T>, value: T, pe: Pe) {
 /// returns a struct by value, which Rust cannot call).
 ///
 /// # Safety
-/// `source` must be a live symmetric allocation holding an initialized `T`, on every PE.
+/// `source` must be a live symmetric allocation holding an initialized `T`,
+/// on every PE. `pe` must be a PE of the job (`pe < n_pes()`; `debug-checks`
+/// traps otherwise).
 ///
 /// # Example
 /// ```no_run
@@ -336,9 +271,9 @@ scoped! {
     /// Copies `nelems` elements from this PE's `source` to `dest` on PE `pe`
     /// (`nvshmem_TYPE_put`). Returns once `source` may be reused; the data is
     /// delivered by the next [`quiet`](crate::quiet).
-    safety: "`dest` must be a live symmetric allocation of at least `nelems` elements; `source` must \
+    safety: concat!("`dest` must be a live symmetric allocation of at least `nelems` elements; `source` must \
         be readable for `nelems` elements in GPU memory and not change until the call returns. Nothing \
-        may race with the writes to `dest` on PE `pe`.";
+        may race with the writes to `dest` on PE `pe`.", pe_safety!());
     example: ("dest: SymPtr<f32>, src: *const f32", "(dest, src, 256, Pe::new(1))");
     pub unsafe fn [put, put_warp, put_block]<T: RmaElement>(
         dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
@@ -373,8 +308,8 @@ scoped! {
 scoped! {
     /// Copies `nelems` elements from `source` on PE `pe` to this PE's `dest`
     /// (`nvshmem_TYPE_get`); returns when `dest` holds them.
-    safety: "`source` must be a live symmetric allocation of at least `nelems` initialized elements; \
-        `dest` must be writable for `nelems` elements in GPU memory, with no other access racing.";
+    safety: concat!("`source` must be a live symmetric allocation of at least `nelems` initialized elements; \
+        `dest` must be writable for `nelems` elements in GPU memory, with no other access racing.", pe_safety!());
     example: ("dest: *mut f64, src: SymPtr<f64>", "(dest, src, 32, Pe::new(2))");
     pub unsafe fn [get, get_warp, get_block]<T: RmaElement>(
         dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
@@ -413,8 +348,8 @@ scoped! {
     ///
     /// NVSHMEM implements it over direct load/store only (NVLink/PCIe peers);
     /// over a network transport it prints an error and asserts.
-    safety: "Every addressed element must lie in `dest`'s symmetric allocation and in readable GPU \
-        memory at `source`; nothing may race with the writes.";
+    safety: concat!("Every addressed element must lie in `dest`'s symmetric allocation and in readable GPU \
+        memory at `source`; nothing may race with the writes.", pe_safety!());
     example: ("dest: SymPtr<f32>, src: *const f32", "(dest, src, 4, 1, 16, Pe::new(1))");
     pub unsafe fn [iput, iput_warp, iput_block]<T: RmaElement>(
         dest: SymPtr<T>, source: *const T, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe,
@@ -429,8 +364,8 @@ scoped! {
     /// Strided get (`nvshmem_TYPE_iget`): element `i` comes from
     /// `source[i * source_stride]` on PE `pe` into `dest[i * dest_stride]`.
     /// Strides count elements. Direct load/store peers only, as [`iput`].
-    safety: "Every addressed element must lie in `source`'s symmetric allocation and in writable GPU \
-        memory at `dest`; nothing may race with the writes.";
+    safety: concat!("Every addressed element must lie in `source`'s symmetric allocation and in writable GPU \
+        memory at `dest`; nothing may race with the writes.", pe_safety!());
     example: ("dest: *mut u32, src: SymPtr<u32>", "(dest, src, 1, 8, 16, Pe::new(0))");
     pub unsafe fn [iget, iget_warp, iget_block]<T: RmaElement>(
         dest: *mut T, source: SymPtr<T>, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe,
@@ -484,16 +419,6 @@ scoped! {
 
 // The byte-wise forms, for any plain-data type.
 
-macro_rules! mem_call {
-    ($s:expr, $op:ident, $($a:expr),*) => { pastey::paste!(
-        match $s {
-            Scope::Thread => ffi::[<nvshmem_ $op>]($($a),*),
-            Scope::Warp => ffi::[<nvshmemx_ $op _warp>]($($a),*),
-            Scope::Block => ffi::[<nvshmemx_ $op _block>]($($a),*),
-        }
-    ) };
-}
-
 #[inline(always)]
 const fn bytes<T>(nelems: usize) -> usize {
     nelems * core::mem::size_of::<T>()
@@ -512,7 +437,7 @@ scoped! {
         // SAFETY: the caller's contract.
         unsafe {
             direct_or!(put, scope, dest, pe, source, bytes::<T>(nelems),
-                mem_call!(scope, putmem, d, s, bytes::<T>(nelems), pe.to_c()))
+                scoped_ffi!(scope, [putmem], d, s, bytes::<T>(nelems), pe.to_c()))
         }
     }
 }
@@ -529,7 +454,7 @@ scoped! {
         // SAFETY: the caller's contract.
         unsafe {
             direct_or!(put, scope, dest, pe, source, bytes::<T>(nelems),
-                mem_call!(scope, putmem_nbi, d, s, bytes::<T>(nelems), pe.to_c()))
+                scoped_ffi!(scope, [putmem_nbi], d, s, bytes::<T>(nelems), pe.to_c()))
         }
     }
 }
@@ -547,7 +472,7 @@ scoped! {
         // SAFETY: the caller's contract.
         unsafe {
             direct_or!(get, scope, source, pe, dest, bytes::<T>(nelems),
-                mem_call!(scope, getmem, d, s, bytes::<T>(nelems), pe.to_c()))
+                scoped_ffi!(scope, [getmem], d, s, bytes::<T>(nelems), pe.to_c()))
         }
     }
 }
@@ -564,7 +489,7 @@ scoped! {
         // SAFETY: the caller's contract.
         unsafe {
             direct_or!(get, scope, source, pe, dest, bytes::<T>(nelems),
-                mem_call!(scope, getmem_nbi, d, s, bytes::<T>(nelems), pe.to_c()))
+                scoped_ffi!(scope, [getmem_nbi], d, s, bytes::<T>(nelems), pe.to_c()))
         }
     }
 }
@@ -583,7 +508,7 @@ scoped! {
         let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
         let n = bytes::<T>(nelems);
         // SAFETY: the caller's contract.
-        unsafe { mem_call!(scope, putmem_signal, d, s, n, signal.as_ptr(), value, op.to_c(), pe.to_c()) }
+        unsafe { scoped_ffi!(scope, [putmem_signal], d, s, n, signal.as_ptr(), value, op.to_c(), pe.to_c()) }
     }
 }
 
@@ -601,6 +526,6 @@ scoped! {
         let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
         let n = bytes::<T>(nelems);
         // SAFETY: the caller's contract.
-        unsafe { mem_call!(scope, putmem_signal_nbi, d, s, n, signal.as_ptr(), value, op.to_c(), pe.to_c()) }
+        unsafe { scoped_ffi!(scope, [putmem_signal_nbi], d, s, n, signal.as_ptr(), value, op.to_c(), pe.to_c()) }
     }
 }

@@ -672,6 +672,7 @@ pub unsafe fn test_some_vector<T: WaitElement>(
 /// # Safety
 /// `signal` must be a live symmetric `u64` that is only updated by signal
 /// operations and atomics while in use.
+#[doc = pe_safety!()]
 ///
 /// # Example
 /// ```no_run
@@ -752,16 +753,18 @@ pub fn fence() {
 }
 
 macro_rules! void_fns {
-    ($( $(#[$doc:meta])* $(cfg($cfg:meta))? fn $name:ident => $ffi:ident; )*) => {$(
+    ($( $(#[$doc:meta])* $(cfg($cfg:meta))? $([$unsafe:ident])? fn $name:ident => $ffi:ident; )*) => {$(
         $(#[$doc])*
         ///
         /// ```no_run
-        #[doc = concat!("nvshmem_device::", stringify!($name), "();")]
+        #[doc = call_doc!($($unsafe)? concat!("nvshmem_device::", stringify!($name), "()"))]
         /// ```
         $(#[cfg($cfg)])?
         #[inline(always)]
-        pub fn $name() {
-            // SAFETY: no arguments; a collective or ordering operation.
+        pub $($unsafe)? fn $name() {
+            // SAFETY: no arguments; a collective or ordering operation. Warp
+            // and block scope: the caller's group calls it together (their
+            // `# Safety`).
             unsafe { ffi::$ffi() }
         }
     )*};
@@ -772,27 +775,45 @@ void_fns! {
     /// puts may be reused (`nvshmemx_flush`, NVSHMEM 3.8+). Unlike
     /// [`quiet`], the data need not have arrived.
     cfg(feature = "nvshmem-3-8") fn flush => nvshmemx_flush;
-    /// [`flush`] for the warp's puts; every thread of the warp calls it
-    /// (`nvshmemx_flush_warp`, NVSHMEM 3.8+).
-    cfg(feature = "nvshmem-3-8") fn flush_warp => nvshmemx_flush_warp;
-    /// [`flush`] for the block's puts; every thread of the block calls it
-    /// (`nvshmemx_flush_block`, NVSHMEM 3.8+).
-    cfg(feature = "nvshmem-3-8") fn flush_block => nvshmemx_flush_block;
+    /// [`flush`] for the warp's puts (`nvshmemx_flush_warp`, NVSHMEM 3.8+).
+    ///
+    /// # Safety
+    #[doc = warp_safety!()]
+    cfg(feature = "nvshmem-3-8") [unsafe] fn flush_warp => nvshmemx_flush_warp;
+    /// [`flush`] for the block's puts (`nvshmemx_flush_block`, NVSHMEM 3.8+).
+    ///
+    /// # Safety
+    #[doc = block_safety!()]
+    cfg(feature = "nvshmem-3-8") [unsafe] fn flush_block => nvshmemx_flush_block;
 
     /// Job-wide barrier (`nvshmem_barrier_all`): completes this thread's
     /// operations (as [`quiet`]), then waits for every PE. One thread per PE
     /// calls it; the kernel must be launched cooperatively (every block
-    /// resident), or it can hang.
+    /// resident), or it can hang. A call outside that discipline hangs or
+    /// lets the barrier return early; it touches nothing but NVSHMEM's own
+    /// synchronization state.
     fn barrier_all => nvshmem_barrier_all;
     /// [`barrier_all`] called by every thread of one warp per PE (`nvshmemx_barrier_all_warp`).
-    fn barrier_all_warp => nvshmemx_barrier_all_warp;
+    ///
+    /// # Safety
+    #[doc = warp_safety!()]
+    [unsafe] fn barrier_all_warp => nvshmemx_barrier_all_warp;
     /// [`barrier_all`] called by every thread of one block per PE (`nvshmemx_barrier_all_block`).
-    fn barrier_all_block => nvshmemx_barrier_all_block;
+    ///
+    /// # Safety
+    #[doc = block_safety!()]
+    [unsafe] fn barrier_all_block => nvshmemx_barrier_all_block;
     /// Job-wide synchronization without completing outstanding operations
     /// (`nvshmem_sync_all`); otherwise as [`barrier_all`].
     fn sync_all => nvshmem_sync_all;
     /// [`sync_all`] called by every thread of one warp per PE (`nvshmemx_sync_all_warp`).
-    fn sync_all_warp => nvshmemx_sync_all_warp;
+    ///
+    /// # Safety
+    #[doc = warp_safety!()]
+    [unsafe] fn sync_all_warp => nvshmemx_sync_all_warp;
     /// [`sync_all`] called by every thread of one block per PE (`nvshmemx_sync_all_block`).
-    fn sync_all_block => nvshmemx_sync_all_block;
+    ///
+    /// # Safety
+    #[doc = block_safety!()]
+    [unsafe] fn sync_all_block => nvshmemx_sync_all_block;
 }

@@ -202,8 +202,11 @@ nvshmem_device::with_nvshmem_3_8! {
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn flush_3_8() {
         flush();
-        flush_warp();
-        flush_block();
+        // SAFETY: every thread of the block calls them.
+        unsafe {
+            flush_warp();
+            flush_block();
+        }
     }
 }
 
@@ -283,11 +286,14 @@ pub unsafe extern "ptx-kernel" fn signals_and_order(
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn barriers() {
     barrier_all();
-    barrier_all_warp();
-    barrier_all_block();
     sync_all();
-    sync_all_warp();
-    sync_all_block();
+    // SAFETY: every thread of the block calls them.
+    unsafe {
+        barrier_all_warp();
+        barrier_all_block();
+        sync_all_warp();
+        sync_all_block();
+    }
 }
 
 /// The panic path: `report_and_trap` through vprintf.

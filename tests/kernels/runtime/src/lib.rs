@@ -212,7 +212,8 @@ pub unsafe extern "ptx-kernel" fn store_through_ptr(dest: SymPtr<u32>, n: u64, o
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn barrier_then_count(counter: SymPtr<u64>, out: *mut u64) {
     unsafe { atomic_add(counter, 1, Pe::new(0)) };
-    barrier_all_block();
+    // SAFETY: every thread of the block gets here.
+    unsafe { barrier_all_block() };
     if thread_idx_x() == 0 {
         unsafe { *out = atomic_fetch(counter, Pe::new(0)) };
     }
