@@ -374,3 +374,43 @@ scoped! {
         unsafe { T::__reducescatter(O::KIND, scope, team.raw(), dest.as_ptr(), source.as_ptr(), nreduce) }
     }
 }
+
+/// Max-loc all-reduce over `team` of `(value, index)` pairs of `f64`, by
+/// the whole block (`nvshmemx_double2_maxloc_reduce_block`, CUDA's
+/// `double2`): `dest[k]` on every PE becomes the pair with the largest
+/// value among the team's `source[k]`. NVSHMEM has it in block scope only.
+///
+/// Collective over `team`: every PE of the team calls it, and the kernel
+/// must be launched collectively.
+///
+/// # Safety
+/// `dest` and `source` must be live symmetric allocations of at least
+/// `nreduce` pairs (equal or not overlapping); every PE of `team` calls it
+/// with the same `team` and `nreduce`.
+///
+#[doc = block_safety!()]
+///
+/// # Example
+/// ```no_run
+/// use nvshmem_device::{SymPtr, Team, maxloc_reduce_block};
+/// unsafe fn kernel(dest: SymPtr<[f64; 2]>, src: SymPtr<[f64; 2]>) {
+///     unsafe { maxloc_reduce_block(Team::WORLD, dest, src, 16) };
+/// }
+/// ```
+#[inline(always)]
+pub unsafe fn maxloc_reduce_block(
+    team: Team,
+    dest: SymPtr<[f64; 2]>,
+    source: SymPtr<[f64; 2]>,
+    nreduce: usize,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        ffi::nvshmemx_double2_maxloc_reduce_block(
+            team.raw(),
+            dest.as_ptr(),
+            source.as_ptr(),
+            nreduce,
+        )
+    };
+}

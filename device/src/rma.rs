@@ -376,6 +376,61 @@ scoped! {
     }
 }
 
+/// The `iputBITS`/`igetBITS` of a plain-data type of 1, 2, 4, 8 or 16
+/// bytes; any other size does not compile.
+macro_rules! strided_pod {
+    ($scope:expr, $op:ident, $d:expr, $s:expr, $dst:expr, $sst:expr, $n:expr, $pe:expr, $T:ty) => {{
+        const {
+            assert!(
+                matches!(core::mem::size_of::<$T>(), 1 | 2 | 4 | 8 | 16),
+                "iput_pod/iget_pod move elements of 1, 2, 4, 8 or 16 bytes (NVSHMEM's iput8..iput128)"
+            )
+        };
+        match core::mem::size_of::<$T>() {
+            1 => scoped_ffi!($scope, [$op 8], $d, $s, $dst, $sst, $n, $pe),
+            2 => scoped_ffi!($scope, [$op 16], $d, $s, $dst, $sst, $n, $pe),
+            4 => scoped_ffi!($scope, [$op 32], $d, $s, $dst, $sst, $n, $pe),
+            8 => scoped_ffi!($scope, [$op 64], $d, $s, $dst, $sst, $n, $pe),
+            _ => scoped_ffi!($scope, [$op 128], $d, $s, $dst, $sst, $n, $pe),
+        }
+    }};
+}
+
+scoped! {
+    /// Strided put of any plain-data type of 1, 2, 4, 8 or 16 bytes
+    /// (`nvshmem_iput8` ... `nvshmem_iput128`, by `size_of::<T>()`): element
+    /// `i` goes from `source[i * source_stride]` to `dest[i * dest_stride]`
+    /// on PE `pe`. Direct load/store peers only, as [`iput`]; another size
+    /// does not compile.
+    safety: "As for [`iput`].";
+    example: ("dest: SymPtr<[u64; 2]>, src: *const [u64; 2]", "(dest, src, 2, 1, 8, Pe::new(1))");
+    pub unsafe fn [iput_pod, iput_pod_warp, iput_pod_block]<T: bytemuck::Pod>(
+        dest: SymPtr<T>, source: *const T, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
+        // SAFETY: the caller's contract.
+        unsafe { strided_pod!(scope, iput, d, s, dest_stride, source_stride, nelems, pe.to_c(), T) }
+    }
+}
+
+scoped! {
+    /// Strided get of any plain-data type of 1, 2, 4, 8 or 16 bytes
+    /// (`nvshmem_iget8` ... `nvshmem_iget128`): element `i` comes from
+    /// `source[i * source_stride]` on PE `pe` into `dest[i * dest_stride]`.
+    /// Direct load/store peers only, as [`iget`].
+    safety: "As for [`iget`].";
+    example: ("dest: *mut [f32; 4], src: SymPtr<[f32; 4]>", "(dest, src, 1, 4, 8, Pe::new(0))");
+    pub unsafe fn [iget_pod, iget_pod_warp, iget_pod_block]<T: bytemuck::Pod>(
+        dest: *mut T, source: SymPtr<T>, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        let (d, s) = (dest as *mut c_void, source.as_ptr() as *const c_void);
+        // SAFETY: the caller's contract.
+        unsafe { strided_pod!(scope, iget, d, s, dest_stride, source_stride, nelems, pe.to_c(), T) }
+    }
+}
+
 scoped! {
     /// Copies `nelems` elements to `dest` on PE `pe`, then updates the signal
     /// word `signal` there with `op` and `value` (`nvshmem_TYPE_put_signal`):

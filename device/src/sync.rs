@@ -728,6 +728,29 @@ pub unsafe fn signal_wait_until(signal: SymPtr<u64>, cmp: Cmp, value: u64) -> u6
     unsafe { ffi::nvshmem_signal_wait_until(signal.as_ptr(), cmp.to_c(), value) }
 }
 
+/// Sets this PE's signal word `signal` to 0 with a volatile store
+/// (`nvshmemx_signal_counted_reset`, NVSHMEM 3.8+), to reuse it.
+///
+/// # Safety
+/// `signal` must be a live symmetric `u64` that no other PE updates until
+/// the reset is visible to it (a barrier or signal after this).
+///
+/// # Example
+/// ```no_run
+/// # nvshmem_device::with_nvshmem_3_8! {
+/// use nvshmem_device::{SymPtr, signal_counted_reset};
+/// unsafe fn kernel(flag: SymPtr<u64>) {
+///     unsafe { signal_counted_reset(flag) };
+/// }
+/// # }
+/// ```
+#[cfg(feature = "nvshmem-3-8")]
+#[inline(always)]
+pub unsafe fn signal_counted_reset(signal: SymPtr<u64>) {
+    // SAFETY: the caller's contract.
+    unsafe { ffi::nvshmemx_signal_counted_reset(signal.as_ptr()) }
+}
+
 /// Waits until every put, AMO and signal this thread issued has completed
 /// and is visible at its target (`nvshmem_quiet`).
 ///

@@ -105,6 +105,13 @@ extern_fn! {
     fn nvshmemx_signal_op(sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int)
 }
 
+#[cfg(feature = "nvshmem-3-8")]
+extern_fn! {
+    "`void (uint64_t *signal_addr)` (NVSHMEM 3.8+): sets this PE's signal word to 0. \
+     Typed: [`crate::signal_counted_reset`].";
+    fn nvshmemx_signal_counted_reset(signal_addr: *mut u64)
+}
+
 extern_fn! { "`void (void)`. Typed: [`crate::quiet`]."; fn nvshmem_quiet() }
 extern_fn! { "`void (void)`. Typed: [`crate::fence`]."; fn nvshmem_fence() }
 #[cfg(feature = "nvshmem-3-8")]

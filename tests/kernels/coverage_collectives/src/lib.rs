@@ -103,6 +103,17 @@ pub unsafe extern "ptx-kernel" fn coll_pod(
     }
 }
 
+/// The max-loc reduction of `(value, index)` pairs (block scope only).
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn maxloc(
+    team: Team,
+    d: SymPtr<[f64; 2]>,
+    s: SymPtr<[f64; 2]>,
+    n: usize,
+) {
+    unsafe { maxloc_reduce_block(team, d, s, n) };
+}
+
 /// Team queries, barriers and syncs, every scope.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn teams(team: Team, out: *mut i32) {
