@@ -175,12 +175,8 @@ macro_rules! impl_collect {
     )*};
 }
 
-impl_collect! {
-    i8 => int8, i16 => int16, i32 => int32, i64 => int64,
-    u8 => uint8, u16 => uint16, u32 => uint32, u64 => uint64,
-    usize => size, isize => ptrdiff,
-    f32 => float, f64 => double, f16 => half, bf16 => bfloat16,
-}
+// The same types as the typed RMA functions.
+crate::rma::rma_types!(impl_collect!);
 
 /// An element type of [`reduce`] and [`reducescatter`]: every type that
 /// some [`ReduceOp`] covers (`isize` has none: NVSHMEM's lists have no

@@ -180,12 +180,22 @@ macro_rules! impl_rma {
     )*};
 }
 
-impl_rma! {
-    i8 => int8, i16 => int16, i32 => int32, i64 => int64,
-    u8 => uint8, u16 => uint16, u32 => uint32, u64 => uint64,
-    usize => size, isize => ptrdiff,
-    f32 => float, f64 => double, f16 => half, bf16 => bfloat16,
+/// The Rust types of `NVSHMEMI_REPT_FOR_STANDARD_RMA_TYPES` and the NVSHMEM
+/// names they use: the element types of the typed RMA functions and of the
+/// typed collectives (`crate::coll`), listed once.
+macro_rules! rma_types {
+    ($m:ident!) => {
+        $m! {
+            i8 => int8, i16 => int16, i32 => int32, i64 => int64,
+            u8 => uint8, u16 => uint16, u32 => uint32, u64 => uint64,
+            usize => size, isize => ptrdiff,
+            f32 => float, f64 => double, f16 => half, bf16 => bfloat16,
+        }
+    };
 }
+pub(crate) use rma_types;
+
+rma_types!(impl_rma!);
 
 /// A put or get of `$len` bytes through the peer's address when `nvshmem_ptr`
 /// gives one (see `direct`), else `$fallback` (NVSHMEM's own path). With the
@@ -213,6 +223,50 @@ macro_rules! direct_or {
     ($dir:ident, $scope:expr, $sym:expr, $pe:expr, $local:expr, $len:expr, $fallback:expr) => {
         $fallback
     };
+}
+
+/// The body of every contiguous put, get and put-with-signal, typed
+/// (`T::__op`) or byte-wise (`[putmem..]`): the PE check, then the direct
+/// copy (puts and gets) or NVSHMEM's function. The arguments after the
+/// length are passed on as they are.
+macro_rules! copy {
+    (put, $scope:ident, $dest:ident, $source:ident, $n:ident, $pe:ident, $f:tt) => {{
+        check_pe($pe);
+        // SAFETY: the caller's contract.
+        unsafe {
+            direct_or!(put, $scope, $dest, $pe, $source, bytes::<T>($n),
+                copy!(@call $f, $scope, $dest.as_ptr(), $source, $n, $pe.to_c()))
+        }
+    }};
+    (get, $scope:ident, $dest:ident, $source:ident, $n:ident, $pe:ident, $f:tt) => {{
+        check_pe($pe);
+        // SAFETY: the caller's contract.
+        unsafe {
+            direct_or!(get, $scope, $source, $pe, $dest, bytes::<T>($n),
+                copy!(@call $f, $scope, $dest, $source.as_ptr(), $n, $pe.to_c()))
+        }
+    }};
+    // NVSHMEM's path only: the signal must follow the data.
+    (signal, $scope:ident, $dest:ident, $source:ident, $n:ident, $sig:ident, $v:ident, $op:ident,
+        $pe:ident, $f:tt) => {{
+        check_pe($pe);
+        // SAFETY: the caller's contract.
+        unsafe {
+            copy!(@call $f, $scope, $dest.as_ptr(), $source, $n, $sig.as_ptr(), $v, $op.to_c(), $pe.to_c())
+        }
+    }};
+    // Typed: NVSHMEM counts elements; byte-wise: bytes.
+    (@call (T::$op:ident), $scope:ident, $d:expr, $s:expr, $n:ident, $($rest:expr),*) => {
+        T::$op($scope, $d, $s, $n, $($rest),*)
+    };
+    (@call [$mem:ident], $scope:ident, $d:expr, $s:expr, $n:ident, $($rest:expr),*) => {
+        scoped_ffi!($scope, [$mem], $d as *mut c_void, $s as *const c_void, bytes::<T>($n), $($rest),*)
+    };
+}
+
+#[inline(always)]
+const fn bytes<T>(nelems: usize) -> usize {
+    nelems * core::mem::size_of::<T>()
 }
 
 /// Writes `value` to `dest` on PE `pe` (`nvshmem_TYPE_p`): the cheapest way
@@ -277,14 +331,7 @@ scoped! {
     example: ("dest: SymPtr<f32>, src: *const f32", "(dest, src, 256, Pe::new(1))");
     pub unsafe fn [put, put_warp, put_block]<T: RmaElement>(
         dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(put, scope, dest, pe, source, bytes::<T>(nelems),
-                T::__put(scope, dest.as_ptr(), source, nelems, pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(put, scope, dest, source, nelems, pe, (T::__put)) }
 }
 
 scoped! {
@@ -295,14 +342,7 @@ scoped! {
     example: ("dest: SymPtr<u64>, src: *const u64", "(dest, src, 64, Pe::new(0))");
     pub unsafe fn [put_nbi, put_nbi_warp, put_nbi_block]<T: RmaElement>(
         dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(put, scope, dest, pe, source, bytes::<T>(nelems),
-                T::__put_nbi(scope, dest.as_ptr(), source, nelems, pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(put, scope, dest, source, nelems, pe, (T::__put_nbi)) }
 }
 
 scoped! {
@@ -313,14 +353,7 @@ scoped! {
     example: ("dest: *mut f64, src: SymPtr<f64>", "(dest, src, 32, Pe::new(2))");
     pub unsafe fn [get, get_warp, get_block]<T: RmaElement>(
         dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(get, scope, source, pe, dest, bytes::<T>(nelems),
-                T::__get(scope, dest, source.as_ptr(), nelems, pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(get, scope, dest, source, nelems, pe, (T::__get)) }
 }
 
 scoped! {
@@ -331,14 +364,7 @@ scoped! {
     example: ("dest: *mut i32, src: SymPtr<i32>", "(dest, src, 8, Pe::new(1))");
     pub unsafe fn [get_nbi, get_nbi_warp, get_nbi_block]<T: RmaElement>(
         dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(get, scope, source, pe, dest, bytes::<T>(nelems),
-                T::__get_nbi(scope, dest, source.as_ptr(), nelems, pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(get, scope, dest, source, nelems, pe, (T::__get_nbi)) }
 }
 
 scoped! {
@@ -444,13 +470,7 @@ scoped! {
     );
     pub unsafe fn [put_signal, put_signal_warp, put_signal_block]<T: RmaElement>(
         dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        // SAFETY: the caller's contract.
-        unsafe {
-            T::__put_signal(scope, dest.as_ptr(), source, nelems, signal.as_ptr(), value, op.to_c(), pe.to_c())
-        }
-    }
+    ) |scope| { copy!(signal, scope, dest, source, nelems, signal, value, op, pe, (T::__put_signal)) }
 }
 
 scoped! {
@@ -463,21 +483,10 @@ scoped! {
     );
     pub unsafe fn [put_signal_nbi, put_signal_nbi_warp, put_signal_nbi_block]<T: RmaElement>(
         dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        // SAFETY: the caller's contract.
-        unsafe {
-            T::__put_signal_nbi(scope, dest.as_ptr(), source, nelems, signal.as_ptr(), value, op.to_c(), pe.to_c())
-        }
-    }
+    ) |scope| { copy!(signal, scope, dest, source, nelems, signal, value, op, pe, (T::__put_signal_nbi)) }
 }
 
 // The byte-wise forms, for any plain-data type.
-
-#[inline(always)]
-const fn bytes<T>(nelems: usize) -> usize {
-    nelems * core::mem::size_of::<T>()
-}
 
 scoped! {
     /// Copies `nelems` values of any plain-data type `T` to `dest` on PE `pe`,
@@ -486,15 +495,7 @@ scoped! {
     example: ("dest: SymPtr<[f32; 4]>, src: *const [f32; 4]", "(dest, src, 10, Pe::new(1))");
     pub unsafe fn [put_pod, put_pod_warp, put_pod_block]<T: bytemuck::Pod>(
         dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(put, scope, dest, pe, source, bytes::<T>(nelems),
-                scoped_ffi!(scope, [putmem], d, s, bytes::<T>(nelems), pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(put, scope, dest, source, nelems, pe, [putmem]) }
 }
 
 scoped! {
@@ -503,15 +504,7 @@ scoped! {
     example: ("dest: SymPtr<u8>, src: *const u8", "(dest, src, 4096, Pe::new(1))");
     pub unsafe fn [put_pod_nbi, put_pod_nbi_warp, put_pod_nbi_block]<T: bytemuck::Pod>(
         dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(put, scope, dest, pe, source, bytes::<T>(nelems),
-                scoped_ffi!(scope, [putmem_nbi], d, s, bytes::<T>(nelems), pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(put, scope, dest, source, nelems, pe, [putmem_nbi]) }
 }
 
 scoped! {
@@ -521,15 +514,7 @@ scoped! {
     example: ("dest: *mut [u16; 3], src: SymPtr<[u16; 3]>", "(dest, src, 5, Pe::new(0))");
     pub unsafe fn [get_pod, get_pod_warp, get_pod_block]<T: bytemuck::Pod>(
         dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        let (d, s) = (dest as *mut c_void, source.as_ptr() as *const c_void);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(get, scope, source, pe, dest, bytes::<T>(nelems),
-                scoped_ffi!(scope, [getmem], d, s, bytes::<T>(nelems), pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(get, scope, dest, source, nelems, pe, [getmem]) }
 }
 
 scoped! {
@@ -538,15 +523,7 @@ scoped! {
     example: ("dest: *mut u8, src: SymPtr<u8>", "(dest, src, 512, Pe::new(1))");
     pub unsafe fn [get_pod_nbi, get_pod_nbi_warp, get_pod_nbi_block]<T: bytemuck::Pod>(
         dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        let (d, s) = (dest as *mut c_void, source.as_ptr() as *const c_void);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(get, scope, source, pe, dest, bytes::<T>(nelems),
-                scoped_ffi!(scope, [getmem_nbi], d, s, bytes::<T>(nelems), pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(get, scope, dest, source, nelems, pe, [getmem_nbi]) }
 }
 
 scoped! {
@@ -558,13 +535,7 @@ scoped! {
     );
     pub unsafe fn [put_signal_pod, put_signal_pod_warp, put_signal_pod_block]<T: bytemuck::Pod>(
         dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
-        let n = bytes::<T>(nelems);
-        // SAFETY: the caller's contract.
-        unsafe { scoped_ffi!(scope, [putmem_signal], d, s, n, signal.as_ptr(), value, op.to_c(), pe.to_c()) }
-    }
+    ) |scope| { copy!(signal, scope, dest, source, nelems, signal, value, op, pe, [putmem_signal]) }
 }
 
 scoped! {
@@ -576,11 +547,5 @@ scoped! {
     );
     pub unsafe fn [put_signal_pod_nbi, put_signal_pod_nbi_warp, put_signal_pod_nbi_block]<T: bytemuck::Pod>(
         dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
-        let n = bytes::<T>(nelems);
-        // SAFETY: the caller's contract.
-        unsafe { scoped_ffi!(scope, [putmem_signal_nbi], d, s, n, signal.as_ptr(), value, op.to_c(), pe.to_c()) }
-    }
+    ) |scope| { copy!(signal, scope, dest, source, nelems, signal, value, op, pe, [putmem_signal_nbi]) }
 }
