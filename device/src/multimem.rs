@@ -47,9 +47,9 @@
 //! | `f32` | `.f32` | yes | [`Sum`] |
 //! | `[f32; 4]` | `.v4.f32` | yes | [`Sum`] (`ld_reduce` only) |
 //! | `f64` | `.f64` | yes | [`Sum`] |
-//! | [`F16x2`] (`[f16; 2]`) | `.f16x2` | yes | [`Sum`], [`Min`], [`Max`] (`red`: [`Sum`] only) |
-//! | [`Bf16x2`] (`[bf16; 2]`) | `.bf16x2` | yes | [`Sum`], [`Min`], [`Max`] (`red`: [`Sum`] only) |
-//! | `[F16x2; 4]`, `[Bf16x2; 4]` | `.v4.f16x2`, `.v4.bf16x2` | yes | [`Sum`], [`Min`], [`Max`] (`ld_reduce` only) |
+//! | `[f16; 2]` | `.f16x2` | yes | [`Sum`], [`Min`], [`Max`] (`red`: [`Sum`] only) |
+//! | `[bf16; 2]` | `.bf16x2` | yes | [`Sum`], [`Min`], [`Max`] (`red`: [`Sum`] only) |
+//! | `[[f16; 2]; 4]`, `[[bf16; 2]; 4]` | `.v4.f16x2`, `.v4.bf16x2` | yes | [`Sum`], [`Min`], [`Max`] (`ld_reduce` only) |
 //! | `u32`, `u64` | `.u32`, `.u64` (`.b32`, `.b64`) | yes | [`Sum`], [`Min`], [`Max`], [`And`], [`Or`], [`Xor`] |
 //! | `i32` | `.s32` | yes | [`Sum`], [`Min`], [`Max`] |
 //! | `i64` | `.s64` | yes | [`Min`], [`Max`] (PTX has no `.s64` add) |
@@ -67,10 +67,8 @@ use crate::{And, Max, Min, Or, Sum, SymPtr, Team, Xor, ffi};
 use core::ptr::NonNull;
 use half::{bf16, f16};
 
-/// Two `f16` in one 32-bit word: PTX's `.f16x2`.
-pub type F16x2 = [f16; 2];
-/// Two `bf16` in one 32-bit word: PTX's `.bf16x2`.
-pub type Bf16x2 = [bf16; 2];
+// PTX's `.f16x2` and `.bf16x2` are `[f16; 2]` and `[bf16; 2]` here (two
+// halves in one 32-bit word, the first in the low half).
 
 /// A multicast address of a symmetric `T` ([`mc_ptr`]): an access through it
 /// reaches the object on every PE of the team.
@@ -182,7 +180,7 @@ pub trait MultimemElement: Copy + Sealed {
 ///
 /// ```
 /// fn sums<T: nvshmem_device::MultimemReduce<nvshmem_device::Sum>>() {}
-/// sums::<nvshmem_device::Bf16x2>();
+/// sums::<[nvshmem_device::half::bf16; 2]>();
 /// ```
 pub trait MultimemReduce<O>: MultimemElement {
     #[doc(hidden)]
@@ -396,10 +394,10 @@ macro_rules! multimem_ops {
 }
 
 impl Sealed for [f32; 4] {}
-impl Sealed for F16x2 {}
-impl Sealed for Bf16x2 {}
-impl Sealed for [F16x2; 4] {}
-impl Sealed for [Bf16x2; 4] {}
+impl Sealed for [f16; 2] {}
+impl Sealed for [bf16; 2] {}
+impl Sealed for [[f16; 2]; 4] {}
+impl Sealed for [[bf16; 2]; 4] {}
 
 multimem_st!(f32, "f32", 1 x u32, 32, reg32);
 multimem_ops!(f32, "f32", 1 x u32, 32, reg32, ld_reduce [Sum => "add"] red [Sum => "add"]);
@@ -428,18 +426,18 @@ multimem_int! {
 multimem_st!(i64, "s64", 1 x u64, 64, reg64);
 multimem_ops!(i64, "s64", 1 x u64, 64, reg64,
     ld_reduce [Min => "min", Max => "max"] red [Min => "min", Max => "max"]);
-multimem_st!(F16x2, "f16x2", 1 x u32, 32, reg32);
-multimem_ops!(F16x2, "f16x2", 1 x u32, 32, reg32,
+multimem_st!([f16; 2], "f16x2", 1 x u32, 32, reg32);
+multimem_ops!([f16; 2], "f16x2", 1 x u32, 32, reg32,
     ld_reduce [Sum => "add", Min => "min", Max => "max"] red [Sum => "add"]);
-multimem_st!(Bf16x2, "bf16x2", 1 x u32, 32, reg32);
-multimem_ops!(Bf16x2, "bf16x2", 1 x u32, 32, reg32,
+multimem_st!([bf16; 2], "bf16x2", 1 x u32, 32, reg32);
+multimem_ops!([bf16; 2], "bf16x2", 1 x u32, 32, reg32,
     ld_reduce [Sum => "add", Min => "min", Max => "max"] red [Sum => "add"]);
 
-multimem_st!([F16x2; 4], "v4.f16x2", 4 x u32, 32, reg32);
-multimem_ops!([F16x2; 4], "v4.f16x2", 4 x u32, 32, reg32,
+multimem_st!([[f16; 2]; 4], "v4.f16x2", 4 x u32, 32, reg32);
+multimem_ops!([[f16; 2]; 4], "v4.f16x2", 4 x u32, 32, reg32,
     ld_reduce [Sum => "add", Min => "min", Max => "max"] red []);
-multimem_st!([Bf16x2; 4], "v4.bf16x2", 4 x u32, 32, reg32);
-multimem_ops!([Bf16x2; 4], "v4.bf16x2", 4 x u32, 32, reg32,
+multimem_st!([[bf16; 2]; 4], "v4.bf16x2", 4 x u32, 32, reg32);
+multimem_ops!([[bf16; 2]; 4], "v4.bf16x2", 4 x u32, 32, reg32,
     ld_reduce [Sum => "add", Min => "min", Max => "max"] red []);
 
 // The bitwise operators take the untyped `.b32`/`.b64`.

@@ -6,6 +6,7 @@
 #![no_std]
 #![feature(abi_ptx)]
 
+use nvshmem_device::half::{bf16, f16};
 use nvshmem_device::thread::{global_index_x, global_stride_x};
 use nvshmem_device::*;
 
@@ -32,12 +33,12 @@ pub unsafe extern "ptx-kernel" fn nvls_allreduce_f32(data: SymPtr<f32>, n: u64, 
     }
     if global_index_x() == 0 {
         unsafe {
-            let (h, b) = (mc.cast::<F16x2>(), mc.cast::<Bf16x2>());
+            let (h, b) = (mc.cast::<[f16; 2]>(), mc.cast::<[bf16; 2]>());
             multimem_st(h, multimem_ld_reduce(Max, h));
             multimem_red(Sum, b, multimem_ld_reduce(Min, b));
-            let h4 = mc.cast::<[F16x2; 4]>();
+            let h4 = mc.cast::<[[f16; 2]; 4]>();
             multimem_st(h4, multimem_ld_reduce(Sum, h4));
-            let b4 = mc.cast::<[Bf16x2; 4]>();
+            let b4 = mc.cast::<[[bf16; 2]; 4]>();
             multimem_st(b4, multimem_ld_reduce(Max, b4));
             multimem_red(Sum, mc, 1.0);
             let d = mc.cast::<f64>();
@@ -79,10 +80,10 @@ pub unsafe extern "ptx-kernel" fn nvls_every_form(data: SymPtr<u64>, i: u64) {
         f32: ld_reduce [Sum] red [Sum];
         [f32; 4]: ld_reduce [Sum] red [];
         f64: ld_reduce [Sum] red [Sum];
-        F16x2: ld_reduce [Sum Min Max] red [Sum];
-        Bf16x2: ld_reduce [Sum Min Max] red [Sum];
-        [F16x2; 4]: ld_reduce [Sum Min Max] red [];
-        [Bf16x2; 4]: ld_reduce [Sum Min Max] red [];
+        [f16; 2]: ld_reduce [Sum Min Max] red [Sum];
+        [bf16; 2]: ld_reduce [Sum Min Max] red [Sum];
+        [[f16; 2]; 4]: ld_reduce [Sum Min Max] red [];
+        [[bf16; 2]; 4]: ld_reduce [Sum Min Max] red [];
         u32: ld_reduce [Sum Min Max And Or Xor] red [Sum Min Max And Or Xor];
         i32: ld_reduce [Sum Min Max] red [Sum Min Max];
         u64: ld_reduce [Sum Min Max And Or Xor] red [Sum Min Max And Or Xor];
