@@ -562,6 +562,146 @@ fn stream_ops(pe: &mut TestPe) -> TestResult {
     check_eq("put_signal_on_stream (signal)", &signal.to_vec(s)?, &[5])
 }
 
+/// Threads per block of the race tests, and elements moved (8 KiB per warp).
+const RACE_THREADS: u32 = 1024;
+const RACE_N: usize = 32 * 1024;
+/// How long the lagging threads of the race tests wait (cycles, ~0.1 ms).
+const RACE_LAG: u64 = 200_000;
+/// The race tests' scopes: 1 `put_warp`/`get_warp`, 2 `put_block`/`get_block`.
+const RACE_SCOPES: [(u32, &str); 2] = [(1, "warp"), (2, "block")];
+
+/// The entry-sync race of `put_warp`/`put_block` (issue 12, section 1): each
+/// thread stages its share of the source, some threads late, and the group
+/// puts it with no barrier of its own. Without the group barrier before the
+/// copy (which NVSHMEM's own path has), the direct copy sends the previous
+/// round's values for the late threads' share.
+fn staged_put(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let (_, _, prev) = ring(nv);
+    let stage = nv.alloc_zeroed::<u64>(RACE_N)?;
+    let dest = nv.alloc_zeroed::<u64>(RACE_N)?;
+    let k = pe.module(KERNELS)?.kernel("staged_put")?;
+    for (scope, name) in RACE_SCOPES {
+        for round in 1..=3u64 {
+            let args = (
+                dest.sym_ptr(),
+                stage.device_ptr(),
+                RACE_N as u64,
+                round,
+                RACE_LAG,
+                scope,
+            );
+            // SAFETY: the block writes RACE_N elements of its own `stage` and
+            // puts them to the same elements of the next PE's `dest`.
+            unsafe { k.launch(nv.stream(), 1, RACE_THREADS, args)? };
+            barrier(nv)?;
+            let want: Vec<u64> = (0..RACE_N).map(|i| pattern(prev, i, round)).collect();
+            check_eq(
+                &format!("staged_put (put_{name}, round {round})"),
+                &dest.to_vec(nv.stream())?,
+                &want,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The mirror race of `get_warp`/`get_block`: each thread reads its share
+/// of a local buffer, some threads late, and the group then gets the next
+/// PE's data into that buffer with no barrier of its own. Without the group
+/// barrier before the copy, the late threads read the new data instead of
+/// the old.
+fn get_in_use(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let (me, next, _) = ring(nv);
+    let k = pe.module(KERNELS)?.kernel("get_in_use")?;
+    for (scope, name) in RACE_SCOPES {
+        for round in 1..=3u64 {
+            let old: Vec<u64> = (0..RACE_N).map(|i| pattern(me, i, 100 + round)).collect();
+            let local = nv.alloc_from(&old)?;
+            let src = nv.alloc_from(
+                &(0..RACE_N)
+                    .map(|i| pattern(me, i, round))
+                    .collect::<Vec<_>>(),
+            )?;
+            let seen = nv.alloc_zeroed::<u64>(RACE_N)?;
+            let args = (
+                local.device_ptr(),
+                src.sym_ptr(),
+                seen.device_ptr(),
+                RACE_N as u64,
+                RACE_LAG,
+                scope,
+            );
+            // SAFETY: the block reads and then overwrites RACE_N elements of
+            // its own `local`, writes `seen`, and reads the next PE's `src`
+            // (every PE's is written: `alloc_from` returns once they are).
+            unsafe { k.launch(nv.stream(), 1, RACE_THREADS, args)? };
+            nv.synchronize(nv.stream())?;
+            let what = format!("get_in_use (get_{name}, round {round})");
+            check_eq(
+                &format!("{what}: what the threads read"),
+                &seen.to_vec(nv.stream())?,
+                &old,
+            )?;
+            let want: Vec<u64> = (0..RACE_N).map(|i| pattern(next, i, round)).collect();
+            check_eq(
+                &format!("{what}: what the get wrote"),
+                &local.to_vec(nv.stream())?,
+                &want,
+            )?;
+            barrier(nv)?; // nobody frees `src` while a peer reads it
+        }
+    }
+    Ok(())
+}
+
+/// Which path the typed put/get of these kernels take (`nvshmem-device`'s
+/// `nvshmem-path` feature forces NVSHMEM's own). With
+/// `NVSHMEM_RS_EXPECT_RMA_PATH=direct` or `=nvshmem` (set by the GPU run
+/// script for each build of the kernels) it must be that one.
+fn rma_path(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let out = nv.alloc_zeroed::<u32>(1)?;
+    let k = pe.module(KERNELS)?.kernel("rma_path")?;
+    // SAFETY: one thread writes `out[0]`.
+    unsafe { k.launch(nv.stream(), 1, 1, (out.device_ptr(),))? };
+    nv.synchronize(nv.stream())?;
+    let direct = out.to_vec(nv.stream())?[0] == 1;
+    let built = if direct { "direct" } else { "nvshmem" };
+    match std::env::var("NVSHMEM_RS_EXPECT_RMA_PATH") {
+        Ok(want) => ensure(want == built, || {
+            format!(
+                "NVSHMEM_RS_EXPECT_RMA_PATH={want}, but the kernels in {} take the {built} path",
+                pe.ptx_dir().display()
+            )
+        }),
+        Err(_) => Ok(()),
+    }
+}
+
+/// `mc_ptr` is `None` with NVLS off (as this project always runs:
+/// `NVSHMEM_DISABLE_NVLS=1`, set for this test explicitly), and `ptr`
+/// refuses a PE out of range. Nothing goes through either address.
+fn address_queries(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    ensure(
+        std::env::var("NVSHMEM_DISABLE_NVLS").as_deref() == Ok("1"),
+        || "NVSHMEM_DISABLE_NVLS is not 1: this project never runs with NVLink multicast on",
+    )?;
+    let buf = nv.alloc_zeroed::<u32>(64)?;
+    let out = nv.alloc_zeroed::<u32>(2)?;
+    let k = pe.module(KERNELS)?.kernel("address_queries")?;
+    // SAFETY: one thread writes `out[0..2]`; `buf` is only translated.
+    unsafe { k.launch(nv.stream(), 1, 1, (buf.sym_ptr(), out.device_ptr()))? };
+    nv.synchronize(nv.stream())?;
+    check_eq(
+        "address_queries ([mc_ptr is some, ptr(n_pes) is none])",
+        &out.to_vec(nv.stream())?,
+        &[0, 1],
+    )
+}
+
 fn main() {
     harness::main(
         env!("NVSHMEM_RS_PTX_DIR"),
@@ -569,6 +709,12 @@ fn main() {
             GpuTest::new("put_block", put_block).pes(ALL),
             GpuTest::new("get_nbi", get_nbi).pes(ALL),
             GpuTest::new("unaligned_bytes", unaligned_bytes).pes(ALL),
+            GpuTest::new("staged_put", staged_put).pes(ALL),
+            GpuTest::new("get_in_use", get_in_use).pes(ALL),
+            GpuTest::new("rma_path", rma_path).pes(&[1]),
+            GpuTest::new("address_queries", address_queries)
+                .pes(ALL)
+                .env(&[("NVSHMEM_DISABLE_NVLS", "1")]),
             GpuTest::new("p_and_g", p_and_g).pes(ALL),
             GpuTest::new("p_and_g_from_ptx", p_and_g_from_ptx).pes(&[1, 2]),
             GpuTest::new("atomic_fetch_add", atomic_fetch_add).pes(ALL),

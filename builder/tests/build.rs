@@ -253,6 +253,7 @@ fn coverage_kernels_build_for_both_versions() {
         "wait_u32",
         "signals_and_order",
         "barriers",
+        "library",
         "panics",
     ];
     let mut first: Option<Vec<String>> = None;
@@ -311,7 +312,7 @@ fn coverage_kernels_build_for_both_versions() {
         let (only_3_8, common): (Vec<String>, Vec<String>) =
             kernels.iter().cloned().partition(|k| k.ends_with("_3_8"));
         let expected_3_8: &[&str] = if version == "3.8.0" {
-            &["amo_float_add_3_8", "flush_3_8"]
+            &["amo_float_add_3_8", "extensions_3_8", "flush_3_8"]
         } else {
             &[]
         };
@@ -375,6 +376,7 @@ fn collective_coverage_kernels_link_for_both_versions() {
             "coll_isize",
             "coll_pod",
             "teams",
+            "maxloc",
         ] {
             assert!(
                 out.kernels.contains_key(k),

@@ -8,7 +8,7 @@
 //! | [`AddAmoElement`] | [`atomic_add`] | `i32 i64 u32 u64 usize isize`; with `nvshmem-3-8` also `f32 f64 f16` |
 //! | [`FetchAddAmoElement`] | [`atomic_fetch_add`] | `i32 i64 u32 u64 usize isize`; with `nvshmem-3-8` also `f32 f64` |
 //! | [`StandardAmoElement`] | [`atomic_compare_swap`], [`atomic_fetch_inc`], [`atomic_inc`] | `i32 i64 u32 u64 usize isize` |
-//! | [`BitwiseAmoElement`] | [`atomic_and`], [`atomic_or`], [`atomic_xor`] and their `atomic_fetch_*` | `i32 i64 u32 u64` |
+//! | [`BitwiseAmoElement`] | [`atomic_and`], [`atomic_or`], [`atomic_xor`] and their `atomic_fetch_*` | `i32 i64 u32 u64 usize isize` (the last two through `uint64`/`int64`) |
 //!
 //! NVSHMEM's device code lacks `int64`/`ptrdiff` add and inc; for `i64` and
 //! `isize` those go to NVSHMEM's `long` functions (`long` is `int64_t` and
@@ -47,10 +47,18 @@ pub trait AmoElement: Copy + Sealed {
 
 /// Types with NVSHMEM's (non-fetching) atomic add.
 ///
+/// `f32`, `f64` and `f16` have it from NVSHMEM 3.8 on (the `nvshmem-3-8`
+/// feature, which the builder turns on when it links 3.8 bitcode).
+///
 /// ```
 /// use nvshmem_device::AddAmoElement;
 /// assert_eq!(<i64 as AddAmoElement>::ADD_NAME, "long"); // NVSHMEM has no int64 add
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no NVSHMEM atomic add in this build",
+    note = "the integer types always have it; `f32`, `f64` and `f16` need NVSHMEM 3.8: build the \
+            kernel crate against NVSHMEM 3.8.0, which turns on nvshmem-device's `nvshmem-3-8` feature"
+)]
 pub trait AddAmoElement: Copy + Sealed {
     /// The NVSHMEM type name the add (and inc) functions use.
     const ADD_NAME: &'static str;
@@ -65,6 +73,11 @@ pub trait AddAmoElement: Copy + Sealed {
 /// fn takes<T: FetchAddAmoElement>() {}
 /// takes::<u32>();
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no NVSHMEM atomic fetch-and-add in this build",
+    note = "the integer types always have it; `f32` and `f64` need NVSHMEM 3.8 (the `nvshmem-3-8` \
+            feature, on when the kernel crate is built against NVSHMEM 3.8.0); `f16` has none"
+)]
 pub trait FetchAddAmoElement: AddAmoElement {
     #[doc(hidden)]
     unsafe fn __fetch_add(dest: *mut Self, value: Self, pe: c_int) -> Self;
@@ -163,32 +176,34 @@ macro_rules! impl_standard_amo {
     )*} };
 }
 
+// `$t`'s bitwise AMOs through NVSHMEM's `$n` ones (the same C type, or one of
+// the same size and signedness-free bits: `usize` through `uint64`).
 macro_rules! impl_bitwise_amo {
     ($($t:ty => $n:ident),* $(,)?) => { pastey::paste! {$(
         impl BitwiseAmoElement for $t {
             #[inline(always)]
             unsafe fn __fetch_and(dest: *mut Self, value: Self, pe: c_int) -> Self {
-                unsafe { ffi::[<nvshmem_ $n _atomic_fetch_and>](dest, value, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_fetch_and>](dest.cast(), value as _, pe) as Self }
             }
             #[inline(always)]
             unsafe fn __fetch_or(dest: *mut Self, value: Self, pe: c_int) -> Self {
-                unsafe { ffi::[<nvshmem_ $n _atomic_fetch_or>](dest, value, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_fetch_or>](dest.cast(), value as _, pe) as Self }
             }
             #[inline(always)]
             unsafe fn __fetch_xor(dest: *mut Self, value: Self, pe: c_int) -> Self {
-                unsafe { ffi::[<nvshmem_ $n _atomic_fetch_xor>](dest, value, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_fetch_xor>](dest.cast(), value as _, pe) as Self }
             }
             #[inline(always)]
             unsafe fn __and(dest: *mut Self, value: Self, pe: c_int) {
-                unsafe { ffi::[<nvshmem_ $n _atomic_and>](dest, value, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_and>](dest.cast(), value as _, pe) }
             }
             #[inline(always)]
             unsafe fn __or(dest: *mut Self, value: Self, pe: c_int) {
-                unsafe { ffi::[<nvshmem_ $n _atomic_or>](dest, value, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_or>](dest.cast(), value as _, pe) }
             }
             #[inline(always)]
             unsafe fn __xor(dest: *mut Self, value: Self, pe: c_int) {
-                unsafe { ffi::[<nvshmem_ $n _atomic_xor>](dest, value, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_xor>](dest.cast(), value as _, pe) }
             }
         }
     )*} };
@@ -209,7 +224,11 @@ impl_standard_amo! {
     isize => ptrdiff, long;
 }
 
-impl_bitwise_amo! { i32 => int32, i64 => int64, u32 => uint32, u64 => uint64 }
+// NVSHMEM's bitwise list has no `size`/`ptrdiff`: `usize`/`isize` are
+// `uint64_t`/`int64_t` on nvptx64.
+impl_bitwise_amo! {
+    i32 => int32, i64 => int64, u32 => uint32, u64 => uint64, usize => uint64, isize => int64,
+}
 
 // NVSHMEM 3.8's `nvshmemx_{half,float,double}_atomic_{add,fetch_add}`.
 #[cfg(feature = "nvshmem-3-8")]
@@ -257,6 +276,7 @@ macro_rules! amo_fns {
         /// # Safety
         /// `dest` must be a live symmetric allocation holding a `T` on every PE;
         /// other accesses to it while the atomic runs must be NVSHMEM atomics too.
+        #[doc = pe_safety!()]
         ///
         /// # Example
         /// ```no_run

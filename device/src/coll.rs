@@ -54,7 +54,7 @@ pub fn team_n_pes(team: Team) -> u32 {
 }
 
 /// The number in `dest` of PE `pe` of team `src` (`nvshmem_team_translate_pe`),
-/// or `None` when it is not in `dest`.
+/// or `None` when it is not in `dest`, or not in `src` (`pe >= team_n_pes(src)`).
 ///
 /// ```no_run
 /// use nvshmem_device::{Pe, Team, team_translate_pe};
@@ -63,21 +63,33 @@ pub fn team_n_pes(team: Team) -> u32 {
 /// ```
 #[inline(always)]
 pub fn team_translate_pe(src: Team, pe: Pe, dest: Team) -> Option<Pe> {
-    // SAFETY: handles and a number by value; NVSHMEM returns -1 when unmapped.
+    // NVSHMEM refuses `src_pe > size` only (one past the end gets through,
+    // and a number above `i32::MAX` turns negative) before it indexes the
+    // team's PE table: check the range here.
+    if pe.index() >= team_n_pes(src) {
+        return None;
+    }
+    // SAFETY: live teams (the `Team` invariant) and a PE of `src`; NVSHMEM
+    // returns -1 when it is not in `dest`.
     let out = unsafe { ffi::nvshmem_team_translate_pe(src.raw(), pe.to_c(), dest.raw()) };
     (out >= 0).then(|| Pe::new(out as u32))
 }
 
 macro_rules! team_fns {
-    ($( $(#[$doc:meta])* fn $name:ident => $ffi:ident; )*) => {$(
+    ($(
+        $(#[$doc:meta])*
+        $([$unsafe:ident])? fn $name:ident => $ffi:ident;
+    )*) => {$(
         $(#[$doc])*
         ///
         /// ```no_run
-        #[doc = concat!("nvshmem_device::", stringify!($name), "(nvshmem_device::Team::WORLD);")]
+        #[doc = call_doc!($($unsafe)? concat!("nvshmem_device::", stringify!($name), "(nvshmem_device::Team::WORLD)"))]
         /// ```
         #[inline(always)]
-        pub fn $name(team: Team) {
-            // SAFETY: a team handle by value; a collective over the team.
+        pub $($unsafe)? fn $name(team: Team) {
+            // SAFETY: a live team (the `Team` invariant), by value; a
+            // collective over it. Warp and block scope: the caller's group
+            // calls it together (their `# Safety`).
             unsafe { ffi::$ffi(team.raw()) };
         }
     )*};
@@ -87,22 +99,41 @@ team_fns! {
     /// Barrier over `team` (`nvshmem_barrier`): completes this thread's
     /// operations (as [`quiet`](crate::quiet)), then waits for every PE of the
     /// team. One thread per PE calls it; the kernel must be launched
-    /// collectively.
+    /// collectively. A call outside that discipline (two threads of a PE, a
+    /// PE that never calls, a plain launch) hangs or lets the barrier return
+    /// early; it reads and writes nothing outside NVSHMEM's own team state.
     fn barrier => nvshmem_barrier;
     /// [`barrier`] called by every thread of one warp per PE (`nvshmemx_barrier_warp`).
-    fn barrier_warp => nvshmemx_barrier_warp;
+    ///
+    /// # Safety
+    #[doc = warp_safety!()]
+    [unsafe] fn barrier_warp => nvshmemx_barrier_warp;
     /// [`barrier`] called by every thread of one block per PE (`nvshmemx_barrier_block`).
-    fn barrier_block => nvshmemx_barrier_block;
+    ///
+    /// # Safety
+    #[doc = block_safety!()]
+    [unsafe] fn barrier_block => nvshmemx_barrier_block;
     /// [`barrier`] called by every thread of one warpgroup (4 warps, 128
     /// threads) per PE (`nvshmemx_barrier_warpgroup`).
-    fn barrier_warpgroup => nvshmemx_barrier_warpgroup;
+    ///
+    /// # Safety
+    /// Every thread of the warpgroup calls it together, converged and with
+    /// the same `team`: NVSHMEM synchronizes the warpgroup with `.aligned`
+    /// barriers, which are undefined behaviour in divergent code.
+    [unsafe] fn barrier_warpgroup => nvshmemx_barrier_warpgroup;
     /// Synchronizes `team` without completing outstanding operations
     /// (`nvshmem_team_sync`, OpenSHMEM's `shmem_sync`); otherwise as [`barrier`].
     fn sync => nvshmem_team_sync;
     /// [`sync`](fn@sync) called by every thread of one warp per PE (`nvshmemx_team_sync_warp`).
-    fn sync_warp => nvshmemx_team_sync_warp;
+    ///
+    /// # Safety
+    #[doc = warp_safety!()]
+    [unsafe] fn sync_warp => nvshmemx_team_sync_warp;
     /// [`sync`](fn@sync) called by every thread of one block per PE (`nvshmemx_team_sync_block`).
-    fn sync_block => nvshmemx_team_sync_block;
+    ///
+    /// # Safety
+    #[doc = block_safety!()]
+    [unsafe] fn sync_block => nvshmemx_team_sync_block;
 }
 
 /// An element type of the typed `broadcast`, `fcollect` and `alltoall`
@@ -124,43 +155,28 @@ pub trait CollectElement: Copy + Sealed {
     unsafe fn __alltoall(s: Scope, t: i32, d: *mut Self, src: *const Self, n: usize);
 }
 
-// `nvshmem_<n><op>` / `nvshmemx_<n><op>_warp` / `nvshmemx_<n><op>_block`.
-macro_rules! scoped_ffi {
-    ($s:expr, $n:ident, $op:ident, $($a:expr),*) => { pastey::paste!(
-        match $s {
-            Scope::Thread => ffi::[<nvshmem_ $n $op>]($($a),*),
-            Scope::Warp => ffi::[<nvshmemx_ $n $op _warp>]($($a),*),
-            Scope::Block => ffi::[<nvshmemx_ $n $op _block>]($($a),*),
-        }
-    ) };
-}
-
 macro_rules! impl_collect {
     ($($t:ty => $n:ident),* $(,)?) => {$(
         impl CollectElement for $t {
             const COLLECT_NAME: &'static str = stringify!($n);
             #[inline(always)]
             unsafe fn __broadcast(s: Scope, t: i32, d: *mut Self, src: *const Self, n: usize, root: c_int) {
-                unsafe { scoped_ffi!(s, $n, _broadcast, t, d, src, n, root) };
+                unsafe { scoped_ffi!(s, [$n _broadcast], t, d, src, n, root) };
             }
             #[inline(always)]
             unsafe fn __fcollect(s: Scope, t: i32, d: *mut Self, src: *const Self, n: usize) {
-                unsafe { scoped_ffi!(s, $n, _fcollect, t, d, src, n) };
+                unsafe { scoped_ffi!(s, [$n _fcollect], t, d, src, n) };
             }
             #[inline(always)]
             unsafe fn __alltoall(s: Scope, t: i32, d: *mut Self, src: *const Self, n: usize) {
-                unsafe { scoped_ffi!(s, $n, _alltoall, t, d, src, n) };
+                unsafe { scoped_ffi!(s, [$n _alltoall], t, d, src, n) };
             }
         }
     )*};
 }
 
-impl_collect! {
-    i8 => int8, i16 => int16, i32 => int32, i64 => int64,
-    u8 => uint8, u16 => uint16, u32 => uint32, u64 => uint64,
-    usize => size, isize => ptrdiff,
-    f32 => float, f64 => double, f16 => half, bf16 => bfloat16,
-}
+// The same types as the typed RMA functions.
+crate::rma::rma_types!(impl_collect!);
 
 /// An element type of [`reduce`] and [`reducescatter`]: every type that
 /// some [`ReduceOp`] covers (`isize` has none: NVSHMEM's lists have no
@@ -196,7 +212,7 @@ macro_rules! impl_reduce_element {
                 #[allow(unreachable_patterns)]
                 match k {
                     // SAFETY: the caller's contract.
-                    $( ReduceOpKind::$Op => { unsafe { scoped_ffi!(s, $n, [<_ $o _reduce>], t, d, src, n) }; } )*
+                    $( ReduceOpKind::$Op => { unsafe { scoped_ffi!(s, [$n _ $o _reduce], t, d, src, n) }; } )*
                     _ => unreachable!("no ReduceOp<{}> for {:?}", stringify!($t), k),
                 }
             }
@@ -205,7 +221,7 @@ macro_rules! impl_reduce_element {
                 #[allow(unreachable_patterns)]
                 match k {
                     // SAFETY: the caller's contract.
-                    $( ReduceOpKind::$Op => { unsafe { scoped_ffi!(s, $n, [<_ $o _reducescatter>], t, d, src, n) }; } )*
+                    $( ReduceOpKind::$Op => { unsafe { scoped_ffi!(s, [$n _ $o _reducescatter], t, d, src, n) }; } )*
                     _ => unreachable!("no ReduceOp<{}> for {:?}", stringify!($t), k),
                 }
             }
@@ -225,60 +241,10 @@ impl_reduce_element!(
     f32 => float, f64 => double, f16 => half, bf16 => bfloat16,
 );
 
-// Three functions (thread, warp, block scope) from one template; the body
-// sees the scope as `$scope`.
-macro_rules! scoped3 {
-    (
-        $(#[$doc:meta])*
-        safety: $safety:literal;
-        example: ($ex_params:literal, $ex_call:literal);
-        pub unsafe fn [$thread:ident, $warp:ident, $block:ident]
-            <$($g:ident: $b:path),*> ($($arg:ident: $argty:ty),* $(,)?)
-        |$scope:ident| $body:block
-    ) => {
-        scoped3! { @one $(#[$doc])* $safety; ($ex_params, $ex_call);
-            "Thread scope: one thread per PE calls it. NVSHMEM: `nvshmem_*`.";
-            $thread <$($g: $b),*> ($($arg: $argty),*) |$scope = Thread| $body }
-        scoped3! { @one $(#[$doc])* $safety; ($ex_params, $ex_call);
-            "**Warp scope**: every thread of one warp per PE calls it, converged and with the same \
-             arguments. NVSHMEM: `nvshmemx_*_warp`.";
-            $warp <$($g: $b),*> ($($arg: $argty),*) |$scope = Warp| $body }
-        scoped3! { @one $(#[$doc])* $safety; ($ex_params, $ex_call);
-            "**Block scope**: every thread of one block per PE calls it with the same arguments. \
-             NVSHMEM: `nvshmemx_*_block`.";
-            $block <$($g: $b),*> ($($arg: $argty),*) |$scope = Block| $body }
-    };
-    (
-        @one $(#[$doc:meta])* $safety:literal; ($ex_params:literal, $ex_call:literal); $scope_doc:literal;
-        $name:ident <$($g:ident: $b:path),*> ($($arg:ident: $argty:ty),*) |$scope:ident = $kind:ident| $body:block
-    ) => {
-        $(#[$doc])*
-        ///
-        #[doc = $scope_doc]
-        /// Collective over `team`: the kernel must be launched collectively.
-        ///
-        /// # Safety
-        #[doc = $safety]
-        ///
-        /// # Example
-        /// ```no_run
-        /// # #![allow(unused)]
-        /// use nvshmem_device::*;
-        #[doc = concat!("unsafe fn kernel(", $ex_params, ") {")]
-        #[doc = concat!("    unsafe { ", stringify!($name), $ex_call, " };")]
-        /// }
-        /// ```
-        #[inline(always)]
-        pub unsafe fn $name<$($g: $b),*>($($arg: $argty),*) {
-            let $scope = Scope::$kind;
-            $body
-        }
-    };
-}
-
-scoped3! {
+scoped! {
     /// Copies `nelems` elements of `source` on the team's PE `root` into
     /// `dest` on every PE of `team` (`nvshmem_TYPE_broadcast`), the root included.
+    collective: collective;
     safety: "`dest` and `source` must be live symmetric allocations of at least `nelems` elements; \
         `root` is a PE number within `team`; every PE of `team` calls it with the same `team`, `nelems` \
         and `root`, and nothing else touches `dest` meanwhile.";
@@ -291,9 +257,10 @@ scoped3! {
     }
 }
 
-scoped3! {
+scoped! {
     /// All-gather (`nvshmem_TYPE_fcollect`): the `nelems` elements of `source`
     /// of the team's PE `i` land at `dest[i * nelems..]` on every PE of `team`.
+    collective: collective;
     safety: "`source` must be a live symmetric allocation of at least `nelems` elements and `dest` one \
         of at least `team_n_pes(team) * nelems`, distinct; every PE of `team` calls it with the same \
         `team` and `nelems`.";
@@ -306,10 +273,11 @@ scoped3! {
     }
 }
 
-scoped3! {
+scoped! {
     /// All-to-all (`nvshmem_TYPE_alltoall`): block `j` (`nelems` elements at
     /// `source[j * nelems..]`) of the team's PE `i` lands in block `i` of
     /// `dest` on the team's PE `j`.
+    collective: collective;
     safety: "`dest` and `source` must be live, distinct symmetric allocations of at least \
         `team_n_pes(team) * nelems` elements; every PE of `team` calls it with the same `team` and `nelems`.";
     example: ("dest: SymPtr<i32>, src: SymPtr<i32>", "(Team::WORLD, dest, src, 3)");
@@ -321,23 +289,13 @@ scoped3! {
     }
 }
 
-// `nvshmem_<op>mem` / `nvshmemx_<op>mem_warp` / `_block`.
-macro_rules! mem_ffi {
-    ($s:expr, $op:ident, $($a:expr),*) => { pastey::paste!(
-        match $s {
-            Scope::Thread => ffi::[<nvshmem_ $op>]($($a),*),
-            Scope::Warp => ffi::[<nvshmemx_ $op _warp>]($($a),*),
-            Scope::Block => ffi::[<nvshmemx_ $op _block>]($($a),*),
-        }
-    ) };
-}
-
 const fn bytes<T>(n: usize) -> usize {
     n * core::mem::size_of::<T>()
 }
 
-scoped3! {
+scoped! {
     /// [`broadcast`] of any plain data, byte-wise (`nvshmem_broadcastmem`).
+    collective: collective;
     safety: "As for [`broadcast`], for `nelems * size_of::<T>()` bytes.";
     example: ("dest: SymPtr<[f32; 3]>, src: SymPtr<[f32; 3]>", "(Team::WORLD, dest, src, 9, Pe::new(1))");
     pub unsafe fn [broadcast_pod, broadcast_pod_warp, broadcast_pod_block]<T: bytemuck::Pod>(
@@ -345,12 +303,13 @@ scoped3! {
     ) |scope| {
         let (d, s) = (dest.as_ptr() as *mut c_void, source.as_ptr() as *const c_void);
         // SAFETY: the caller's contract.
-        unsafe { mem_ffi!(scope, broadcastmem, team.raw(), d, s, bytes::<T>(nelems), root.to_c()) };
+        unsafe { scoped_ffi!(scope, [broadcastmem], team.raw(), d, s, bytes::<T>(nelems), root.to_c()) };
     }
 }
 
-scoped3! {
+scoped! {
     /// [`fcollect`] of any plain data, byte-wise (`nvshmem_fcollectmem`).
+    collective: collective;
     safety: "As for [`fcollect`], for `nelems * size_of::<T>()` bytes per PE.";
     example: ("dest: SymPtr<[u8; 6]>, src: SymPtr<[u8; 6]>", "(Team::WORLD, dest, src, 2)");
     pub unsafe fn [fcollect_pod, fcollect_pod_warp, fcollect_pod_block]<T: bytemuck::Pod>(
@@ -358,12 +317,13 @@ scoped3! {
     ) |scope| {
         let (d, s) = (dest.as_ptr() as *mut c_void, source.as_ptr() as *const c_void);
         // SAFETY: the caller's contract.
-        unsafe { mem_ffi!(scope, fcollectmem, team.raw(), d, s, bytes::<T>(nelems)) };
+        unsafe { scoped_ffi!(scope, [fcollectmem], team.raw(), d, s, bytes::<T>(nelems)) };
     }
 }
 
-scoped3! {
+scoped! {
     /// [`alltoall`] of any plain data, byte-wise (`nvshmem_alltoallmem`).
+    collective: collective;
     safety: "As for [`alltoall`], for blocks of `nelems * size_of::<T>()` bytes.";
     example: ("dest: SymPtr<[u16; 3]>, src: SymPtr<[u16; 3]>", "(Team::WORLD, dest, src, 4)");
     pub unsafe fn [alltoall_pod, alltoall_pod_warp, alltoall_pod_block]<T: bytemuck::Pod>(
@@ -371,15 +331,16 @@ scoped3! {
     ) |scope| {
         let (d, s) = (dest.as_ptr() as *mut c_void, source.as_ptr() as *const c_void);
         // SAFETY: the caller's contract.
-        unsafe { mem_ffi!(scope, alltoallmem, team.raw(), d, s, bytes::<T>(nelems)) };
+        unsafe { scoped_ffi!(scope, [alltoallmem], team.raw(), d, s, bytes::<T>(nelems)) };
     }
 }
 
-scoped3! {
+scoped! {
     /// All-reduce (`nvshmem_TYPE_OP_reduce`): `dest[k]` on every PE of `team`
     /// becomes `op` over the team's `source[k]`, for `k < nreduce`. `op` is
     /// [`And`], [`Or`], [`Xor`], [`Min`], [`Max`], [`Sum`] or [`Prod`]; see
     /// [`ReduceOp`] for the types each takes. `dest` may equal `source`.
+    collective: collective;
     safety: "`dest` and `source` must be live symmetric allocations of at least `nreduce` elements \
         (equal or not overlapping); every PE of `team` calls it with the same `team`, `op` and `nreduce`.";
     example: ("dest: SymPtr<f32>, src: SymPtr<f32>", "(Sum, Team::WORLD, dest, src, 1001)");
@@ -392,10 +353,11 @@ scoped3! {
     }
 }
 
-scoped3! {
+scoped! {
     /// Reduce-scatter (`nvshmem_TYPE_OP_reducescatter`): `source` holds
     /// `team_n_pes(team)` blocks of `nreduce` elements; `dest` on the team's PE
     /// `i` becomes `op` over every PE's block `i`.
+    collective: collective;
     safety: "`source` must be a live symmetric allocation of at least `team_n_pes(team) * nreduce` \
         elements and `dest` a distinct one of at least `nreduce`; every PE of `team` calls it with the \
         same `team`, `op` and `nreduce`.";
@@ -407,4 +369,44 @@ scoped3! {
         // SAFETY: the caller's contract.
         unsafe { T::__reducescatter(O::KIND, scope, team.raw(), dest.as_ptr(), source.as_ptr(), nreduce) }
     }
+}
+
+/// Max-loc all-reduce over `team` of `(value, index)` pairs of `f64`, by
+/// the whole block (`nvshmemx_double2_maxloc_reduce_block`, CUDA's
+/// `double2`): `dest[k]` on every PE becomes the pair with the largest
+/// value among the team's `source[k]`. NVSHMEM has it in block scope only.
+///
+/// Collective over `team`: every PE of the team calls it, and the kernel
+/// must be launched collectively.
+///
+/// # Safety
+/// `dest` and `source` must be live symmetric allocations of at least
+/// `nreduce` pairs (equal or not overlapping); every PE of `team` calls it
+/// with the same `team` and `nreduce`.
+///
+#[doc = block_safety!()]
+///
+/// # Example
+/// ```no_run
+/// use nvshmem_device::{SymPtr, Team, maxloc_reduce_block};
+/// unsafe fn kernel(dest: SymPtr<[f64; 2]>, src: SymPtr<[f64; 2]>) {
+///     unsafe { maxloc_reduce_block(Team::WORLD, dest, src, 16) };
+/// }
+/// ```
+#[inline(always)]
+pub unsafe fn maxloc_reduce_block(
+    team: Team,
+    dest: SymPtr<[f64; 2]>,
+    source: SymPtr<[f64; 2]>,
+    nreduce: usize,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        ffi::nvshmemx_double2_maxloc_reduce_block(
+            team.raw(),
+            dest.as_ptr(),
+            source.as_ptr(),
+            nreduce,
+        )
+    };
 }

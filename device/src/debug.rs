@@ -31,6 +31,39 @@ pub(crate) fn check_len(len: usize, nelems: usize, what: &'static core::ffi::CSt
     let _ = (len, nelems, what);
 }
 
+/// Where a check failed, as the `%.*s:%u:%u` of CUDA's printf reads it.
+#[cfg(feature = "debug-checks")]
+#[repr(C)]
+struct At {
+    file_len: i32,
+    file: *const u8,
+    line: u32,
+    column: u32,
+}
+
+#[cfg(feature = "debug-checks")]
+impl At {
+    fn new(at: &core::panic::Location<'_>) -> Self {
+        At {
+            file_len: at.file().len() as i32,
+            file: at.file().as_ptr(),
+            line: at.line(),
+            column: at.column(),
+        }
+    }
+}
+
+/// Prints `format` with `args` (a `#[repr(C)]` struct whose fields the format
+/// consumes in order, each aligned to its size as CUDA's printf expects), then traps.
+#[cfg(feature = "debug-checks")]
+fn report<A>(format: &core::ffi::CStr, args: &A) -> ! {
+    // SAFETY: the caller's `args` match `format`.
+    unsafe {
+        crate::panic::vprintf(format.as_ptr().cast(), (args as *const A).cast());
+        crate::panic::trap()
+    }
+}
+
 #[cfg(feature = "debug-checks")]
 #[cold]
 #[inline(never)]
@@ -39,30 +72,17 @@ fn pe_out_of_range(pe: u32, n_pes: u32, at: &core::panic::Location<'_>) -> ! {
     struct Args {
         pe: u32,
         n_pes: u32,
-        file_len: i32,
-        file: *const u8,
-        line: u32,
-        column: u32,
+        at: At,
     }
     let args = Args {
         pe,
         n_pes,
-        file_len: at.file().len() as i32,
-        file: at.file().as_ptr(),
-        line: at.line(),
-        column: at.column(),
+        at: At::new(at),
     };
-    // SAFETY: the format consumes exactly the fields of `Args`, in order, each
-    // aligned to its size as CUDA's printf expects.
-    unsafe {
-        crate::panic::vprintf(
-            c"nvshmem-device: PE %u is out of range (n_pes() = %u) at %.*s:%u:%u\n"
-                .as_ptr()
-                .cast(),
-            (&raw const args).cast(),
-        );
-        crate::panic::trap()
-    }
+    report(
+        c"nvshmem-device: PE %u is out of range (n_pes() = %u) at %.*s:%u:%u\n",
+        &args,
+    )
 }
 
 #[cfg(feature = "debug-checks")]
@@ -79,28 +99,16 @@ fn too_short(
         what: *const u8,
         len: u64,
         nelems: u64,
-        file_len: i32,
-        file: *const u8,
-        line: u32,
-        column: u32,
+        at: At,
     }
     let args = Args {
         what: what.as_ptr().cast(),
         len: len as u64,
         nelems: nelems as u64,
-        file_len: at.file().len() as i32,
-        file: at.file().as_ptr(),
-        line: at.line(),
-        column: at.column(),
+        at: At::new(at),
     };
-    // SAFETY: as in `pe_out_of_range`.
-    unsafe {
-        crate::panic::vprintf(
-            c"nvshmem-device: %s holds %llu elements, fewer than nelems = %llu, at %.*s:%u:%u\n"
-                .as_ptr()
-                .cast(),
-            (&raw const args).cast(),
-        );
-        crate::panic::trap()
-    }
+    report(
+        c"nvshmem-device: %s holds %llu elements, fewer than nelems = %llu, at %.*s:%u:%u\n",
+        &args,
+    )
 }

@@ -13,8 +13,16 @@
 //! The semantics are those of NVSHMEM's P2P path as its headers compile it
 //! for C++: plain loads and stores, which `fence` orders and `quiet` completes
 //! (both fence at system scope), and the acquire of a `wait_until`, barrier or
-//! signal wait makes a peer's writes visible to later loads. A call returns
-//! when its group's copies are done (the warp or block synchronizes at the end).
+//! signal wait makes a peer's writes visible to later loads.
+//!
+//! A warp- or block-scope call synchronizes its group **before** the copy and
+//! after it, as NVSHMEM's `nvshmemi_{put,get}{,_nbi}_threadgroup` do: before,
+//! so that a thread copies what the other threads of the group wrote to the
+//! source just before the call (a block that stages its data and then calls
+//! `put_block`), and overwrites nothing that they still read (`get_block`
+//! into a buffer in use); after, so that a returning call's copies are all
+//! done. The group's threads share every word of the copy, so without the
+//! first barrier a fast warp would copy a slow warp's unfinished writes.
 
 use crate::__private::Scope;
 use crate::thread;
@@ -33,7 +41,8 @@ fn lanes(scope: Scope) -> (usize, usize) {
     }
 }
 
-/// Waits for the group, so that a returning call's copies are all done.
+/// Waits for the group: before a copy (every thread's writes to the source,
+/// and reads of the destination, are done) and after it (the copy is done).
 #[inline(always)]
 fn group_sync(scope: Scope) {
     match scope {
@@ -98,13 +107,14 @@ unsafe fn copy_as<W: Copy, const UNROLL: bool>(
     }
 }
 
-/// Copies `len` bytes with the group of `scope`, then synchronizes the group.
-/// The common case (both addresses and the length multiples of 16) is inlined
+/// Synchronizes the group of `scope`, copies `len` bytes with it, then
+/// synchronizes it again (see the module docs). The common case (both addresses and the length multiples of 16) is inlined
 /// and unrolled; it adds registers to a kernel (the all-reduce example went
 /// from 95 to ~150 before it moved its remote fallback to the raw layer).
 #[inline(always)]
 unsafe fn copy(scope: Scope, dst: *mut u8, src: *const u8, len: usize) {
     let (lane, n) = lanes(scope);
+    group_sync(scope);
     // SAFETY: the caller's ranges; the inlined loop needs 16-byte alignment.
     unsafe {
         if (dst as usize | src as usize | len).is_multiple_of(16) {

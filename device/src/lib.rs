@@ -38,18 +38,21 @@
 //! |---|---|---|
 //! | scalar | [`p`], [`g`] | [`RmaElement`] |
 //! | contiguous | [`put`], [`put_nbi`], [`get`], [`get_nbi`] | [`RmaElement`] |
-//! | strided | [`iput`], [`iget`] | [`RmaElement`] |
+//! | strided | [`iput`], [`iget`]; [`iput_pod`], [`iget_pod`] (1 to 16-byte plain data: `iput8`..`iput128`) | [`RmaElement`], [`bytemuck::Pod`] |
 //! | with signal | [`put_signal`], [`put_signal_nbi`] | [`RmaElement`] |
 //! | any plain data | [`put_pod`], [`put_pod_nbi`], [`get_pod`], [`get_pod_nbi`], [`put_signal_pod`], [`put_signal_pod_nbi`] | [`bytemuck::Pod`] |
 //! | atomics | [`atomic_fetch`], [`atomic_set`], [`atomic_swap`]; [`atomic_add`], [`atomic_fetch_add`]; [`atomic_compare_swap`], [`atomic_inc`], [`atomic_fetch_inc`]; [`atomic_and`], [`atomic_or`], [`atomic_xor`] and `atomic_fetch_{and,or,xor}` | [`AmoElement`], [`AddAmoElement`], [`FetchAddAmoElement`], [`StandardAmoElement`], [`BitwiseAmoElement`] |
 //! | waiting | [`wait_until`], [`test`](fn@test), and `_all`/`_any`/`_some` (+`_vector`) of each, with [`Cmp`] | [`WaitElement`] |
 //! | signals | [`signal_op`] (with [`SignalOp`]), [`signal_fetch`], [`signal_wait_until`] | `u64` |
 //! | ordering | [`quiet`], [`fence`]; `flush` with `nvshmem-3-8` | |
+//! | NVLink SHARP | [`mc_ptr`] (`None` without NVLS), [`multimem_ld_reduce`], [`multimem_st`], [`multimem_red`] ([`multimem`]) | [`MultimemElement`], [`MultimemReduce`] |
+//! | library | [`info_get_version`], [`info_get_name`], [`vendor_version`], [`global_exit`] | |
+//! | NVSHMEM 3.8 | `ask_smem`, `give_smem`, `release_smem` (TMA), `region_start_block`, `region_stop_block`, `region_is_active`, `signal_counted_reset`, raw `ffi::nvshmemx_qp_*` | |
 //! | job-wide | [`barrier_all`], [`sync_all`] | |
-//! | teams | [`Team`] (`WORLD`, `SHARED`, `NODE`, or split by the host), [`team_my_pe`], [`team_n_pes`], [`team_translate_pe`] | |
+//! | teams | [`Team`] (`WORLD`, `SHARED`, `NODE`, `SAME_MYPE_NODE`, or split by the host), [`team_my_pe`], [`team_n_pes`], [`team_translate_pe`] | |
 //! | team sync | [`barrier`], [`barrier_warpgroup`], [`sync`](fn@sync) (+`_warp`/`_block`) | |
 //! | collectives | [`broadcast`], [`fcollect`] (all-gather), [`alltoall`]; `_pod` forms | [`CollectElement`], [`bytemuck::Pod`] |
-//! | reductions | [`reduce`], [`reducescatter`] with [`And`], [`Or`], [`Xor`], [`Min`], [`Max`], [`Sum`], [`Prod`] | [`ReduceOp<T>`](ReduceOp) |
+//! | reductions | [`reduce`], [`reducescatter`] with [`And`], [`Or`], [`Xor`], [`Min`], [`Max`], [`Sum`], [`Prod`]; [`maxloc_reduce_block`] | [`ReduceOp<T>`](ReduceOp) |
 //! | PEs | [`my_pe`], [`n_pes`], [`ptr`] (direct load/store address) | |
 //!
 //! Every RMA/pod family comes in three scopes: `put` (one thread), `put_warp`
@@ -62,13 +65,33 @@
 //!
 //! Symmetric destinations (and sources of gets) are [`SymPtr`]s; the local
 //! side is a raw pointer. Functions that touch memory through addresses are
-//! `unsafe fn` with a `# Safety` section; [`my_pe`], [`n_pes`], [`ptr`],
-//! [`quiet`], [`fence`], the team queries and the barriers are safe.
+//! `unsafe fn` with a `# Safety` section, and so is **every warp- and
+//! block-scope function**: NVSHMEM synchronizes the group with `.aligned`
+//! barriers and full-mask warp operations, which the PTX ISA makes undefined
+//! behaviour when only part of the group calls them. The rest is safe:
+//! [`my_pe`], [`n_pes`], [`ptr`] and [`mc_ptr`] (they translate addresses,
+//! and `ptr` returns `None` for a PE out of range), [`quiet`], [`fence`], the
+//! team queries (which check their PE against the team), the library
+//! queries, and the thread-scope barriers and syncs (a call outside their
+//! discipline hangs or returns early; it touches no memory of yours).
+//! A [`Team`] is valid by construction (see its docs); a [`Pe`] is any
+//! number, so every `unsafe fn` that takes one requires `pe < n_pes()`.
 //!
 //! # Features
 //! - `nvshmem-3-8`: NVSHMEM 3.8's extra API (`flush*`, `f32`/`f64`/`f16`
-//!   atomic add, `f32`/`f64` fetch-add). `nvshmem-builder` turns it on when it
-//!   links 3.8+ bitcode; kernels can use [`with_nvshmem_3_8!`] for code that needs it.
+//!   atomic add, `f32`/`f64` fetch-add, the TMA shared-memory lease, RMA
+//!   regions, `signal_counted_reset`, the raw queue-pair functions).
+//!   `nvshmem-builder` turns it on when it links 3.8+ bitcode; kernels can use
+//!   [`with_nvshmem_3_8!`] for code that needs it. Without it, a call of one
+//!   of these fails to compile: `nvshmem_device::flush()` with rustc's note
+//!   "the item is gated behind the `nvshmem-3-8` feature", `atomic_add` of
+//!   an `f32` with a note that says to build against NVSHMEM 3.8.
+//! - `nvshmem-path`: every typed put/get takes NVSHMEM's own path, never the
+//!   direct copy to peers that [`ptr`] reaches ([`DIRECT_COPY`] is `false`).
+//!   For testing NVSHMEM's path on one GPU (where every peer is reachable),
+//!   or comparing the two; a kernel crate gets it with
+//!   `Builder::feature("nvshmem-device/nvshmem-path")`. The choice is made
+//!   at compile time: there is no per-call branch.
 //! - `debug-checks`: the typed layer traps, after printing what and where,
 //!   when a PE is out of range (`pe >= n_pes()`) or an array argument is
 //!   shorter than `nelems`. Without it the checks do not exist.
@@ -88,6 +111,41 @@
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![warn(missing_docs)]
 
+/// The `# Safety` text of every warp-scope function: what a call from part
+/// of the warp breaks.
+macro_rules! warp_safety {
+    () => {
+        "Every thread of the warp calls it together, converged and with the same arguments. \
+         NVSHMEM's warp-scope code synchronizes the warp with `bar.warp.sync` and full-mask \
+         shuffles (and this crate's direct put/get copy splits the work by lane): a call from \
+         part of the warp is undefined behaviour, not only a hang."
+    };
+}
+
+/// The `# Safety` text of every block-scope function.
+macro_rules! block_safety {
+    () => {
+        "Every thread of the block calls it together, with the same arguments (block-uniform \
+         control flow). NVSHMEM's block-scope code synchronizes the block with `.aligned` \
+         barriers (`barrier.cta.sync.aligned`), which the PTX ISA makes undefined behaviour in \
+         divergent code (and this crate's direct put/get copy splits the work by thread): a \
+         call from part of the block is undefined behaviour, not only a hang."
+    };
+}
+
+/// A doc example's call line, in `unsafe { }` for an `unsafe fn`.
+macro_rules! call_doc {
+    (unsafe $call:expr) => {
+        concat!("unsafe { ", $call, " };")
+    };
+    ($call:expr) => {
+        concat!($call, ";")
+    };
+}
+
+#[macro_use]
+mod scope;
+
 mod amo;
 #[cfg_attr(
     not(target_arch = "nvptx64"),
@@ -96,13 +154,16 @@ mod amo;
 pub mod atomic;
 mod coll;
 mod debug;
+#[cfg_attr(feature = "nvshmem-path", allow(dead_code))]
 mod direct;
 pub mod ffi;
+mod library;
 #[cfg_attr(
     not(target_arch = "nvptx64"),
     allow(unreachable_code, unused, unused_unsafe)
 )] // host stubs
 pub mod math;
+pub mod multimem;
 mod nvvm;
 pub mod panic;
 mod rma;
@@ -125,9 +186,22 @@ mod tests;
 
 pub use amo::*;
 pub use coll::*;
+pub use library::*;
+pub use multimem::*;
 pub use rma::*;
-pub use symmetric::{Pe, SymPtr, my_pe, n_pes, ptr};
+pub use symmetric::{DIRECT_COPY, Pe, SymPtr, my_pe, n_pes, ptr};
 pub use sync::*;
+
+// NVSHMEM 3.8's functions, named here as well as through the globs above:
+// without the `nvshmem-3-8` feature, `nvshmem_device::flush()` then fails with
+// rustc's note "the item is gated behind the `nvshmem-3-8` feature" rather
+// than a bare "not found".
+#[cfg(feature = "nvshmem-3-8")]
+pub use library::{
+    ask_smem, give_smem, region_is_active, region_start_block, region_stop_block, release_smem,
+};
+#[cfg(feature = "nvshmem-3-8")]
+pub use sync::{flush, flush_block, flush_warp, signal_counted_reset};
 
 /// Marks a function as a GPU kernel: an entry point the host launches by name.
 ///

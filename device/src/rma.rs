@@ -97,17 +97,6 @@ pub trait RmaElement: Copy + Sealed {
     );
 }
 
-// `nvshmem_<n><op>` / `nvshmemx_<n><op>_warp` / `nvshmemx_<n><op>_block`.
-macro_rules! scoped_call {
-    ($s:expr, $n:ident, $op:ident, $($a:expr),*) => { pastey::paste!(
-        match $s {
-            Scope::Thread => ffi::[<nvshmem_ $n $op>]($($a),*),
-            Scope::Warp => ffi::[<nvshmemx_ $n $op _warp>]($($a),*),
-            Scope::Block => ffi::[<nvshmemx_ $n $op _block>]($($a),*),
-        }
-    ) };
-}
-
 macro_rules! rma_p {
     // `half`/`__nv_bfloat16` values travel as `ptr byval`: pass a pointer to a copy.
     (half, $d:expr, $v:expr, $pe:expr) => { ffi::nvshmem_half_p($d, &$v, $pe) };
@@ -147,129 +136,137 @@ macro_rules! impl_rma {
             }
             #[inline(always)]
             unsafe fn __put(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int) {
-                unsafe { scoped_call!(s, $n, _put, dest, source, nelems, pe) }
+                unsafe { scoped_ffi!(s, [$n _put], dest, source, nelems, pe) }
             }
             #[inline(always)]
             unsafe fn __put_nbi(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int) {
-                unsafe { scoped_call!(s, $n, _put_nbi, dest, source, nelems, pe) }
+                unsafe { scoped_ffi!(s, [$n _put_nbi], dest, source, nelems, pe) }
             }
             #[inline(always)]
             unsafe fn __get(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int) {
-                unsafe { scoped_call!(s, $n, _get, dest, source, nelems, pe) }
+                unsafe { scoped_ffi!(s, [$n _get], dest, source, nelems, pe) }
             }
             #[inline(always)]
             unsafe fn __get_nbi(s: Scope, dest: *mut Self, source: *const Self, nelems: usize, pe: c_int) {
-                unsafe { scoped_call!(s, $n, _get_nbi, dest, source, nelems, pe) }
+                unsafe { scoped_ffi!(s, [$n _get_nbi], dest, source, nelems, pe) }
             }
             #[inline(always)]
             unsafe fn __iput(
                 s: Scope, dest: *mut Self, source: *const Self, dst: isize, sst: isize, n: usize, pe: c_int,
             ) {
-                unsafe { scoped_call!(s, $n, _iput, dest, source, dst, sst, n, pe) }
+                unsafe { scoped_ffi!(s, [$n _iput], dest, source, dst, sst, n, pe) }
             }
             #[inline(always)]
             unsafe fn __iget(
                 s: Scope, dest: *mut Self, source: *const Self, dst: isize, sst: isize, n: usize, pe: c_int,
             ) {
-                unsafe { scoped_call!(s, $n, _iget, dest, source, dst, sst, n, pe) }
+                unsafe { scoped_ffi!(s, [$n _iget], dest, source, dst, sst, n, pe) }
             }
             #[inline(always)]
             unsafe fn __put_signal(
                 s: Scope, dest: *mut Self, source: *const Self, nelems: usize,
                 sig: *mut u64, signal: u64, op: c_int, pe: c_int,
             ) {
-                unsafe { scoped_call!(s, $n, _put_signal, dest, source, nelems, sig, signal, op, pe) }
+                unsafe { scoped_ffi!(s, [$n _put_signal], dest, source, nelems, sig, signal, op, pe) }
             }
             #[inline(always)]
             unsafe fn __put_signal_nbi(
                 s: Scope, dest: *mut Self, source: *const Self, nelems: usize,
                 sig: *mut u64, signal: u64, op: c_int, pe: c_int,
             ) {
-                unsafe { scoped_call!(s, $n, _put_signal_nbi, dest, source, nelems, sig, signal, op, pe) }
+                unsafe { scoped_ffi!(s, [$n _put_signal_nbi], dest, source, nelems, sig, signal, op, pe) }
             }
         }
     )*};
 }
 
-impl_rma! {
-    i8 => int8, i16 => int16, i32 => int32, i64 => int64,
-    u8 => uint8, u16 => uint16, u32 => uint32, u64 => uint64,
-    usize => size, isize => ptrdiff,
-    f32 => float, f64 => double, f16 => half, bf16 => bfloat16,
+/// The Rust types of `NVSHMEMI_REPT_FOR_STANDARD_RMA_TYPES` and the NVSHMEM
+/// names they use: the element types of the typed RMA functions and of the
+/// typed collectives (`crate::coll`), listed once.
+macro_rules! rma_types {
+    ($m:ident!) => {
+        $m! {
+            i8 => int8, i16 => int16, i32 => int32, i64 => int64,
+            u8 => uint8, u16 => uint16, u32 => uint32, u64 => uint64,
+            usize => size, isize => ptrdiff,
+            f32 => float, f64 => double, f16 => half, bf16 => bfloat16,
+        }
+    };
 }
+pub(crate) use rma_types;
+
+rma_types!(impl_rma!);
 
 /// A put or get of `$len` bytes through the peer's address when `nvshmem_ptr`
-/// gives one (see `direct`), else `$fallback` (NVSHMEM's own path).
+/// gives one (see `direct`), else `$fallback` (NVSHMEM's own path). With the
+/// `nvshmem-path` feature, always `$fallback`: the choice is made when the
+/// kernel is compiled, not per call.
+#[cfg(not(feature = "nvshmem-path"))]
 macro_rules! direct_or {
     (put, $scope:expr, $sym:expr, $pe:expr, $local:expr, $len:expr, $fallback:expr) => {
-        match crate::symmetric::ptr($sym, $pe) {
+        match crate::symmetric::ptr_in_range($sym, $pe) {
             Some(peer) => crate::direct::put($scope, peer.as_ptr().cast(), $local.cast(), $len),
             None => $fallback,
         }
     };
     (get, $scope:expr, $sym:expr, $pe:expr, $local:expr, $len:expr, $fallback:expr) => {
-        match crate::symmetric::ptr($sym, $pe) {
+        match crate::symmetric::ptr_in_range($sym, $pe) {
             Some(peer) => crate::direct::get($scope, $local.cast(), peer.as_ptr().cast(), $len),
             None => $fallback,
         }
     };
 }
 
-// Three functions (thread, warp, block scope) from one template. The body sees
-// the scope as `$scope`.
-macro_rules! scoped {
-    (
-        $(#[$doc:meta])*
-        safety: $safety:literal;
-        example: ($ex_params:literal, $ex_call:literal);
-        pub unsafe fn [$thread:ident, $warp:ident, $block:ident]
-            $(<$T:ident: $bound:path>)? ($($arg:ident: $argty:ty),* $(,)?)
-        |$scope:ident| $body:block
-    ) => {
-        scoped! { @one $(#[$doc])* safety: $safety; example: ($ex_params, $ex_call);
-            scope: ("Thread scope: the calling thread does the whole operation. NVSHMEM: `nvshmem_*`.",
-                $warp, $block);
-            pub unsafe fn $thread $(<$T: $bound>)? ($($arg: $argty),*) |$scope = Thread| $body }
-        scoped! { @one $(#[$doc])* safety: $safety; example: ($ex_params, $ex_call);
-            scope: ("**Warp scope**: every thread of the warp calls it, converged and with the same \
-                arguments, and the warp shares the work. NVSHMEM: `nvshmemx_*_warp`.",
-                $thread, $block);
-            pub unsafe fn $warp $(<$T: $bound>)? ($($arg: $argty),*) |$scope = Warp| $body }
-        scoped! { @one $(#[$doc])* safety: $safety; example: ($ex_params, $ex_call);
-            scope: ("**Block scope**: every thread of the block calls it with the same arguments, \
-                and the block shares the work. NVSHMEM: `nvshmemx_*_block`.",
-                $thread, $warp);
-            pub unsafe fn $block $(<$T: $bound>)? ($($arg: $argty),*) |$scope = Block| $body }
+/// See above: the `nvshmem-path` feature takes NVSHMEM's path for every peer.
+#[cfg(feature = "nvshmem-path")]
+macro_rules! direct_or {
+    ($dir:ident, $scope:expr, $sym:expr, $pe:expr, $local:expr, $len:expr, $fallback:expr) => {
+        $fallback
     };
-    (
-        @one $(#[$doc:meta])* safety: $safety:literal; example: ($ex_params:literal, $ex_call:literal);
-        scope: ($scope_doc:literal, $o1:ident, $o2:ident);
-        pub unsafe fn $name:ident $(<$T:ident: $bound:path>)? ($($arg:ident: $argty:ty),*)
-        |$scope:ident = $kind:ident| $body:block
-    ) => {
-        $(#[$doc])*
-        ///
-        #[doc = $scope_doc]
-        #[doc = concat!("The other scopes: [`", stringify!($o1), "`], [`", stringify!($o2), "`].")]
-        ///
-        /// # Safety
-        #[doc = $safety]
-        ///
-        /// # Example
-        /// ```no_run
-        /// # #![allow(unused)]
-        /// use nvshmem_device::*;
-        #[doc = concat!("unsafe fn kernel(", $ex_params, ") {")]
-        #[doc = concat!("    unsafe { ", stringify!($name), $ex_call, " };")]
-        /// }
-        /// ```
-        #[inline(always)]
-        #[cfg_attr(feature = "debug-checks", track_caller)]
-        pub unsafe fn $name $(<$T: $bound>)? ($($arg: $argty),*) {
-            let $scope = Scope::$kind;
-            $body
+}
+
+/// The body of every contiguous put, get and put-with-signal, typed
+/// (`T::__op`) or byte-wise (`[putmem..]`): the PE check, then the direct
+/// copy (puts and gets) or NVSHMEM's function. The arguments after the
+/// length are passed on as they are.
+macro_rules! copy {
+    (put, $scope:ident, $dest:ident, $source:ident, $n:ident, $pe:ident, $f:tt) => {{
+        check_pe($pe);
+        // SAFETY: the caller's contract.
+        unsafe {
+            direct_or!(put, $scope, $dest, $pe, $source, bytes::<T>($n),
+                copy!(@call $f, $scope, $dest.as_ptr(), $source, $n, $pe.to_c()))
         }
+    }};
+    (get, $scope:ident, $dest:ident, $source:ident, $n:ident, $pe:ident, $f:tt) => {{
+        check_pe($pe);
+        // SAFETY: the caller's contract.
+        unsafe {
+            direct_or!(get, $scope, $source, $pe, $dest, bytes::<T>($n),
+                copy!(@call $f, $scope, $dest, $source.as_ptr(), $n, $pe.to_c()))
+        }
+    }};
+    // NVSHMEM's path only: the signal must follow the data.
+    (signal, $scope:ident, $dest:ident, $source:ident, $n:ident, $sig:ident, $v:ident, $op:ident,
+        $pe:ident, $f:tt) => {{
+        check_pe($pe);
+        // SAFETY: the caller's contract.
+        unsafe {
+            copy!(@call $f, $scope, $dest.as_ptr(), $source, $n, $sig.as_ptr(), $v, $op.to_c(), $pe.to_c())
+        }
+    }};
+    // Typed: NVSHMEM counts elements; byte-wise: bytes.
+    (@call (T::$op:ident), $scope:ident, $d:expr, $s:expr, $n:ident, $($rest:expr),*) => {
+        T::$op($scope, $d, $s, $n, $($rest),*)
     };
+    (@call [$mem:ident], $scope:ident, $d:expr, $s:expr, $n:ident, $($rest:expr),*) => {
+        scoped_ffi!($scope, [$mem], $d as *mut c_void, $s as *const c_void, bytes::<T>($n), $($rest),*)
+    };
+}
+
+#[inline(always)]
+const fn bytes<T>(nelems: usize) -> usize {
+    nelems * core::mem::size_of::<T>()
 }
 
 /// Writes `value` to `dest` on PE `pe` (`nvshmem_TYPE_p`): the cheapest way
@@ -280,7 +277,8 @@ macro_rules! scoped {
 ///
 /// # Safety
 /// `dest` must be a live symmetric allocation holding a `T`, on every PE;
-/// no other access may race with the write unless it is atomic.
+/// no other access may race with the write unless it is atomic. `pe` must
+/// be a PE of the job (`pe < n_pes()`; `debug-checks` traps otherwise).
 ///
 /// # Example
 /// ```no_run
@@ -304,7 +302,9 @@ pub unsafe fn p<T: RmaElement>(dest: SymPtr<T>, value: T, pe: Pe) {
 /// returns a struct by value, which Rust cannot call).
 ///
 /// # Safety
-/// `source` must be a live symmetric allocation holding an initialized `T`, on every PE.
+/// `source` must be a live symmetric allocation holding an initialized `T`,
+/// on every PE. `pe` must be a PE of the job (`pe < n_pes()`; `debug-checks`
+/// traps otherwise).
 ///
 /// # Example
 /// ```no_run
@@ -325,20 +325,13 @@ scoped! {
     /// Copies `nelems` elements from this PE's `source` to `dest` on PE `pe`
     /// (`nvshmem_TYPE_put`). Returns once `source` may be reused; the data is
     /// delivered by the next [`quiet`](crate::quiet).
-    safety: "`dest` must be a live symmetric allocation of at least `nelems` elements; `source` must \
+    safety: concat!("`dest` must be a live symmetric allocation of at least `nelems` elements; `source` must \
         be readable for `nelems` elements in GPU memory and not change until the call returns. Nothing \
-        may race with the writes to `dest` on PE `pe`.";
+        may race with the writes to `dest` on PE `pe`.", pe_safety!());
     example: ("dest: SymPtr<f32>, src: *const f32", "(dest, src, 256, Pe::new(1))");
     pub unsafe fn [put, put_warp, put_block]<T: RmaElement>(
         dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(put, scope, dest, pe, source, bytes::<T>(nelems),
-                T::__put(scope, dest.as_ptr(), source, nelems, pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(put, scope, dest, source, nelems, pe, (T::__put)) }
 }
 
 scoped! {
@@ -349,32 +342,18 @@ scoped! {
     example: ("dest: SymPtr<u64>, src: *const u64", "(dest, src, 64, Pe::new(0))");
     pub unsafe fn [put_nbi, put_nbi_warp, put_nbi_block]<T: RmaElement>(
         dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(put, scope, dest, pe, source, bytes::<T>(nelems),
-                T::__put_nbi(scope, dest.as_ptr(), source, nelems, pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(put, scope, dest, source, nelems, pe, (T::__put_nbi)) }
 }
 
 scoped! {
     /// Copies `nelems` elements from `source` on PE `pe` to this PE's `dest`
     /// (`nvshmem_TYPE_get`); returns when `dest` holds them.
-    safety: "`source` must be a live symmetric allocation of at least `nelems` initialized elements; \
-        `dest` must be writable for `nelems` elements in GPU memory, with no other access racing.";
+    safety: concat!("`source` must be a live symmetric allocation of at least `nelems` initialized elements; \
+        `dest` must be writable for `nelems` elements in GPU memory, with no other access racing.", pe_safety!());
     example: ("dest: *mut f64, src: SymPtr<f64>", "(dest, src, 32, Pe::new(2))");
     pub unsafe fn [get, get_warp, get_block]<T: RmaElement>(
         dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(get, scope, source, pe, dest, bytes::<T>(nelems),
-                T::__get(scope, dest, source.as_ptr(), nelems, pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(get, scope, dest, source, nelems, pe, (T::__get)) }
 }
 
 scoped! {
@@ -385,14 +364,7 @@ scoped! {
     example: ("dest: *mut i32, src: SymPtr<i32>", "(dest, src, 8, Pe::new(1))");
     pub unsafe fn [get_nbi, get_nbi_warp, get_nbi_block]<T: RmaElement>(
         dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(get, scope, source, pe, dest, bytes::<T>(nelems),
-                T::__get_nbi(scope, dest, source.as_ptr(), nelems, pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(get, scope, dest, source, nelems, pe, (T::__get_nbi)) }
 }
 
 scoped! {
@@ -402,8 +374,8 @@ scoped! {
     ///
     /// NVSHMEM implements it over direct load/store only (NVLink/PCIe peers);
     /// over a network transport it prints an error and asserts.
-    safety: "Every addressed element must lie in `dest`'s symmetric allocation and in readable GPU \
-        memory at `source`; nothing may race with the writes.";
+    safety: concat!("Every addressed element must lie in `dest`'s symmetric allocation and in readable GPU \
+        memory at `source`; nothing may race with the writes.", pe_safety!());
     example: ("dest: SymPtr<f32>, src: *const f32", "(dest, src, 4, 1, 16, Pe::new(1))");
     pub unsafe fn [iput, iput_warp, iput_block]<T: RmaElement>(
         dest: SymPtr<T>, source: *const T, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe,
@@ -418,8 +390,8 @@ scoped! {
     /// Strided get (`nvshmem_TYPE_iget`): element `i` comes from
     /// `source[i * source_stride]` on PE `pe` into `dest[i * dest_stride]`.
     /// Strides count elements. Direct load/store peers only, as [`iput`].
-    safety: "Every addressed element must lie in `source`'s symmetric allocation and in writable GPU \
-        memory at `dest`; nothing may race with the writes.";
+    safety: concat!("Every addressed element must lie in `source`'s symmetric allocation and in writable GPU \
+        memory at `dest`; nothing may race with the writes.", pe_safety!());
     example: ("dest: *mut u32, src: SymPtr<u32>", "(dest, src, 1, 8, 16, Pe::new(0))");
     pub unsafe fn [iget, iget_warp, iget_block]<T: RmaElement>(
         dest: *mut T, source: SymPtr<T>, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe,
@@ -427,6 +399,61 @@ scoped! {
         check_pe(pe);
         // SAFETY: the caller's contract.
         unsafe { T::__iget(scope, dest, source.as_ptr(), dest_stride, source_stride, nelems, pe.to_c()) }
+    }
+}
+
+/// The `iputBITS`/`igetBITS` of a plain-data type of 1, 2, 4, 8 or 16
+/// bytes; any other size does not compile.
+macro_rules! strided_pod {
+    ($scope:expr, $op:ident, $d:expr, $s:expr, $dst:expr, $sst:expr, $n:expr, $pe:expr, $T:ty) => {{
+        const {
+            assert!(
+                matches!(core::mem::size_of::<$T>(), 1 | 2 | 4 | 8 | 16),
+                "iput_pod/iget_pod move elements of 1, 2, 4, 8 or 16 bytes (NVSHMEM's iput8..iput128)"
+            )
+        };
+        match core::mem::size_of::<$T>() {
+            1 => scoped_ffi!($scope, [$op 8], $d, $s, $dst, $sst, $n, $pe),
+            2 => scoped_ffi!($scope, [$op 16], $d, $s, $dst, $sst, $n, $pe),
+            4 => scoped_ffi!($scope, [$op 32], $d, $s, $dst, $sst, $n, $pe),
+            8 => scoped_ffi!($scope, [$op 64], $d, $s, $dst, $sst, $n, $pe),
+            _ => scoped_ffi!($scope, [$op 128], $d, $s, $dst, $sst, $n, $pe),
+        }
+    }};
+}
+
+scoped! {
+    /// Strided put of any plain-data type of 1, 2, 4, 8 or 16 bytes
+    /// (`nvshmem_iput8` ... `nvshmem_iput128`, by `size_of::<T>()`): element
+    /// `i` goes from `source[i * source_stride]` to `dest[i * dest_stride]`
+    /// on PE `pe`. Direct load/store peers only, as [`iput`]; another size
+    /// does not compile.
+    safety: "As for [`iput`].";
+    example: ("dest: SymPtr<[u64; 2]>, src: *const [u64; 2]", "(dest, src, 2, 1, 8, Pe::new(1))");
+    pub unsafe fn [iput_pod, iput_pod_warp, iput_pod_block]<T: bytemuck::Pod>(
+        dest: SymPtr<T>, source: *const T, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
+        // SAFETY: the caller's contract.
+        unsafe { strided_pod!(scope, iput, d, s, dest_stride, source_stride, nelems, pe.to_c(), T) }
+    }
+}
+
+scoped! {
+    /// Strided get of any plain-data type of 1, 2, 4, 8 or 16 bytes
+    /// (`nvshmem_iget8` ... `nvshmem_iget128`): element `i` comes from
+    /// `source[i * source_stride]` on PE `pe` into `dest[i * dest_stride]`.
+    /// Direct load/store peers only, as [`iget`].
+    safety: "As for [`iget`].";
+    example: ("dest: *mut [f32; 4], src: SymPtr<[f32; 4]>", "(dest, src, 1, 4, 8, Pe::new(0))");
+    pub unsafe fn [iget_pod, iget_pod_warp, iget_pod_block]<T: bytemuck::Pod>(
+        dest: *mut T, source: SymPtr<T>, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe,
+    ) |scope| {
+        check_pe(pe);
+        let (d, s) = (dest as *mut c_void, source.as_ptr() as *const c_void);
+        // SAFETY: the caller's contract.
+        unsafe { strided_pod!(scope, iget, d, s, dest_stride, source_stride, nelems, pe.to_c(), T) }
     }
 }
 
@@ -443,13 +470,7 @@ scoped! {
     );
     pub unsafe fn [put_signal, put_signal_warp, put_signal_block]<T: RmaElement>(
         dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        // SAFETY: the caller's contract.
-        unsafe {
-            T::__put_signal(scope, dest.as_ptr(), source, nelems, signal.as_ptr(), value, op.to_c(), pe.to_c())
-        }
-    }
+    ) |scope| { copy!(signal, scope, dest, source, nelems, signal, value, op, pe, (T::__put_signal)) }
 }
 
 scoped! {
@@ -462,31 +483,10 @@ scoped! {
     );
     pub unsafe fn [put_signal_nbi, put_signal_nbi_warp, put_signal_nbi_block]<T: RmaElement>(
         dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        // SAFETY: the caller's contract.
-        unsafe {
-            T::__put_signal_nbi(scope, dest.as_ptr(), source, nelems, signal.as_ptr(), value, op.to_c(), pe.to_c())
-        }
-    }
+    ) |scope| { copy!(signal, scope, dest, source, nelems, signal, value, op, pe, (T::__put_signal_nbi)) }
 }
 
 // The byte-wise forms, for any plain-data type.
-
-macro_rules! mem_call {
-    ($s:expr, $op:ident, $($a:expr),*) => { pastey::paste!(
-        match $s {
-            Scope::Thread => ffi::[<nvshmem_ $op>]($($a),*),
-            Scope::Warp => ffi::[<nvshmemx_ $op _warp>]($($a),*),
-            Scope::Block => ffi::[<nvshmemx_ $op _block>]($($a),*),
-        }
-    ) };
-}
-
-#[inline(always)]
-const fn bytes<T>(nelems: usize) -> usize {
-    nelems * core::mem::size_of::<T>()
-}
 
 scoped! {
     /// Copies `nelems` values of any plain-data type `T` to `dest` on PE `pe`,
@@ -495,15 +495,7 @@ scoped! {
     example: ("dest: SymPtr<[f32; 4]>, src: *const [f32; 4]", "(dest, src, 10, Pe::new(1))");
     pub unsafe fn [put_pod, put_pod_warp, put_pod_block]<T: bytemuck::Pod>(
         dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(put, scope, dest, pe, source, bytes::<T>(nelems),
-                mem_call!(scope, putmem, d, s, bytes::<T>(nelems), pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(put, scope, dest, source, nelems, pe, [putmem]) }
 }
 
 scoped! {
@@ -512,15 +504,7 @@ scoped! {
     example: ("dest: SymPtr<u8>, src: *const u8", "(dest, src, 4096, Pe::new(1))");
     pub unsafe fn [put_pod_nbi, put_pod_nbi_warp, put_pod_nbi_block]<T: bytemuck::Pod>(
         dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(put, scope, dest, pe, source, bytes::<T>(nelems),
-                mem_call!(scope, putmem_nbi, d, s, bytes::<T>(nelems), pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(put, scope, dest, source, nelems, pe, [putmem_nbi]) }
 }
 
 scoped! {
@@ -530,15 +514,7 @@ scoped! {
     example: ("dest: *mut [u16; 3], src: SymPtr<[u16; 3]>", "(dest, src, 5, Pe::new(0))");
     pub unsafe fn [get_pod, get_pod_warp, get_pod_block]<T: bytemuck::Pod>(
         dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        let (d, s) = (dest as *mut c_void, source.as_ptr() as *const c_void);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(get, scope, source, pe, dest, bytes::<T>(nelems),
-                mem_call!(scope, getmem, d, s, bytes::<T>(nelems), pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(get, scope, dest, source, nelems, pe, [getmem]) }
 }
 
 scoped! {
@@ -547,15 +523,7 @@ scoped! {
     example: ("dest: *mut u8, src: SymPtr<u8>", "(dest, src, 512, Pe::new(1))");
     pub unsafe fn [get_pod_nbi, get_pod_nbi_warp, get_pod_nbi_block]<T: bytemuck::Pod>(
         dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        let (d, s) = (dest as *mut c_void, source.as_ptr() as *const c_void);
-        // SAFETY: the caller's contract.
-        unsafe {
-            direct_or!(get, scope, source, pe, dest, bytes::<T>(nelems),
-                mem_call!(scope, getmem_nbi, d, s, bytes::<T>(nelems), pe.to_c()))
-        }
-    }
+    ) |scope| { copy!(get, scope, dest, source, nelems, pe, [getmem_nbi]) }
 }
 
 scoped! {
@@ -567,13 +535,7 @@ scoped! {
     );
     pub unsafe fn [put_signal_pod, put_signal_pod_warp, put_signal_pod_block]<T: bytemuck::Pod>(
         dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
-        let n = bytes::<T>(nelems);
-        // SAFETY: the caller's contract.
-        unsafe { mem_call!(scope, putmem_signal, d, s, n, signal.as_ptr(), value, op.to_c(), pe.to_c()) }
-    }
+    ) |scope| { copy!(signal, scope, dest, source, nelems, signal, value, op, pe, [putmem_signal]) }
 }
 
 scoped! {
@@ -585,11 +547,5 @@ scoped! {
     );
     pub unsafe fn [put_signal_pod_nbi, put_signal_pod_nbi_warp, put_signal_pod_nbi_block]<T: bytemuck::Pod>(
         dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
-        let n = bytes::<T>(nelems);
-        // SAFETY: the caller's contract.
-        unsafe { mem_call!(scope, putmem_signal_nbi, d, s, n, signal.as_ptr(), value, op.to_c(), pe.to_c()) }
-    }
+    ) |scope| { copy!(signal, scope, dest, source, nelems, signal, value, op, pe, [putmem_signal_nbi]) }
 }

@@ -26,7 +26,8 @@ pub fn n_pes() -> u32 {
 
 /// A local pointer through which this thread can load and store `dest` on PE
 /// `pe` directly (`nvshmem_ptr`): `Some` when `pe` is reachable over NVLink
-/// or PCIe peer access (always for this PE), `None` otherwise.
+/// or PCIe peer access (always for this PE), `None` otherwise, and `None`
+/// for a PE that is not in the job (`pe >= n_pes()`).
 ///
 /// Computing the address is safe; accessing through it is as `unsafe` as any
 /// raw pointer, and races with other PEs are the caller's to avoid.
@@ -40,11 +41,37 @@ pub fn n_pes() -> u32 {
 /// }
 /// ```
 #[inline(always)]
-#[cfg_attr(feature = "debug-checks", track_caller)]
 pub fn ptr<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::ptr::NonNull<T>> {
-    crate::debug::check_pe(pe);
-    // SAFETY: `nvshmem_ptr` only translates the address; it dereferences nothing.
+    // NVSHMEM reads its peer table at index `pe` unchecked: a PE out of
+    // range would read past it. The check is one compare against a value in
+    // NVSHMEM's device state.
+    if pe.index() >= n_pes() {
+        return None;
+    }
+    // SAFETY: `pe` is a PE of the job.
+    unsafe { ptr_in_range(dest, pe) }
+}
+
+/// [`ptr`] without the range check, for the typed RMA functions, whose
+/// callers promise `pe < n_pes()` (checked with `debug-checks`).
+///
+/// # Safety
+/// `pe < n_pes()`.
+#[inline(always)]
+#[cfg_attr(feature = "nvshmem-path", allow(dead_code))]
+pub(crate) unsafe fn ptr_in_range<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::ptr::NonNull<T>> {
+    // SAFETY: `nvshmem_ptr` only translates the address (it dereferences
+    // nothing of `dest`); `pe` indexes its peer table within bounds.
     let p =
         unsafe { crate::ffi::nvshmem_ptr(dest.as_ptr() as *const core::ffi::c_void, pe.to_c()) };
     core::ptr::NonNull::new(p.cast())
 }
+
+/// Whether the typed `put`/`get` family copies directly to peers that
+/// [`ptr`] reaches (`true`, the default) or always takes NVSHMEM's own path
+/// (`false`: the `nvshmem-path` feature).
+///
+/// ```
+/// if nvshmem_device::DIRECT_COPY { /* loads and stores to P2P peers */ }
+/// ```
+pub const DIRECT_COPY: bool = !cfg!(feature = "nvshmem-path");

@@ -20,6 +20,52 @@ use core::ffi::c_int;
 
 pub use nvshmem_types::{Cmp, SignalOp};
 
+/// Every `wait_until`/`test` function of one element type, as `(name,
+/// (parameters), return type)`: the one list that [`WaitElement`]'s methods
+/// and their implementations come from (`__<name>` calls `nvshmem_TYPE_<name>`).
+macro_rules! wait_ops {
+    ($m:ident! $($args:tt)*) => { $m! { $($args)* [
+        (test, (ivar: *mut Self, cmp: c_int, value: Self), c_int)
+        (wait_until, (ivar: *mut Self, cmp: c_int, value: Self), ())
+        (test_all, (ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, value: Self), c_int)
+        (wait_until_all, (ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, value: Self), ())
+        (test_any, (ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, value: Self), usize)
+        (wait_until_any, (ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, value: Self), usize)
+        (test_some, (ivars: *mut Self, n: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
+            value: Self), usize)
+        (wait_until_some, (ivars: *mut Self, n: usize, indices: *mut usize, status: *const c_int,
+            cmp: c_int, value: Self), usize)
+        (test_all_vector, (ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int,
+            values: *const Self), c_int)
+        (wait_until_all_vector, (ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int,
+            values: *const Self), ())
+        (test_any_vector, (ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int,
+            values: *const Self), usize)
+        (wait_until_any_vector, (ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int,
+            values: *const Self), usize)
+        (test_some_vector, (ivars: *mut Self, n: usize, indices: *mut usize, status: *const c_int,
+            cmp: c_int, values: *const Self), usize)
+        (wait_until_some_vector, (ivars: *mut Self, n: usize, indices: *mut usize,
+            status: *const c_int, cmp: c_int, values: *const Self), usize)
+    ] } };
+}
+
+macro_rules! declare_wait_ops {
+    ([$( ($op:ident, ($($a:ident: $t:ty),*), $r:ty) )*]) => { pastey::paste! { $(
+        #[doc(hidden)]
+        unsafe fn [<__ $op>]($($a: $t),*) -> $r;
+    )* } };
+}
+
+macro_rules! impl_wait_ops {
+    ($n:ident [$( ($op:ident, ($($a:ident: $t:ty),*), $r:ty) )*]) => { pastey::paste! { $(
+        #[inline(always)]
+        unsafe fn [<__ $op>]($($a: $t),*) -> $r {
+            unsafe { ffi::[<nvshmem_ $n _ $op>]($($a),*) }
+        }
+    )* } };
+}
+
 /// An element type of NVSHMEM's `wait_until`/`test` functions
 /// (`NVSHMEMI_REPT_FOR_WAIT_TYPES`): `i32 i64 u32 u64 usize isize`, and
 /// `i16`/`u16` through `short`/`ushort` (the list has no `int16`/`uint16`).
@@ -32,196 +78,16 @@ pub use nvshmem_types::{Cmp, SignalOp};
 pub trait WaitElement: Copy + Sealed {
     /// The NVSHMEM type name used (`uint64` in `nvshmem_uint64_wait_until`).
     const WAIT_NAME: &'static str;
-    #[doc(hidden)]
-    unsafe fn __test(ivar: *mut Self, cmp: c_int, value: Self) -> c_int;
-    #[doc(hidden)]
-    unsafe fn __test_all(
-        ivars: *mut Self,
-        n: usize,
-        status: *const c_int,
-        cmp: c_int,
-        value: Self,
-    ) -> c_int;
-    #[doc(hidden)]
-    unsafe fn __test_any(
-        ivars: *mut Self,
-        n: usize,
-        status: *const c_int,
-        cmp: c_int,
-        value: Self,
-    ) -> usize;
-    #[doc(hidden)]
-    unsafe fn __test_some(
-        ivars: *mut Self,
-        n: usize,
-        indices: *mut usize,
-        status: *const c_int,
-        cmp: c_int,
-        value: Self,
-    ) -> usize;
-    #[doc(hidden)]
-    unsafe fn __test_all_vector(
-        ivars: *mut Self,
-        n: usize,
-        status: *const c_int,
-        cmp: c_int,
-        values: *const Self,
-    ) -> c_int;
-    #[doc(hidden)]
-    unsafe fn __test_any_vector(
-        ivars: *mut Self,
-        n: usize,
-        status: *const c_int,
-        cmp: c_int,
-        values: *const Self,
-    ) -> usize;
-    #[doc(hidden)]
-    unsafe fn __test_some_vector(
-        ivars: *mut Self,
-        n: usize,
-        indices: *mut usize,
-        status: *const c_int,
-        cmp: c_int,
-        values: *const Self,
-    ) -> usize;
-    #[doc(hidden)]
-    unsafe fn __wait_until(ivar: *mut Self, cmp: c_int, value: Self);
-    #[doc(hidden)]
-    unsafe fn __wait_until_all(
-        ivars: *mut Self,
-        n: usize,
-        status: *const c_int,
-        cmp: c_int,
-        value: Self,
-    );
-    #[doc(hidden)]
-    unsafe fn __wait_until_any(
-        ivars: *mut Self,
-        n: usize,
-        status: *const c_int,
-        cmp: c_int,
-        value: Self,
-    ) -> usize;
-    #[doc(hidden)]
-    unsafe fn __wait_until_some(
-        ivars: *mut Self,
-        n: usize,
-        indices: *mut usize,
-        status: *const c_int,
-        cmp: c_int,
-        value: Self,
-    ) -> usize;
-    #[doc(hidden)]
-    unsafe fn __wait_until_all_vector(
-        ivars: *mut Self,
-        n: usize,
-        status: *const c_int,
-        cmp: c_int,
-        values: *const Self,
-    );
-    #[doc(hidden)]
-    unsafe fn __wait_until_any_vector(
-        ivars: *mut Self,
-        n: usize,
-        status: *const c_int,
-        cmp: c_int,
-        values: *const Self,
-    ) -> usize;
-    #[doc(hidden)]
-    unsafe fn __wait_until_some_vector(
-        ivars: *mut Self,
-        n: usize,
-        indices: *mut usize,
-        status: *const c_int,
-        cmp: c_int,
-        values: *const Self,
-    ) -> usize;
+    wait_ops!(declare_wait_ops!);
 }
 
 macro_rules! impl_wait {
-    ($($t:ty => $n:ident),* $(,)?) => { pastey::paste! {$(
+    ($($t:ty => $n:ident),* $(,)?) => {$(
         impl WaitElement for $t {
             const WAIT_NAME: &'static str = stringify!($n);
-            #[inline(always)]
-            unsafe fn __test(ivar: *mut Self, cmp: c_int, value: Self) -> c_int {
-                unsafe { ffi::[<nvshmem_ $n _test>](ivar, cmp, value) }
-            }
-            #[inline(always)]
-            unsafe fn __test_all(ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, value: Self) -> c_int {
-                unsafe { ffi::[<nvshmem_ $n _test_all>](ivars, n, status, cmp, value) }
-            }
-            #[inline(always)]
-            unsafe fn __test_any(ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, value: Self) -> usize {
-                unsafe { ffi::[<nvshmem_ $n _test_any>](ivars, n, status, cmp, value) }
-            }
-            #[inline(always)]
-            unsafe fn __test_some(
-                ivars: *mut Self, n: usize, indices: *mut usize, status: *const c_int, cmp: c_int, value: Self,
-            ) -> usize {
-                unsafe { ffi::[<nvshmem_ $n _test_some>](ivars, n, indices, status, cmp, value) }
-            }
-            #[inline(always)]
-            unsafe fn __test_all_vector(
-                ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, values: *const Self,
-            ) -> c_int {
-                unsafe { ffi::[<nvshmem_ $n _test_all_vector>](ivars, n, status, cmp, values) }
-            }
-            #[inline(always)]
-            unsafe fn __test_any_vector(
-                ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, values: *const Self,
-            ) -> usize {
-                unsafe { ffi::[<nvshmem_ $n _test_any_vector>](ivars, n, status, cmp, values) }
-            }
-            #[inline(always)]
-            unsafe fn __test_some_vector(
-                ivars: *mut Self, n: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
-                values: *const Self,
-            ) -> usize {
-                unsafe { ffi::[<nvshmem_ $n _test_some_vector>](ivars, n, indices, status, cmp, values) }
-            }
-            #[inline(always)]
-            unsafe fn __wait_until(ivar: *mut Self, cmp: c_int, value: Self) {
-                unsafe { ffi::[<nvshmem_ $n _wait_until>](ivar, cmp, value) }
-            }
-            #[inline(always)]
-            unsafe fn __wait_until_all(ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, value: Self) {
-                unsafe { ffi::[<nvshmem_ $n _wait_until_all>](ivars, n, status, cmp, value) }
-            }
-            #[inline(always)]
-            unsafe fn __wait_until_any(
-                ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, value: Self,
-            ) -> usize {
-                unsafe { ffi::[<nvshmem_ $n _wait_until_any>](ivars, n, status, cmp, value) }
-            }
-            #[inline(always)]
-            unsafe fn __wait_until_some(
-                ivars: *mut Self, n: usize, indices: *mut usize, status: *const c_int, cmp: c_int, value: Self,
-            ) -> usize {
-                unsafe { ffi::[<nvshmem_ $n _wait_until_some>](ivars, n, indices, status, cmp, value) }
-            }
-            #[inline(always)]
-            unsafe fn __wait_until_all_vector(
-                ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, values: *const Self,
-            ) {
-                unsafe { ffi::[<nvshmem_ $n _wait_until_all_vector>](ivars, n, status, cmp, values) }
-            }
-            #[inline(always)]
-            unsafe fn __wait_until_any_vector(
-                ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, values: *const Self,
-            ) -> usize {
-                unsafe { ffi::[<nvshmem_ $n _wait_until_any_vector>](ivars, n, status, cmp, values) }
-            }
-            #[inline(always)]
-            unsafe fn __wait_until_some_vector(
-                ivars: *mut Self, n: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
-                values: *const Self,
-            ) -> usize {
-                unsafe {
-                    ffi::[<nvshmem_ $n _wait_until_some_vector>](ivars, n, indices, status, cmp, values)
-                }
-            }
+            wait_ops!(impl_wait_ops! $n);
         }
-    )*} };
+    )*};
 }
 
 impl_wait! {
@@ -287,383 +153,180 @@ pub unsafe fn test<T: WaitElement>(ivar: SymPtr<T>, cmp: Cmp, value: T) -> bool 
     unsafe { T::__test(ivar.as_ptr(), cmp.to_c(), value) != 0 }
 }
 
-macro_rules! wait_doc_safety {
-    () => {
-        "`ivars` must be a live symmetric array of at least `nelems` elements on this PE; `status`, \
-         when given, holds at least `nelems` flags (non-zero: skip that element)."
-    };
+/// The array forms: `wait_until_{all,any,some}` and `test_{all,any,some}`,
+/// each with one comparison value (`value: T`) or one per element
+/// (`_vector`, `values: &[T]`). `some` also takes `indices`. The entries:
+/// `fn name(value or values, [indices]) -> kind`, where the kind says what
+/// NVSHMEM's return means: `unit`, `bool` (non-zero), `index` (`SIZE_MAX` is
+/// none), `count`.
+macro_rules! wait_array_fns {
+    ($(
+        $(#[$doc:meta])*
+        fn $name:ident($cmp_arg:ident $(, $indices:ident)?) -> $kind:ident;
+    )*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// `ivars` must be a live symmetric array of at least `nelems` elements on this PE that
+        /// other PEs update with NVSHMEM operations; `status`, when given, holds at least `nelems`
+        /// flags (non-zero: skip that element), as must `indices` and `values` where taken
+        /// (`debug-checks` checks the slices' lengths).
+        #[inline(always)]
+        #[cfg_attr(feature = "debug-checks", track_caller)]
+        pub unsafe fn $name<T: WaitElement>(
+            ivars: SymPtr<T>,
+            nelems: usize,
+            $($indices: &mut [usize],)?
+            status: Option<&[i32]>,
+            cmp: Cmp,
+            $cmp_arg: wait_array_fns!(@arg $cmp_arg),
+        ) -> wait_array_fns!(@ret $kind) {
+            $( check_len($indices.len(), nelems, c"indices"); )?
+            let $cmp_arg = wait_array_fns!(@pass $cmp_arg $cmp_arg nelems);
+            let status = status_ptr(status, nelems);
+            // SAFETY: the caller's contract; the slices are long enough.
+            let r = pastey::paste! { unsafe {
+                T::[<__ $name>](ivars.as_ptr(), nelems, $($indices.as_mut_ptr(),)? status, cmp.to_c(), $cmp_arg)
+            } };
+            wait_array_fns!(@convert $kind r)
+        }
+    )*};
+    (@arg value) => { T };
+    (@arg values) => { &[T] };
+    (@pass value $v:ident $n:ident) => { $v };
+    (@pass values $v:ident $n:ident) => {{
+        check_len($v.len(), $n, c"values");
+        $v.as_ptr()
+    }};
+    (@ret unit) => { () };
+    (@ret bool) => { bool };
+    (@ret index) => { Option<usize> };
+    (@ret count) => { usize };
+    (@convert unit $r:ident) => { $r };
+    (@convert bool $r:ident) => { $r != 0 };
+    (@convert index $r:ident) => { index($r) };
+    (@convert count $r:ident) => { $r };
 }
 
-/// Waits until `ivars[i] <cmp> value` for every `i < nelems` whose `status[i]`
-/// is 0 (every `i` with `status = None`) (`nvshmem_TYPE_wait_until_all`).
-///
-/// # Safety
-#[doc = wait_doc_safety!()]
-///
-/// # Example
-/// ```no_run
-/// use nvshmem_device::{Cmp, SymPtr, wait_until_all};
-/// unsafe fn kernel(flags: SymPtr<u64>) {
-///     unsafe { wait_until_all(flags, 8, None, Cmp::Eq, 1) };
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(feature = "debug-checks", track_caller)]
-pub unsafe fn wait_until_all<T: WaitElement>(
-    ivars: SymPtr<T>,
-    nelems: usize,
-    status: Option<&[i32]>,
-    cmp: Cmp,
-    value: T,
-) {
-    let status = status_ptr(status, nelems);
-    // SAFETY: the caller's contract.
-    unsafe { T::__wait_until_all(ivars.as_ptr(), nelems, status, cmp.to_c(), value) }
-}
-
-/// Waits until `ivars[i] <cmp> value` for some taking part `i` and returns
-/// that `i`; `None` if no element takes part (`nvshmem_TYPE_wait_until_any`).
-///
-/// # Safety
-#[doc = wait_doc_safety!()]
-///
-/// # Example
-/// ```no_run
-/// use nvshmem_device::{Cmp, SymPtr, wait_until_any};
-/// unsafe fn kernel(flags: SymPtr<u32>) -> Option<usize> {
-///     unsafe { wait_until_any(flags, 4, None, Cmp::Gt, 0) }
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(feature = "debug-checks", track_caller)]
-pub unsafe fn wait_until_any<T: WaitElement>(
-    ivars: SymPtr<T>,
-    nelems: usize,
-    status: Option<&[i32]>,
-    cmp: Cmp,
-    value: T,
-) -> Option<usize> {
-    let status = status_ptr(status, nelems);
-    // SAFETY: the caller's contract.
-    index(unsafe { T::__wait_until_any(ivars.as_ptr(), nelems, status, cmp.to_c(), value) })
-}
-
-/// Waits until `ivars[i] <cmp> value` for at least one taking part `i`; writes
-/// the indices that satisfy it to `indices` and returns how many
-/// (`nvshmem_TYPE_wait_until_some`).
-///
-/// # Safety
-#[doc = wait_doc_safety!()]
-/// `indices` must hold at least `nelems` elements.
-///
-/// # Example
-/// ```no_run
-/// use nvshmem_device::{Cmp, SymPtr, wait_until_some};
-/// unsafe fn kernel(flags: SymPtr<u64>, ready: &mut [usize; 8]) -> usize {
-///     unsafe { wait_until_some(flags, 8, ready, None, Cmp::Eq, 1) }
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(feature = "debug-checks", track_caller)]
-pub unsafe fn wait_until_some<T: WaitElement>(
-    ivars: SymPtr<T>,
-    nelems: usize,
-    indices: &mut [usize],
-    status: Option<&[i32]>,
-    cmp: Cmp,
-    value: T,
-) -> usize {
-    check_len(indices.len(), nelems, c"indices");
-    let status = status_ptr(status, nelems);
-    // SAFETY: the caller's contract.
-    unsafe {
-        T::__wait_until_some(
-            ivars.as_ptr(),
-            nelems,
-            indices.as_mut_ptr(),
-            status,
-            cmp.to_c(),
-            value,
-        )
-    }
-}
-
-/// [`wait_until_all`] with one comparison value per element:
-/// `ivars[i] <cmp> values[i]` (`nvshmem_TYPE_wait_until_all_vector`).
-///
-/// # Safety
-#[doc = wait_doc_safety!()]
-/// `values` must hold at least `nelems` elements.
-///
-/// # Example
-/// ```no_run
-/// use nvshmem_device::{Cmp, SymPtr, wait_until_all_vector};
-/// unsafe fn kernel(seq: SymPtr<u64>, want: &[u64; 4]) {
-///     unsafe { wait_until_all_vector(seq, 4, None, Cmp::Ge, want) };
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(feature = "debug-checks", track_caller)]
-pub unsafe fn wait_until_all_vector<T: WaitElement>(
-    ivars: SymPtr<T>,
-    nelems: usize,
-    status: Option<&[i32]>,
-    cmp: Cmp,
-    values: &[T],
-) {
-    check_len(values.len(), nelems, c"values");
-    let status = status_ptr(status, nelems);
-    // SAFETY: the caller's contract.
-    unsafe {
-        T::__wait_until_all_vector(ivars.as_ptr(), nelems, status, cmp.to_c(), values.as_ptr())
-    }
-}
-
-/// [`wait_until_any`] with one comparison value per element
-/// (`nvshmem_TYPE_wait_until_any_vector`).
-///
-/// # Safety
-#[doc = wait_doc_safety!()]
-/// `values` must hold at least `nelems` elements.
-///
-/// # Example
-/// ```no_run
-/// use nvshmem_device::{Cmp, SymPtr, wait_until_any_vector};
-/// unsafe fn kernel(seq: SymPtr<i32>, want: &[i32; 2]) -> Option<usize> {
-///     unsafe { wait_until_any_vector(seq, 2, None, Cmp::Eq, want) }
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(feature = "debug-checks", track_caller)]
-pub unsafe fn wait_until_any_vector<T: WaitElement>(
-    ivars: SymPtr<T>,
-    nelems: usize,
-    status: Option<&[i32]>,
-    cmp: Cmp,
-    values: &[T],
-) -> Option<usize> {
-    check_len(values.len(), nelems, c"values");
-    let status = status_ptr(status, nelems);
-    // SAFETY: the caller's contract.
-    index(unsafe {
-        T::__wait_until_any_vector(ivars.as_ptr(), nelems, status, cmp.to_c(), values.as_ptr())
-    })
-}
-
-/// [`wait_until_some`] with one comparison value per element
-/// (`nvshmem_TYPE_wait_until_some_vector`).
-///
-/// # Safety
-#[doc = wait_doc_safety!()]
-/// `indices` and `values` must hold at least `nelems` elements.
-///
-/// # Example
-/// ```no_run
-/// use nvshmem_device::{Cmp, SymPtr, wait_until_some_vector};
-/// unsafe fn kernel(seq: SymPtr<u32>, idx: &mut [usize; 3], want: &[u32; 3]) -> usize {
-///     unsafe { wait_until_some_vector(seq, 3, idx, None, Cmp::Ge, want) }
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(feature = "debug-checks", track_caller)]
-pub unsafe fn wait_until_some_vector<T: WaitElement>(
-    ivars: SymPtr<T>,
-    nelems: usize,
-    indices: &mut [usize],
-    status: Option<&[i32]>,
-    cmp: Cmp,
-    values: &[T],
-) -> usize {
-    check_len(indices.len(), nelems, c"indices");
-    check_len(values.len(), nelems, c"values");
-    let status = status_ptr(status, nelems);
-    let (iv, ix, vs) = (ivars.as_ptr(), indices.as_mut_ptr(), values.as_ptr());
-    // SAFETY: the caller's contract.
-    unsafe { T::__wait_until_some_vector(iv, nelems, ix, status, cmp.to_c(), vs) }
-}
-
-/// Whether `ivars[i] <cmp> value` holds now for every taking part `i`
-/// (`nvshmem_TYPE_test_all`); does not wait.
-///
-/// # Safety
-#[doc = wait_doc_safety!()]
-///
-/// # Example
-/// ```no_run
-/// use nvshmem_device::{Cmp, SymPtr, test_all};
-/// unsafe fn kernel(flags: SymPtr<u64>, skip: &[i32; 4]) -> bool {
-///     unsafe { test_all(flags, 4, Some(skip), Cmp::Eq, 1) }
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(feature = "debug-checks", track_caller)]
-pub unsafe fn test_all<T: WaitElement>(
-    ivars: SymPtr<T>,
-    nelems: usize,
-    status: Option<&[i32]>,
-    cmp: Cmp,
-    value: T,
-) -> bool {
-    let status = status_ptr(status, nelems);
-    // SAFETY: the caller's contract.
-    unsafe { T::__test_all(ivars.as_ptr(), nelems, status, cmp.to_c(), value) != 0 }
-}
-
-/// The index of a taking part element with `ivars[i] <cmp> value` now, if
-/// any (`nvshmem_TYPE_test_any`); does not wait.
-///
-/// # Safety
-#[doc = wait_doc_safety!()]
-///
-/// # Example
-/// ```no_run
-/// use nvshmem_device::{Cmp, SymPtr, test_any};
-/// unsafe fn kernel(flags: SymPtr<i64>) -> Option<usize> {
-///     unsafe { test_any(flags, 16, None, Cmp::Ne, 0) }
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(feature = "debug-checks", track_caller)]
-pub unsafe fn test_any<T: WaitElement>(
-    ivars: SymPtr<T>,
-    nelems: usize,
-    status: Option<&[i32]>,
-    cmp: Cmp,
-    value: T,
-) -> Option<usize> {
-    let status = status_ptr(status, nelems);
-    // SAFETY: the caller's contract.
-    index(unsafe { T::__test_any(ivars.as_ptr(), nelems, status, cmp.to_c(), value) })
-}
-
-/// Writes to `indices` every taking part `i` with `ivars[i] <cmp> value` now
-/// and returns how many (`nvshmem_TYPE_test_some`); does not wait.
-///
-/// # Safety
-#[doc = wait_doc_safety!()]
-/// `indices` must hold at least `nelems` elements.
-///
-/// # Example
-/// ```no_run
-/// use nvshmem_device::{Cmp, SymPtr, test_some};
-/// unsafe fn kernel(flags: SymPtr<u32>, idx: &mut [usize; 4]) -> usize {
-///     unsafe { test_some(flags, 4, idx, None, Cmp::Eq, 1) }
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(feature = "debug-checks", track_caller)]
-pub unsafe fn test_some<T: WaitElement>(
-    ivars: SymPtr<T>,
-    nelems: usize,
-    indices: &mut [usize],
-    status: Option<&[i32]>,
-    cmp: Cmp,
-    value: T,
-) -> usize {
-    check_len(indices.len(), nelems, c"indices");
-    let status = status_ptr(status, nelems);
-    // SAFETY: the caller's contract.
-    unsafe {
-        T::__test_some(
-            ivars.as_ptr(),
-            nelems,
-            indices.as_mut_ptr(),
-            status,
-            cmp.to_c(),
-            value,
-        )
-    }
-}
-
-/// [`test_all`] with one comparison value per element (`nvshmem_TYPE_test_all_vector`).
-///
-/// # Safety
-#[doc = wait_doc_safety!()]
-/// `values` must hold at least `nelems` elements.
-///
-/// # Example
-/// ```no_run
-/// use nvshmem_device::{Cmp, SymPtr, test_all_vector};
-/// unsafe fn kernel(seq: SymPtr<u64>, want: &[u64; 2]) -> bool {
-///     unsafe { test_all_vector(seq, 2, None, Cmp::Ge, want) }
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(feature = "debug-checks", track_caller)]
-pub unsafe fn test_all_vector<T: WaitElement>(
-    ivars: SymPtr<T>,
-    nelems: usize,
-    status: Option<&[i32]>,
-    cmp: Cmp,
-    values: &[T],
-) -> bool {
-    check_len(values.len(), nelems, c"values");
-    let status = status_ptr(status, nelems);
-    // SAFETY: the caller's contract.
-    unsafe {
-        T::__test_all_vector(ivars.as_ptr(), nelems, status, cmp.to_c(), values.as_ptr()) != 0
-    }
-}
-
-/// [`test_any`] with one comparison value per element (`nvshmem_TYPE_test_any_vector`).
-///
-/// # Safety
-#[doc = wait_doc_safety!()]
-/// `values` must hold at least `nelems` elements.
-///
-/// # Example
-/// ```no_run
-/// use nvshmem_device::{Cmp, SymPtr, test_any_vector};
-/// unsafe fn kernel(seq: SymPtr<usize>, want: &[usize; 2]) -> Option<usize> {
-///     unsafe { test_any_vector(seq, 2, None, Cmp::Eq, want) }
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(feature = "debug-checks", track_caller)]
-pub unsafe fn test_any_vector<T: WaitElement>(
-    ivars: SymPtr<T>,
-    nelems: usize,
-    status: Option<&[i32]>,
-    cmp: Cmp,
-    values: &[T],
-) -> Option<usize> {
-    check_len(values.len(), nelems, c"values");
-    let status = status_ptr(status, nelems);
-    // SAFETY: the caller's contract.
-    index(unsafe {
-        T::__test_any_vector(ivars.as_ptr(), nelems, status, cmp.to_c(), values.as_ptr())
-    })
-}
-
-/// [`test_some`] with one comparison value per element (`nvshmem_TYPE_test_some_vector`).
-///
-/// # Safety
-#[doc = wait_doc_safety!()]
-/// `indices` and `values` must hold at least `nelems` elements.
-///
-/// # Example
-/// ```no_run
-/// use nvshmem_device::{Cmp, SymPtr, test_some_vector};
-/// unsafe fn kernel(seq: SymPtr<i32>, idx: &mut [usize; 2], want: &[i32; 2]) -> usize {
-///     unsafe { test_some_vector(seq, 2, idx, None, Cmp::Lt, want) }
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(feature = "debug-checks", track_caller)]
-pub unsafe fn test_some_vector<T: WaitElement>(
-    ivars: SymPtr<T>,
-    nelems: usize,
-    indices: &mut [usize],
-    status: Option<&[i32]>,
-    cmp: Cmp,
-    values: &[T],
-) -> usize {
-    check_len(indices.len(), nelems, c"indices");
-    check_len(values.len(), nelems, c"values");
-    let status = status_ptr(status, nelems);
-    let (iv, ix, vs) = (ivars.as_ptr(), indices.as_mut_ptr(), values.as_ptr());
-    // SAFETY: the caller's contract.
-    unsafe { T::__test_some_vector(iv, nelems, ix, status, cmp.to_c(), vs) }
+wait_array_fns! {
+    /// Waits until `ivars[i] <cmp> value` for every `i < nelems` whose `status[i]`
+    /// is 0 (every `i` with `status = None`) (`nvshmem_TYPE_wait_until_all`).
+    ///
+    /// ```no_run
+    /// use nvshmem_device::{Cmp, SymPtr, wait_until_all};
+    /// unsafe fn kernel(flags: SymPtr<u64>) {
+    ///     unsafe { wait_until_all(flags, 8, None, Cmp::Eq, 1) };
+    /// }
+    /// ```
+    fn wait_until_all(value) -> unit;
+    /// Waits until `ivars[i] <cmp> value` for some taking part `i` and returns
+    /// that `i`; `None` if no element takes part (`nvshmem_TYPE_wait_until_any`).
+    ///
+    /// ```no_run
+    /// use nvshmem_device::{Cmp, SymPtr, wait_until_any};
+    /// unsafe fn kernel(flags: SymPtr<u32>) -> Option<usize> {
+    ///     unsafe { wait_until_any(flags, 4, None, Cmp::Gt, 0) }
+    /// }
+    /// ```
+    fn wait_until_any(value) -> index;
+    /// Waits until `ivars[i] <cmp> value` for at least one taking part `i`; writes
+    /// the indices that satisfy it to `indices` and returns how many
+    /// (`nvshmem_TYPE_wait_until_some`).
+    ///
+    /// ```no_run
+    /// use nvshmem_device::{Cmp, SymPtr, wait_until_some};
+    /// unsafe fn kernel(flags: SymPtr<u64>, ready: &mut [usize; 8]) -> usize {
+    ///     unsafe { wait_until_some(flags, 8, ready, None, Cmp::Eq, 1) }
+    /// }
+    /// ```
+    fn wait_until_some(value, indices) -> count;
+    /// [`wait_until_all`] with one comparison value per element:
+    /// `ivars[i] <cmp> values[i]` (`nvshmem_TYPE_wait_until_all_vector`).
+    ///
+    /// ```no_run
+    /// use nvshmem_device::{Cmp, SymPtr, wait_until_all_vector};
+    /// unsafe fn kernel(seq: SymPtr<u64>, want: &[u64; 4]) {
+    ///     unsafe { wait_until_all_vector(seq, 4, None, Cmp::Ge, want) };
+    /// }
+    /// ```
+    fn wait_until_all_vector(values) -> unit;
+    /// [`wait_until_any`] with one comparison value per element
+    /// (`nvshmem_TYPE_wait_until_any_vector`).
+    ///
+    /// ```no_run
+    /// use nvshmem_device::{Cmp, SymPtr, wait_until_any_vector};
+    /// unsafe fn kernel(seq: SymPtr<i32>, want: &[i32; 2]) -> Option<usize> {
+    ///     unsafe { wait_until_any_vector(seq, 2, None, Cmp::Eq, want) }
+    /// }
+    /// ```
+    fn wait_until_any_vector(values) -> index;
+    /// [`wait_until_some`] with one comparison value per element
+    /// (`nvshmem_TYPE_wait_until_some_vector`).
+    ///
+    /// ```no_run
+    /// use nvshmem_device::{Cmp, SymPtr, wait_until_some_vector};
+    /// unsafe fn kernel(seq: SymPtr<u32>, idx: &mut [usize; 3], want: &[u32; 3]) -> usize {
+    ///     unsafe { wait_until_some_vector(seq, 3, idx, None, Cmp::Ge, want) }
+    /// }
+    /// ```
+    fn wait_until_some_vector(values, indices) -> count;
+    /// Whether `ivars[i] <cmp> value` holds now for every taking part `i`
+    /// (`nvshmem_TYPE_test_all`); does not wait.
+    ///
+    /// ```no_run
+    /// use nvshmem_device::{Cmp, SymPtr, test_all};
+    /// unsafe fn kernel(flags: SymPtr<u64>, skip: &[i32; 4]) -> bool {
+    ///     unsafe { test_all(flags, 4, Some(skip), Cmp::Eq, 1) }
+    /// }
+    /// ```
+    fn test_all(value) -> bool;
+    /// The index of a taking part element with `ivars[i] <cmp> value` now, if
+    /// any (`nvshmem_TYPE_test_any`); does not wait.
+    ///
+    /// ```no_run
+    /// use nvshmem_device::{Cmp, SymPtr, test_any};
+    /// unsafe fn kernel(flags: SymPtr<i64>) -> Option<usize> {
+    ///     unsafe { test_any(flags, 16, None, Cmp::Ne, 0) }
+    /// }
+    /// ```
+    fn test_any(value) -> index;
+    /// Writes to `indices` every taking part `i` with `ivars[i] <cmp> value` now
+    /// and returns how many (`nvshmem_TYPE_test_some`); does not wait.
+    ///
+    /// ```no_run
+    /// use nvshmem_device::{Cmp, SymPtr, test_some};
+    /// unsafe fn kernel(flags: SymPtr<u32>, idx: &mut [usize; 4]) -> usize {
+    ///     unsafe { test_some(flags, 4, idx, None, Cmp::Eq, 1) }
+    /// }
+    /// ```
+    fn test_some(value, indices) -> count;
+    /// [`test_all`] with one comparison value per element (`nvshmem_TYPE_test_all_vector`).
+    ///
+    /// ```no_run
+    /// use nvshmem_device::{Cmp, SymPtr, test_all_vector};
+    /// unsafe fn kernel(seq: SymPtr<u64>, want: &[u64; 2]) -> bool {
+    ///     unsafe { test_all_vector(seq, 2, None, Cmp::Ge, want) }
+    /// }
+    /// ```
+    fn test_all_vector(values) -> bool;
+    /// [`test_any`] with one comparison value per element (`nvshmem_TYPE_test_any_vector`).
+    ///
+    /// ```no_run
+    /// use nvshmem_device::{Cmp, SymPtr, test_any_vector};
+    /// unsafe fn kernel(seq: SymPtr<usize>, want: &[usize; 2]) -> Option<usize> {
+    ///     unsafe { test_any_vector(seq, 2, None, Cmp::Eq, want) }
+    /// }
+    /// ```
+    fn test_any_vector(values) -> index;
+    /// [`test_some`] with one comparison value per element (`nvshmem_TYPE_test_some_vector`).
+    ///
+    /// ```no_run
+    /// use nvshmem_device::{Cmp, SymPtr, test_some_vector};
+    /// unsafe fn kernel(seq: SymPtr<i32>, idx: &mut [usize; 2], want: &[i32; 2]) -> usize {
+    ///     unsafe { test_some_vector(seq, 2, idx, None, Cmp::Lt, want) }
+    /// }
+    /// ```
+    fn test_some_vector(values, indices) -> count;
 }
 
 /// Updates the signal word `signal` on PE `pe` with `op` and `value`
@@ -672,6 +335,7 @@ pub unsafe fn test_some_vector<T: WaitElement>(
 /// # Safety
 /// `signal` must be a live symmetric `u64` that is only updated by signal
 /// operations and atomics while in use.
+#[doc = pe_safety!()]
 ///
 /// # Example
 /// ```no_run
@@ -727,6 +391,29 @@ pub unsafe fn signal_wait_until(signal: SymPtr<u64>, cmp: Cmp, value: u64) -> u6
     unsafe { ffi::nvshmem_signal_wait_until(signal.as_ptr(), cmp.to_c(), value) }
 }
 
+/// Sets this PE's signal word `signal` to 0 with a volatile store
+/// (`nvshmemx_signal_counted_reset`, NVSHMEM 3.8+), to reuse it.
+///
+/// # Safety
+/// `signal` must be a live symmetric `u64` that no other PE updates until
+/// the reset is visible to it (a barrier or signal after this).
+///
+/// # Example
+/// ```no_run
+/// # nvshmem_device::with_nvshmem_3_8! {
+/// use nvshmem_device::{SymPtr, signal_counted_reset};
+/// unsafe fn kernel(flag: SymPtr<u64>) {
+///     unsafe { signal_counted_reset(flag) };
+/// }
+/// # }
+/// ```
+#[cfg(feature = "nvshmem-3-8")]
+#[inline(always)]
+pub unsafe fn signal_counted_reset(signal: SymPtr<u64>) {
+    // SAFETY: the caller's contract.
+    unsafe { ffi::nvshmemx_signal_counted_reset(signal.as_ptr()) }
+}
+
 /// Waits until every put, AMO and signal this thread issued has completed
 /// and is visible at its target (`nvshmem_quiet`).
 ///
@@ -752,16 +439,18 @@ pub fn fence() {
 }
 
 macro_rules! void_fns {
-    ($( $(#[$doc:meta])* $(cfg($cfg:meta))? fn $name:ident => $ffi:ident; )*) => {$(
+    ($( $(#[$doc:meta])* $(cfg($cfg:meta))? $([$unsafe:ident])? fn $name:ident => $ffi:ident; )*) => {$(
         $(#[$doc])*
         ///
         /// ```no_run
-        #[doc = concat!("nvshmem_device::", stringify!($name), "();")]
+        #[doc = call_doc!($($unsafe)? concat!("nvshmem_device::", stringify!($name), "()"))]
         /// ```
         $(#[cfg($cfg)])?
         #[inline(always)]
-        pub fn $name() {
-            // SAFETY: no arguments; a collective or ordering operation.
+        pub $($unsafe)? fn $name() {
+            // SAFETY: no arguments; a collective or ordering operation. Warp
+            // and block scope: the caller's group calls it together (their
+            // `# Safety`).
             unsafe { ffi::$ffi() }
         }
     )*};
@@ -772,27 +461,45 @@ void_fns! {
     /// puts may be reused (`nvshmemx_flush`, NVSHMEM 3.8+). Unlike
     /// [`quiet`], the data need not have arrived.
     cfg(feature = "nvshmem-3-8") fn flush => nvshmemx_flush;
-    /// [`flush`] for the warp's puts; every thread of the warp calls it
-    /// (`nvshmemx_flush_warp`, NVSHMEM 3.8+).
-    cfg(feature = "nvshmem-3-8") fn flush_warp => nvshmemx_flush_warp;
-    /// [`flush`] for the block's puts; every thread of the block calls it
-    /// (`nvshmemx_flush_block`, NVSHMEM 3.8+).
-    cfg(feature = "nvshmem-3-8") fn flush_block => nvshmemx_flush_block;
+    /// [`flush`] for the warp's puts (`nvshmemx_flush_warp`, NVSHMEM 3.8+).
+    ///
+    /// # Safety
+    #[doc = warp_safety!()]
+    cfg(feature = "nvshmem-3-8") [unsafe] fn flush_warp => nvshmemx_flush_warp;
+    /// [`flush`] for the block's puts (`nvshmemx_flush_block`, NVSHMEM 3.8+).
+    ///
+    /// # Safety
+    #[doc = block_safety!()]
+    cfg(feature = "nvshmem-3-8") [unsafe] fn flush_block => nvshmemx_flush_block;
 
     /// Job-wide barrier (`nvshmem_barrier_all`): completes this thread's
     /// operations (as [`quiet`]), then waits for every PE. One thread per PE
     /// calls it; the kernel must be launched cooperatively (every block
-    /// resident), or it can hang.
+    /// resident), or it can hang. A call outside that discipline hangs or
+    /// lets the barrier return early; it touches nothing but NVSHMEM's own
+    /// synchronization state.
     fn barrier_all => nvshmem_barrier_all;
     /// [`barrier_all`] called by every thread of one warp per PE (`nvshmemx_barrier_all_warp`).
-    fn barrier_all_warp => nvshmemx_barrier_all_warp;
+    ///
+    /// # Safety
+    #[doc = warp_safety!()]
+    [unsafe] fn barrier_all_warp => nvshmemx_barrier_all_warp;
     /// [`barrier_all`] called by every thread of one block per PE (`nvshmemx_barrier_all_block`).
-    fn barrier_all_block => nvshmemx_barrier_all_block;
+    ///
+    /// # Safety
+    #[doc = block_safety!()]
+    [unsafe] fn barrier_all_block => nvshmemx_barrier_all_block;
     /// Job-wide synchronization without completing outstanding operations
     /// (`nvshmem_sync_all`); otherwise as [`barrier_all`].
     fn sync_all => nvshmem_sync_all;
     /// [`sync_all`] called by every thread of one warp per PE (`nvshmemx_sync_all_warp`).
-    fn sync_all_warp => nvshmemx_sync_all_warp;
+    ///
+    /// # Safety
+    #[doc = warp_safety!()]
+    [unsafe] fn sync_all_warp => nvshmemx_sync_all_warp;
     /// [`sync_all`] called by every thread of one block per PE (`nvshmemx_sync_all_block`).
-    fn sync_all_block => nvshmemx_sync_all_block;
+    ///
+    /// # Safety
+    #[doc = block_safety!()]
+    [unsafe] fn sync_all_block => nvshmemx_sync_all_block;
 }

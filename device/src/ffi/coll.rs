@@ -127,6 +127,14 @@ macro_rules! decl_reduce_all {
     };
 }
 
+extern_fn! {
+    "`int (nvshmem_team_t team, double2 *dest, const double2 *src, size_t nreduce)`, block scope: \
+     the max-loc reduction of `(value, index)` pairs (the one reduction outside the type lists). \
+     Typed: [`crate::maxloc_reduce_block`].";
+    fn nvshmemx_double2_maxloc_reduce_block(
+        team: nvshmem_team_t, dest: *mut [f64; 2], src: *const [f64; 2], nreduce: usize) -> c_int
+}
+
 // NVSHMEMI_REPT_FOR_{BITWISE,STANDARD,ARITH}_REDUCE_TYPES with their ops.
 bitwise_reduce_types!(each! decl_reduce_all! and,);
 bitwise_reduce_types!(each! decl_reduce_all! or,);

@@ -105,6 +105,13 @@ extern_fn! {
     fn nvshmemx_signal_op(sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int)
 }
 
+#[cfg(feature = "nvshmem-3-8")]
+extern_fn! {
+    "`void (uint64_t *signal_addr)` (NVSHMEM 3.8+): sets this PE's signal word to 0. \
+     Typed: [`crate::signal_counted_reset`].";
+    fn nvshmemx_signal_counted_reset(signal_addr: *mut u64)
+}
+
 extern_fn! { "`void (void)`. Typed: [`crate::quiet`]."; fn nvshmem_quiet() }
 extern_fn! { "`void (void)`. Typed: [`crate::fence`]."; fn nvshmem_fence() }
 #[cfg(feature = "nvshmem-3-8")]
@@ -119,6 +126,12 @@ extern_fn! { "`int (void)`. Typed: [`crate::n_pes`]."; fn nvshmem_n_pes() -> c_i
 extern_fn! {
     "`void *(const void *ptr, int pe)`. Typed: [`crate::ptr`].";
     fn nvshmem_ptr(ptr: *const c_void, pe: c_int) -> *mut c_void
+}
+
+extern_fn! {
+    "`void *(nvshmem_team_t team, const void *ptr)`: the NVLS multicast address of `ptr` for `team`, \
+     or null. Typed: [`crate::mc_ptr`].";
+    fn nvshmemx_mc_ptr(team: super::nvshmem_team_t, ptr: *const c_void) -> *mut c_void
 }
 
 extern_fn! { "`void (void)`. Typed: [`crate::barrier_all`]."; fn nvshmem_barrier_all() }

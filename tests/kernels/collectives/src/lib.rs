@@ -51,16 +51,20 @@ pub unsafe fn team_barrier_count(
     let Some(root) = team_translate_pe(team, Pe::new(0), Team::WORLD) else {
         return;
     };
-    let wait = || match mode {
-        0 => by_scope!(0, barrier(team), (), ()),
-        1 => by_scope!(1, (), barrier_warp(team), ()),
-        2 => barrier_block(team),
-        3 => by_scope!(0, sync(team), (), ()),
-        4 => by_scope!(1, (), sync_warp(team), ()),
-        5 => sync_block(team),
-        _ => {
-            if thread_idx_x() < 128 {
-                barrier_warpgroup(team)
+    // SAFETY (warp, warpgroup and block scope): `mode` is the same for the
+    // whole block, and the warp/warpgroup forms run on whole warps.
+    let wait = || unsafe {
+        match mode {
+            0 => by_scope!(0, barrier(team), (), ()),
+            1 => by_scope!(1, (), barrier_warp(team), ()),
+            2 => barrier_block(team),
+            3 => by_scope!(0, sync(team), (), ()),
+            4 => by_scope!(1, (), sync_warp(team), ()),
+            5 => sync_block(team),
+            _ => {
+                if thread_idx_x() < 128 {
+                    barrier_warpgroup(team)
+                }
             }
         }
     };

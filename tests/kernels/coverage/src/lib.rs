@@ -117,6 +117,14 @@ pub unsafe extern "ptx-kernel" fn rma_pod(
         put_signal_pod_nbi(dest, local, n, sig, 1, SignalOp::Add, pe);
         put_signal_pod_nbi_warp(dest, local, n, sig, 1, SignalOp::Set, pe);
         put_signal_pod_nbi_block(dest, local, n, sig, 1, SignalOp::Add, pe);
+
+        // `Particle` is 16 bytes: `iput128`/`iget128`.
+        iput_pod(dest, local, 2, 1, n, pe);
+        iput_pod_warp(dest, local, 2, 1, n, pe);
+        iput_pod_block(dest, local, 2, 1, n, pe);
+        iget_pod(local, dest, 1, 2, n, pe);
+        iget_pod_warp(local, dest, 1, 2, n, pe);
+        iget_pod_block(local, dest, 1, 2, n, pe);
     }
     quiet();
 }
@@ -181,7 +189,7 @@ macro_rules! amo_kernels {
 
 amo_kernels! {
     amo_bitwise: i32 => amo_i32, i64 => amo_i64, u32 => amo_u32, u64 => amo_u64;
-    amo_standard: usize => amo_usize, isize => amo_isize;
+    amo_bitwise: usize => amo_usize, isize => amo_isize;
     amo_basic: f32 => amo_f32, f64 => amo_f64;
 }
 
@@ -198,12 +206,43 @@ nvshmem_device::with_nvshmem_3_8! {
         }
     }
 
+    /// NVSHMEM 3.8's shared-memory lease, RMA regions, counted-signal reset,
+    /// and queue-pair RMA (raw) in each scope.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn extensions_3_8(
+        smem: *mut u8, sig: SymPtr<u64>, dest: SymPtr<f32>, local: *mut f32, n: usize, qp: i32, out: *mut i32,
+    ) {
+        let pe = peer();
+        unsafe {
+            // SAFETY (the block-scope calls): every thread of the block calls them.
+            give_smem(smem, ask_smem(SmemAmount::Minimum));
+            if let Ok(region) = region_start_block(&RegionAttrs::new(REGION_HINT_BATCH_RMA)) {
+                *out = region_is_active(REGION_HINT_BATCH_RMA).unwrap_or(false) as i32;
+                *out.add(1) = region_stop_block(region).err().unwrap_or(0);
+            }
+            release_smem();
+            signal_counted_reset(sig);
+            let (d, c) = (dest.as_ptr(), pe.to_c());
+            ffi::nvshmemx_qp_float_p(d, 1.0, c, qp);
+            *out.add(2) = ffi::nvshmemx_qp_int_g(dest.cast::<i32>().as_ptr(), c, qp);
+            ffi::nvshmemx_qp_float_put_nbi(d, local, n, c, qp);
+            ffi::nvshmemx_qp_float_get_warp(local, d, n, c, qp);
+            ffi::nvshmemx_qp_float_put_signal_nbi_block(d, local, n, sig.as_ptr(), 1, 0, c, qp);
+            ffi::nvshmemx_qp_signal_op(sig.as_ptr(), 1, 1, c, qp);
+            ffi::nvshmemx_qp_quiet(c, &qp, 1);
+            ffi::nvshmemx_qp_fence_block(c, &qp, 1);
+        }
+    }
+
     /// NVSHMEM 3.8's flush, every scope.
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn flush_3_8() {
         flush();
-        flush_warp();
-        flush_block();
+        // SAFETY: every thread of the block calls them.
+        unsafe {
+            flush_warp();
+            flush_block();
+        }
     }
 }
 
@@ -283,11 +322,29 @@ pub unsafe extern "ptx-kernel" fn signals_and_order(
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn barriers() {
     barrier_all();
-    barrier_all_warp();
-    barrier_all_block();
     sync_all();
-    sync_all_warp();
-    sync_all_block();
+    // SAFETY: every thread of the block calls them.
+    unsafe {
+        barrier_all_warp();
+        barrier_all_block();
+        sync_all_warp();
+        sync_all_block();
+    }
+}
+
+/// The library's queries, and `global_exit` (when `out[0]` says so).
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn library(out: *mut i32) {
+    let (major, minor) = info_get_version();
+    let v = vendor_version();
+    let name = info_get_name();
+    unsafe {
+        if *out == 12345 {
+            global_exit(3);
+        }
+        *out = major * 100 + minor + (v.major * 10_000 + v.minor * 100 + v.patch) as i32;
+        *out.add(1) = name[0] as i32;
+    }
 }
 
 /// The panic path: `report_and_trap` through vprintf.

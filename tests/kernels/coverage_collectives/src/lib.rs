@@ -33,7 +33,13 @@ unsafe fn collect_all<T: CollectElement>(team: Team, d: SymPtr<T>, s: SymPtr<T>,
 
 /// reduce and reducescatter with `op` in every scope.
 #[inline(always)]
-unsafe fn reduce_all<T: ReduceElement, O: ReduceOp<T>>(op: O, team: Team, d: SymPtr<T>, s: SymPtr<T>, n: usize) {
+unsafe fn reduce_all<T: ReduceElement, O: ReduceOp<T>>(
+    op: O,
+    team: Team,
+    d: SymPtr<T>,
+    s: SymPtr<T>,
+    n: usize,
+) {
     unsafe {
         reduce(op, team, d, s, n);
         reduce_warp(op, team, d, s, n);
@@ -77,7 +83,12 @@ kernels! {
 
 /// The byte-wise collectives, every scope.
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn coll_pod(team: Team, d: SymPtr<[u16; 3]>, s: SymPtr<[u16; 3]>, n: usize) {
+pub unsafe extern "ptx-kernel" fn coll_pod(
+    team: Team,
+    d: SymPtr<[u16; 3]>,
+    s: SymPtr<[u16; 3]>,
+    n: usize,
+) {
     let root = Pe::new(0);
     unsafe {
         broadcast_pod(team, d, s, n, root);
@@ -92,6 +103,17 @@ pub unsafe extern "ptx-kernel" fn coll_pod(team: Team, d: SymPtr<[u16; 3]>, s: S
     }
 }
 
+/// The max-loc reduction of `(value, index)` pairs (block scope only).
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn maxloc(
+    team: Team,
+    d: SymPtr<[f64; 2]>,
+    s: SymPtr<[f64; 2]>,
+    n: usize,
+) {
+    unsafe { maxloc_reduce_block(team, d, s, n) };
+}
+
 /// Team queries, barriers and syncs, every scope.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn teams(team: Team, out: *mut i32) {
@@ -99,11 +121,14 @@ pub unsafe extern "ptx-kernel" fn teams(team: Team, out: *mut i32) {
     let root = team_translate_pe(team, Pe::new(0), Team::WORLD).map_or(-1, |p| p.to_c());
     unsafe { *out = me + root + team_n_pes(team) as i32 };
     barrier(team);
-    barrier_warp(team);
-    barrier_block(team);
-    barrier_warpgroup(team);
     sync(team);
-    sync_warp(team);
-    sync_block(team);
+    // SAFETY: every thread of the block calls them.
+    unsafe {
+        barrier_warp(team);
+        barrier_block(team);
+        barrier_warpgroup(team);
+        sync_warp(team);
+        sync_block(team);
+    }
     let _ = (Team::SHARED, Team::NODE, Team::SAME_MYPE_NODE);
 }

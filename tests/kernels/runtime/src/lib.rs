@@ -1,9 +1,12 @@
 //! Kernels for the GPU tests in `tests/gpu.rs`: each exercises one family of
 //! the device API across PEs, and the host checks every value it writes.
 #![no_std]
-#![feature(abi_ptx)]
+#![feature(abi_ptx, asm_experimental_arch)]
 
-use nvshmem_device::thread::{block_dim_x, block_idx_x, global_index_x, sync_threads, thread_idx_x};
+use nvshmem_device::thread::{
+    WARP_SIZE, block_dim_x, block_idx_x, global_index_x, lane_id, sync_threads, thread_idx_x,
+    warp_id,
+};
 use nvshmem_device::*;
 
 nvshmem_device::panic_handler!();
@@ -26,11 +29,22 @@ pub unsafe extern "ptx-kernel" fn put_block_to_next(dest: SymPtr<f32>, src: SymP
 
 /// Thread-scope non-blocking `get` of this block's slice from the previous PE, then `quiet`.
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn get_nbi_from_prev(dest: SymPtr<u64>, src: SymPtr<u64>, chunk: u64) {
+pub unsafe extern "ptx-kernel" fn get_nbi_from_prev(
+    dest: SymPtr<u64>,
+    src: SymPtr<u64>,
+    chunk: u64,
+) {
     let prev = my_pe().ring_prev(n_pes());
     let start = block_idx_x() as usize * chunk as usize;
     if thread_idx_x() == 0 {
-        unsafe { get_nbi(dest.add(start).as_ptr(), src.add(start), chunk as usize, prev) };
+        unsafe {
+            get_nbi(
+                dest.add(start).as_ptr(),
+                src.add(start),
+                chunk as usize,
+                prev,
+            )
+        };
         quiet();
     }
 }
@@ -115,7 +129,17 @@ pub unsafe extern "ptx-kernel" fn ring_put_signal(
         i += block_dim_x() as usize;
     }
     sync_threads();
-    unsafe { put_signal_nbi_block(recv, send.as_ptr(), n as usize, signal, round, SignalOp::Set, next) };
+    unsafe {
+        put_signal_nbi_block(
+            recv,
+            send.as_ptr(),
+            n as usize,
+            signal,
+            round,
+            SignalOp::Set,
+            next,
+        )
+    };
     if thread_idx_x() == 0 {
         unsafe { signal_wait_until(signal, Cmp::Ge, round) };
         let mut wrong = 0;
@@ -133,7 +157,12 @@ pub unsafe extern "ptx-kernel" fn ring_put_signal(
 /// the next PE's `value`, then raises that PE's `flag` to `round`, then waits
 /// for its own flag and reports what arrived in `out[0]`.
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ring_wait_until(value: SymPtr<i32>, flag: SymPtr<i64>, round: i64, out: *mut i32) {
+pub unsafe extern "ptx-kernel" fn ring_wait_until(
+    value: SymPtr<i32>,
+    flag: SymPtr<i64>,
+    round: i64,
+    out: *mut i32,
+) {
     if global_index_x() != 0 {
         return;
     }
@@ -183,7 +212,8 @@ pub unsafe extern "ptx-kernel" fn store_through_ptr(dest: SymPtr<u32>, n: u64, o
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn barrier_then_count(counter: SymPtr<u64>, out: *mut u64) {
     unsafe { atomic_add(counter, 1, Pe::new(0)) };
-    barrier_all_block();
+    // SAFETY: every thread of the block gets here.
+    unsafe { barrier_all_block() };
     if thread_idx_x() == 0 {
         unsafe { *out = atomic_fetch(counter, Pe::new(0)) };
     }
@@ -226,5 +256,148 @@ pub unsafe extern "ptx-kernel" fn copy_bytes(
     }
     if t == 0 {
         quiet();
+    }
+}
+
+/// The SM's cycle counter (`%clock64`).
+#[inline(always)]
+fn clock64() -> u64 {
+    let t: u64;
+    // SAFETY: reads a special register; not `pure`, so every call reads it anew.
+    unsafe {
+        core::arch::asm!("mov.u64 {t}, %clock64;", t = out(reg64) t, options(nomem, nostack))
+    };
+    t
+}
+
+/// Spins for about `cycles` clock cycles.
+#[inline(always)]
+fn spin(cycles: u64) {
+    let start = clock64();
+    while clock64().wrapping_sub(start) < cycles {}
+}
+
+/// The group of the race tests: `scope` 1 is each warp on its own
+/// `chunk = n / warps` elements, 2 the whole block on all `n`. Returns the
+/// group's first element, its length, this thread's rank in it, the group's
+/// size, and whether this thread lags (the upper half of each warp, or the
+/// block's last warp).
+#[inline(always)]
+fn race_group(n: usize, scope: u32) -> (usize, usize, usize, usize, bool) {
+    let (t, bs) = (thread_idx_x() as usize, block_dim_x() as usize);
+    if scope == 1 {
+        let chunk = n / (bs / WARP_SIZE as usize);
+        let lane = lane_id() as usize;
+        (
+            warp_id() as usize * chunk,
+            chunk,
+            lane,
+            WARP_SIZE as usize,
+            lane >= 16,
+        )
+    } else {
+        (
+            0,
+            n,
+            t,
+            bs,
+            warp_id() as usize == bs / WARP_SIZE as usize - 1,
+        )
+    }
+}
+
+/// The entry-sync race of a put (`scope` 1: `put_warp`, 2: `put_block`):
+/// each thread writes its share of `stage` (a local buffer, holding the
+/// previous round's values) with `pattern(me, i, round)`, the lagging
+/// threads `lag` cycles late, and the group puts `stage` to the next PE's
+/// `dest` **without a barrier of its own**. The put must wait for every
+/// thread's writes: the host checks that `dest` holds this round's values.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn staged_put(
+    dest: SymPtr<u64>,
+    stage: *mut u64,
+    n: u64,
+    round: u64,
+    lag: u64,
+    scope: u32,
+) {
+    let me = my_pe();
+    let next = me.ring_next(n_pes());
+    let (first, len, rank, size, lags) = race_group(n as usize, scope);
+    if lags {
+        spin(lag);
+    }
+    let mut i = first + rank;
+    while i < first + len {
+        unsafe { *stage.add(i) = pattern(me, i, round) };
+        i += size;
+    }
+    unsafe {
+        let (d, s) = (dest.add(first), stage.add(first));
+        if scope == 1 {
+            put_warp(d, s, len, next)
+        } else {
+            put_block(d, s, len, next)
+        }
+    }
+    if thread_idx_x() == 0 {
+        quiet();
+    }
+}
+
+/// The mirror race of a get (`scope` 1: `get_warp`, 2: `get_block`): each
+/// thread copies its share of `local` (which the host filled) to `seen`, the
+/// lagging threads `lag` cycles late, and the group then gets the next PE's
+/// `src` into `local` **without a barrier of its own**. The get must not
+/// overwrite what a thread has yet to read: the host checks that `seen`
+/// holds the old contents and `local` the next PE's `src`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn get_in_use(
+    local: *mut u64,
+    src: SymPtr<u64>,
+    seen: *mut u64,
+    n: u64,
+    lag: u64,
+    scope: u32,
+) {
+    let next = my_pe().ring_next(n_pes());
+    let (first, len, rank, size, lags) = race_group(n as usize, scope);
+    if lags {
+        spin(lag);
+    }
+    let mut i = first + rank;
+    while i < first + len {
+        unsafe { *seen.add(i) = *local.add(i) };
+        i += size;
+    }
+    unsafe {
+        let (d, s) = (local.add(first), src.add(first));
+        if scope == 1 {
+            get_warp(d, s, len, next)
+        } else {
+            get_block(d, s, len, next)
+        }
+    }
+}
+
+/// `out[0]` = 1 when the typed put/get copy directly to P2P peers, 0 when
+/// they were built with `nvshmem-device/nvshmem-path` (NVSHMEM's path only).
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn rma_path(out: *mut u32) {
+    if global_index_x() == 0 {
+        unsafe { *out = DIRECT_COPY as u32 };
+    }
+}
+
+/// `out[0]` = 1 when `buf` has an NVLS multicast address for the world team,
+/// else 0; `out[1]` = 1 when `ptr` refuses PE `n_pes()` (out of range).
+/// Nothing is accessed through either address.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn address_queries(buf: SymPtr<u32>, out: *mut u32) {
+    if global_index_x() == 0 {
+        unsafe {
+            *out = mc_ptr(Team::WORLD, buf).is_some() as u32;
+            *out.add(1) = ptr(buf, Pe::new(n_pes())).is_none() as u32;
+        }
     }
 }

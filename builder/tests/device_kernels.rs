@@ -1,0 +1,125 @@
+//! The device crate's own kernel crates through the builder and ptxas:
+//! the GPU tests' kernels on both RMA paths, and the NVLink SHARP forms.
+//! No GPU needed. Without NVSHMEM or ptxas a test prints `SKIPPED: <reason>`;
+//! `NVSHMEM_RS_REQUIRE_ALL=1` (CI) makes that a failure.
+//!
+//! (Its own file, not `build.rs`, so that it and the builder's tests change
+//! apart; `installed` is the same as there.)
+
+use nvshmem_builder::Builder;
+use nvshmem_builder::Version;
+use nvshmem_builder::install::{Installation, Query};
+use std::path::Path;
+
+/// The version, when it is installed; else a skip (a failure under
+/// `NVSHMEM_RS_REQUIRE_ALL=1`).
+fn installed(version: &str) -> Option<Version> {
+    let v: Version = version.parse().unwrap();
+    let query = Query::default()
+        .version(v)
+        .project_dir(env!("CARGO_MANIFEST_DIR"));
+    match Installation::find(&query) {
+        Ok(_) => Some(v),
+        Err(e) => {
+            let reason = format!("NVSHMEM {version} is not installed ({e}); run ./x setup");
+            if std::env::var_os("NVSHMEM_RS_REQUIRE_ALL").is_some_and(|v| v == "1") {
+                panic!("NVSHMEM_RS_REQUIRE_ALL=1 but: {reason}");
+            }
+            eprintln!("SKIPPED: {reason}");
+            None
+        }
+    }
+}
+
+/// The GPU tests' kernels (`tests/kernels/runtime`) build through ptxas both
+/// ways the typed put/get can go: the default (direct loads and stores to
+/// peers that `nvshmem_ptr` reaches, NVSHMEM's path for the rest) and with
+/// `nvshmem-device/nvshmem-path` (NVSHMEM's path for every peer), which the
+/// GPU run uses to test NVSHMEM's path on one GPU. The forced build has no
+/// direct copy left: every put and get is NVSHMEM's, so the same kernels
+/// have fewer block barriers.
+#[test]
+fn runtime_kernels_build_on_both_rma_paths() {
+    let Some(v) = installed("3.4.5") else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut barriers = Vec::new();
+    for (path, features) in [
+        ("direct", &[][..]),
+        ("nvshmem", &["nvshmem-device/nvshmem-path"][..]),
+    ] {
+        let started = std::time::Instant::now();
+        let mut b = Builder::new(root.join("tests/kernels/runtime"))
+            .target_dir(root.join("target/nvshmem-kernels"))
+            .out_dir(root.join("target/builder-tests/rma-path").join(path))
+            .nvshmem_version(v)
+            .arch("sm_90");
+        for f in features {
+            b = b.feature(*f);
+        }
+        let out = b
+            .build()
+            .unwrap_or_else(|e| panic!("runtime kernels, {path} path: {e}"));
+        assert!(out.cubin.is_some(), "{path} path: no cubin");
+        let ptx = std::fs::read_to_string(&out.ptx).unwrap();
+        for k in ["staged_put", "get_in_use", "rma_path", "address_queries"] {
+            assert!(
+                ptx.contains(&format!(".visible .entry {k}(")),
+                "{path} path: no .entry {k}"
+            );
+        }
+        barriers.push(ptx.matches("barrier.sync").count() + ptx.matches("bar.sync").count());
+        let regs = out
+            .manifest
+            .kernels
+            .iter()
+            .filter_map(|k| k.registers)
+            .max();
+        eprintln!(
+            "runtime kernels, {path} path: {} kernels, max {} registers, {:.1} s",
+            out.manifest.kernels.len(),
+            regs.unwrap_or(0),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    assert_ne!(
+        barriers[0], barriers[1],
+        "the nvshmem-path build has the same block barriers as the default: is the feature applied?"
+    );
+}
+
+/// The NVLink SHARP kernels (`tests/kernels/multimem`: `mc_ptr` and every
+/// `multimem` form of the device crate) pass ptxas for sm_90 (3.4.5) and
+/// sm_100 (3.8.0). Nothing runs them: this project keeps NVLS off.
+#[test]
+fn multimem_kernels_pass_ptxas() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for (version, arch) in [("3.4.5", "sm_90"), ("3.8.0", "sm_100")] {
+        let Some(v) = installed(version) else {
+            continue;
+        };
+        let started = std::time::Instant::now();
+        let out = Builder::new(root.join("tests/kernels/multimem"))
+            .target_dir(root.join("target/nvshmem-kernels"))
+            .out_dir(root.join("target/builder-tests/multimem"))
+            .nvshmem_version(v)
+            .arch(arch)
+            .build()
+            .unwrap_or_else(|e| panic!("multimem kernels {version}/{arch}: {e}"));
+        assert!(out.cubin.is_some(), "{version}/{arch}: no cubin");
+        let ptx = std::fs::read_to_string(&out.ptx).unwrap();
+        let forms: std::collections::BTreeSet<&str> = ptx
+            .split_whitespace()
+            .filter(|w| w.starts_with("multimem."))
+            .collect();
+        // 11 stores, 32 load-reduces, 21 reductions: the table in the
+        // device crate's `multimem` docs.
+        assert_eq!(forms.len(), 64, "{version}/{arch}: {forms:?}");
+        eprintln!(
+            "multimem kernels {version}/{arch}: {} forms pass ptxas, {:.1} s",
+            forms.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+}
