@@ -289,6 +289,13 @@ impl Nvshmem {
         if per_arch.exists() {
             return Ok(per_arch);
         }
+        // An arch-specific target (`sm_90a`) runs the base arch's code.
+        if let Some(base) = arch.strip_suffix('a') {
+            let per_base = self.lib_dir().join(format!("libnvshmem_device_{base}.bc"));
+            if per_base.exists() {
+                return Ok(per_base);
+            }
+        }
         let archs = self.bitcode_archs();
         let generic = self.lib_dir().join("libnvshmem_device.bc");
         if archs == ["any"] {

@@ -827,7 +827,9 @@ fn min_ptx_isa(sm: u32) -> u32 {
         76..=80 => 70,
         81..=86 => 71,
         87..=89 => 78,
-        90..=99 => 78,
+        // sm_90a needs 8.0 and the tensor-map fence of TMA kernels
+        // (`fence.proxy.tensormap`) 8.3, as does NVSHMEM 3.4.5's own bitcode.
+        90..=99 => 83,
         100..=101 => 86,
         _ => 87,
     }

@@ -75,6 +75,8 @@
 //! - `abi-probe`: internal, for `tests/abi.rs`.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, link_llvm_intrinsics))]
+// Inline PTX (`core::arch::asm!`) for the tensor-core, TMA and barrier modules.
+#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
 // `link_llvm_intrinsics` (for `bar.warp.sync`, which `core::arch::nvptx` lacks)
 // is marked internal; kernels are built warning-free, so say it once here.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
@@ -83,15 +85,21 @@
 
 mod amo;
 mod coll;
+pub mod cp_async;
 mod debug;
 mod direct;
 pub mod ffi;
+pub mod mma;
 pub mod panic;
 mod rma;
 pub mod symmetric;
 mod sync;
 pub mod thread;
+pub mod tma;
+pub mod wgmma;
 
+#[cfg(test)]
+mod tensor_tests;
 #[cfg(test)]
 mod tests;
 
@@ -152,6 +160,15 @@ macro_rules! with_nvshmem_3_8 {
 #[macro_export]
 macro_rules! with_nvshmem_3_8 {
     ($($item:item)*) => {};
+}
+
+/// What an inline-PTX function does when called on the host, where the crate
+/// only type-checks: there is no GPU instruction to run.
+#[cfg(not(target_arch = "nvptx64"))]
+#[cold]
+#[track_caller]
+pub(crate) fn device_only() -> ! {
+    unreachable!("a GPU instruction (inline PTX) was called on the host")
 }
 
 /// Implementation details that public signatures have to name. Not API.
