@@ -442,7 +442,9 @@ impl Builder {
             .join(format!("nvshmem-{}", nv.version))
             .join(arch);
         let ptxas = find_ptxas();
-        let key = self.inputs_key(rlibs, bitcode, tools, ptxas.as_deref(), features, &out_dir)?;
+        let mut key =
+            self.inputs_key(rlibs, bitcode, tools, ptxas.as_deref(), features, &out_dir)?;
+        key += &format!("max-threads {:?}\n", meta.max_threads);
         // One key per output folder: builds of the same crate into two
         // folders (the root build and the builder tests) share the work
         // folder, and one shared key would make each undo the other's reuse.
@@ -501,6 +503,13 @@ impl Builder {
             .arg(&work_ptx);
         })?;
         let ptx = std::fs::read_to_string(&work_ptx).map_err(io_err(&work_ptx))?;
+        let ptx = if meta.max_threads.is_empty() {
+            ptx
+        } else {
+            let bounded = ir::add_maxntid(&ptx, &meta.max_threads);
+            std::fs::write(&work_ptx, &bounded).map_err(io_err(&work_ptx))?;
+            bounded
+        };
         timings.lap("llc");
 
         let unresolved: Vec<String> = ir::ptx_extern_funcs(&ptx)
@@ -1010,6 +1019,10 @@ struct CrateMeta {
     /// Its library target's name (`-` replaced by `_`).
     lib_name: String,
     depends_on_device: bool,
+    /// `[package.metadata.nvshmem.max-threads]`: kernel → the most threads
+    /// per block it is launched with (CUDA's `__launch_bounds__`), emitted as
+    /// `.maxntid` so that ptxas budgets registers for it.
+    max_threads: BTreeMap<String, u32>,
 }
 
 impl CrateMeta {
@@ -1081,11 +1094,20 @@ impl CrateMeta {
             ds.iter()
                 .any(|d| d["name"] == "nvshmem-device" && d["kind"].is_null())
         });
+        let max_threads = pkg["metadata"]["nvshmem"]["max-threads"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), u32::try_from(v.as_u64()?).ok()?)))
+                    .collect()
+            })
+            .unwrap_or_default();
         Ok(CrateMeta {
             name,
             manifest_path: want,
             lib_name,
             depends_on_device,
+            max_threads,
         })
     }
 }

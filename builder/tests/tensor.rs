@@ -187,3 +187,27 @@ fn tensor_primitives_assemble_for_sm80_and_sm90a() {
         v,
     );
 }
+
+/// The standalone GEMMs: `mma.sync` on sm_80, both on sm_90a.
+#[test]
+fn gemm_kernels_assemble_for_sm80_and_sm90a() {
+    let Some(v) = installed("3.4.5") else { return };
+    build_and_check(
+        &Expect {
+            krate: "examples/tc_gemm/kernel",
+            arch: "sm_80",
+            features: &[],
+            kernels: &["gemm_bf16_mma"],
+        },
+        v,
+    );
+    build_and_check(
+        &Expect {
+            krate: "examples/tc_gemm/kernel",
+            arch: "sm_90a",
+            features: &["sm90a"],
+            kernels: &["gemm_bf16_mma", "gemm_bf16_wgmma"],
+        },
+        v,
+    );
+}

@@ -1,0 +1,185 @@
+//! The warp-specialized `wgmma` + TMA mainloop (sm_90a), persistent.
+//!
+//! A block of [`THREADS`] = 384 threads (launched with `.maxntid 384`, see
+//! the kernel crates' `[package.metadata.nvshmem.max-threads]`) walks the
+//! tiles its schedule gives it. Warpgroup 0 is the producer: it lowers its
+//! registers to 40 (`setmaxnreg.dec`) and one elected thread issues, per
+//! K-stage, the TMA loads of the A tile (128 × 64) and the B tile (256 × 64)
+//! into a [`STAGES`]-deep ring of 128-byte-swizzled shared memory, each
+//! completing a transaction on the stage's *full* mbarrier. Warpgroups 1 and
+//! 2 are consumers (registers raised to 232): each waits on *full*, runs four
+//! `wgmma.m64n256k16` on its 64 rows of A and all of B, keeps one wgmma group
+//! in flight, and releases the previous stage through its *empty* mbarrier
+//! (one arrival per consumer warpgroup). The stage counter runs on across
+//! tiles, so the producer loads tile `i + 1` while the consumers finish and
+//! store tile `i`.
+
+use crate::dyn_smem;
+use nvshmem_device::cp_async::SharedAddr;
+use nvshmem_device::half::bf16;
+use nvshmem_device::thread::{sync_threads, thread_idx_x};
+use nvshmem_device::tma::{self, TensorMap};
+use nvshmem_device::wgmma::{self, Accum, KMajor, M64, MatDesc, WgShape};
+
+/// Rows of A (and C) per tile.
+pub const BM: usize = 128;
+/// Rows of B (columns of C) per tile.
+pub const BN: usize = 256;
+/// K per stage: one 128-byte swizzled row of bf16.
+pub const BK: usize = 64;
+/// Pipeline depth.
+pub const STAGES: usize = 4;
+/// Threads per block: a producer and two consumer warpgroups.
+pub const THREADS: u32 = 384;
+/// Bytes of one stage's A tile.
+const A_BYTES: u32 = (BM * BK * 2) as u32;
+/// Bytes of one stage: the A tile, then the B tile.
+const STAGE_BYTES: u32 = A_BYTES + (BN * BK * 2) as u32;
+/// Dynamic shared memory the kernels need: 1024 bytes of alignment slack,
+/// the ring, and the 2 × STAGES barriers.
+pub const SMEM_BYTES: u32 = 1024 + STAGES as u32 * STAGE_BYTES + 16 * STAGES as u32;
+/// The TMA box of the A map: 64 (K, inner) × 128 rows, 128-byte swizzle.
+pub const A_BOX: (u32, u32) = (BK as u32, BM as u32);
+/// The TMA box of the B map: 64 (K, inner) × 256 rows, 128-byte swizzle.
+pub const B_BOX: (u32, u32) = (BK as u32, BN as u32);
+
+/// The accumulator of one consumer warpgroup: 64 × 256 f32.
+type Acc = Accum<M64<256>>;
+
+/// Computes the tiles `schedule(0)`, `schedule(1)`, ... (`Some((m0, n0))`,
+/// the tile's first row of A/C and of B/C's column, until `None`) of
+/// `C = A · Bᵀ` over depth `k`, A and B read through the tensor maps
+/// `a_map` (`M × K` bf16, box [`A_BOX`], 128-byte swizzle) and `b_map`
+/// (`N × K`, box [`B_BOX`]). Before the first load of a tile the producer
+/// thread calls `ready(m0)` (where a fused kernel waits for A's rows to
+/// arrive). The consumers hand each result pair to
+/// `store(m0, n0, row, col, v0, v1)`: tile element (`row`, `col`) and
+/// (`row`, `col + 1`).
+///
+/// All [`THREADS`] threads call it, with the same schedule; the producer
+/// warpgroup returns early (do not synchronize the whole block afterwards).
+///
+/// # Safety
+/// The maps must be 64-byte aligned [`TensorMap`]s in global memory,
+/// encoded as above over readable memory; `k` a multiple of [`BK`]; every
+/// tile inside the maps; the launch has [`SMEM_BYTES`] of dynamic shared
+/// memory and 384 threads (built with `.maxntid 384`); `store` writes
+/// nothing that the loads read.
+#[inline(always)]
+pub unsafe fn run(
+    a_map: *const TensorMap,
+    b_map: *const TensorMap,
+    k: usize,
+    schedule: impl Fn(usize) -> Option<(usize, usize)>,
+    mut ready: impl FnMut(usize),
+    mut store: impl FnMut(usize, usize, usize, usize, f32, f32),
+) {
+    let raw = dyn_smem();
+    let base = SharedAddr::from_ptr(raw);
+    let ring = base.add((1024 - base.raw() % 1024) % 1024);
+    let bars = ring.add(STAGES as u32 * STAGE_BYTES);
+    let full = |s: usize| bars.add(8 * s as u32);
+    let empty = |s: usize| bars.add(8 * (STAGES + s) as u32);
+    let tid = thread_idx_x();
+    if tid == 0 {
+        for s in 0..STAGES {
+            // SAFETY: 8-byte aligned words after the ring, in the launch's shared memory.
+            unsafe {
+                tma::mbarrier_init(full(s), 1);
+                tma::mbarrier_init(empty(s), 2);
+            }
+        }
+        tma::fence_mbarrier_init();
+    }
+    sync_threads();
+    let ktiles = k / BK;
+    let wg = tid / 128;
+    if wg == 0 {
+        wgmma::setmaxnreg_dec::<40>();
+        if tid < 32 && tma::elect_one_sync() {
+            // SAFETY: the caller's maps.
+            unsafe {
+                tma::fence_proxy_tensormap_acquire(a_map);
+                tma::fence_proxy_tensormap_acquire(b_map);
+                tma::prefetch_tensormap(a_map);
+                tma::prefetch_tensormap(b_map);
+            }
+            let mut it = 0usize;
+            let mut j = 0;
+            while let Some((m0, n0)) = schedule(j) {
+                j += 1;
+                ready(m0);
+                for kt in 0..ktiles {
+                    let (s, round) = (it % STAGES, it / STAGES);
+                    let slot = ring.add(s as u32 * STAGE_BYTES);
+                    // SAFETY: the barriers initialized above; the slot is free once
+                    // both consumers released its previous use.
+                    unsafe {
+                        if round > 0 {
+                            tma::mbarrier_wait_parity(empty(s), ((round - 1) & 1) as u32);
+                        }
+                        tma::mbarrier_arrive_expect_tx(full(s), STAGE_BYTES);
+                        let x = (kt * BK) as i32;
+                        tma::load_2d(slot, a_map, x, m0 as i32, full(s));
+                        tma::load_2d(slot.add(A_BYTES), b_map, x, n0 as i32, full(s));
+                    }
+                    it += 1;
+                }
+            }
+        }
+        return;
+    }
+
+    wgmma::setmaxnreg_inc::<232>();
+    let cw = (wg - 1) as usize;
+    let wt = tid % 128;
+    let mut it = 0usize;
+    let mut j = 0;
+    while let Some((m0, n0)) = schedule(j) {
+        j += 1;
+        let mut acc = Acc::zero();
+        for kt in 0..ktiles {
+            let (s, round) = (it % STAGES, it / STAGES);
+            let slot = ring.add(s as u32 * STAGE_BYTES);
+            let da = MatDesc::<bf16, KMajor>::k_major_sw128(slot.add(cw as u32 * 64 * 128));
+            let db = MatDesc::<bf16, KMajor>::k_major_sw128(slot.add(A_BYTES));
+            // SAFETY: the full barrier of the slot; the TMA wrote it in the swizzle the descriptors name.
+            unsafe { tma::mbarrier_wait_parity(full(s), (round & 1) as u32) };
+            wgmma::fence();
+            for kk in 0..(BK / 16) as u32 {
+                // SAFETY: as above; the whole warpgroup.
+                unsafe {
+                    wgmma::mma_async(
+                        &mut acc,
+                        da.advance(32 * kk),
+                        db.advance(32 * kk),
+                        kt > 0 || kk > 0,
+                    )
+                };
+            }
+            wgmma::commit_group();
+            // The previous stage's MMAs are done: its slot can be refilled.
+            wgmma::wait_group::<1>();
+            if kt > 0 && wt == 0 {
+                // SAFETY: one arrival per consumer warpgroup and stage use.
+                unsafe { tma::mbarrier_arrive(empty((it - 1) % STAGES)) };
+            }
+            it += 1;
+        }
+        wgmma::wait_group::<0>();
+        if ktiles > 0 && wt == 0 {
+            // SAFETY: as above, for the tile's last stage.
+            unsafe { tma::mbarrier_arrive(empty((it - 1) % STAGES)) };
+        }
+        wgmma::fence_operand(&mut acc);
+        let mut prev = 0.0f32;
+        <M64<256> as WgShape>::each(&acc.regs, |i, v| {
+            if i % 2 == 0 {
+                prev = v;
+            } else {
+                let (r, c) = Acc::coord(wt, i - 1);
+                store(m0, n0, cw * 64 + r, c, prev, v);
+            }
+        });
+    }
+}
