@@ -23,6 +23,19 @@ const KERNEL_CRATES: &[&str] = &[
     "bench/kernel",
 ];
 
+/// Kernel crates whose Hopper kernels (`wgmma`, `setmaxnreg`) sit behind
+/// their `sm90a` feature. When the arch is `sm_90` they are built for
+/// `sm_90a` with that feature, into `ptx/nvshmem-<version>/sm_90a/` (ptxas
+/// refuses those instructions for plain `sm_90`; the cubin runs on any
+/// H100/H200); for other archs, as they are, into the arch's folder.
+/// Hosts find them with `nvshmem_rs::tensor_ptx_dir()`.
+const HOPPER_CRATES: &[&str] = &[
+    "tests/kernels/tensor",
+    "examples/tc_gemm/kernel",
+    "examples/ag_gemm/kernel_tc",
+    "examples/gemm_rs/kernel",
+];
+
 /// Also built against this other NVSHMEM version, when it is installed, so
 /// that the GPU tests can check that the host refuses a mismatched module.
 const MISMATCH_CRATE: &str = "tests/kernels/runtime";
@@ -51,14 +64,18 @@ fn main() {
         }),
         Err(_) => DeviceLink::Auto,
     };
-    let build = |krate: &str, version: Option<Version>| {
+    let build = |krate: &str, version: Option<Version>, hopper: bool| {
+        let hopper = hopper && (arch == "sm_90" || arch == "sm_90a");
         let mut b = nvshmem_builder::Builder::new(root.join(krate))
-            .arch(&arch)
+            .arch(if hopper { "sm_90a" } else { arch.as_str() })
             .device_link(device_link)
             .out_dir(root.join("ptx"))
             .target_dir(root.join("target/nvshmem-kernels"));
         if let Some(v) = version {
             b = b.nvshmem_version(v);
+        }
+        if hopper {
+            b = b.feature("sm90a");
         }
         b.build_from_build_script()
     };
@@ -75,15 +92,16 @@ fn main() {
         .find(|v| primary.is_some_and(|p| p != *v));
     let other_installed =
         other.filter(|v| Nvshmem::find(&Query::default().version(*v).project_dir(&root)).is_ok());
-    let mut jobs: Vec<(&str, Option<Version>)> =
-        KERNEL_CRATES.iter().map(|k| (*k, version)).collect();
+    let mut jobs: Vec<(&str, Option<Version>, bool)> =
+        KERNEL_CRATES.iter().map(|k| (*k, version, false)).collect();
+    jobs.extend(HOPPER_CRATES.iter().map(|k| (*k, version, true)));
     if let Some(v) = other_installed {
-        jobs.push((MISMATCH_CRATE, Some(v)));
+        jobs.push((MISMATCH_CRATE, Some(v), false));
     }
-    let outputs = run_in_parallel(&jobs, |(krate, v)| build(krate, *v));
+    let outputs = run_in_parallel(&jobs, |(krate, v, hopper)| build(krate, *v, *hopper));
 
     let mut times = String::new();
-    for ((krate, _), out) in jobs.iter().zip(&outputs) {
+    for ((krate, _, _), out) in jobs.iter().zip(&outputs) {
         let steps: Vec<String> = out
             .timings
             .iter()

@@ -21,3 +21,20 @@ pub fn ptx_dir() -> PathBuf {
         .map(Into::into)
         .unwrap_or_else(|| env!("NVSHMEM_RS_PTX_DIR").into())
 }
+
+/// The folder of the kernel crates with Hopper-only kernels (`wgmma`,
+/// `setmaxnreg`; the root build script's `HOPPER_CRATES`): the `sm_90a`
+/// folder beside [`ptx_dir`] when that is an `sm_90` one (they are built for
+/// `sm_90a` then), else `ptx_dir()` itself.
+///
+/// ```
+/// let d = nvshmem_rs::tensor_ptx_dir();
+/// assert!(d.ends_with("sm_90a") || !nvshmem_rs::ptx_dir().ends_with("sm_90"));
+/// ```
+pub fn tensor_ptx_dir() -> PathBuf {
+    let dir = ptx_dir();
+    match dir.file_name().and_then(|n| n.to_str()) {
+        Some("sm_90") => dir.with_file_name("sm_90a"),
+        _ => dir,
+    }
+}

@@ -211,3 +211,41 @@ fn gemm_kernels_assemble_for_sm80_and_sm90a() {
         v,
     );
 }
+
+/// The fused kernels: AG + GEMM and GEMM + RS, linked with NVSHMEM 3.4.5.
+#[test]
+fn fused_kernels_assemble_for_sm80_and_sm90a() {
+    let Some(v) = installed("3.4.5") else { return };
+    for (krate, sm80, hopper) in [
+        (
+            "examples/ag_gemm/kernel_tc",
+            &["ag_push", "ag_gemm_mma_fused"][..],
+            &["ag_gemm_wgmma_fused"][..],
+        ),
+        (
+            "examples/gemm_rs/kernel",
+            &["gemm_rs_partial_mma", "rs_sum", "gemm_rs_mma_fused"][..],
+            &["gemm_rs_partial_wgmma", "gemm_rs_wgmma_fused"][..],
+        ),
+    ] {
+        build_and_check(
+            &Expect {
+                krate,
+                arch: "sm_80",
+                features: &[],
+                kernels: sm80,
+            },
+            v,
+        );
+        let all: Vec<&str> = sm80.iter().chain(hopper).copied().collect();
+        build_and_check(
+            &Expect {
+                krate,
+                arch: "sm_90a",
+                features: &["sm90a"],
+                kernels: &all,
+            },
+            v,
+        );
+    }
+}

@@ -78,18 +78,25 @@ mod hopper {
         let (first, stride) = (block_idx_x() as usize, grid_dim_x() as usize);
         let schedule = |j: usize| {
             let t = first + j * stride;
-            (t < tiles).then(|| ((t % mt) * sm90::BM, (t / mt) * sm90::BN))
+            let m0 = (t % mt) * sm90::BM;
+            (t < tiles).then_some(sm90::Tile {
+                a_map,
+                a_row: m0,
+                m0,
+                n0: (t / mt) * sm90::BN,
+                user: 0,
+            })
         };
         // SAFETY: the host's maps and sizes.
         unsafe {
             sm90::run(
-                a_map,
+                [a_map],
                 b_map,
                 k,
                 schedule,
                 |_| {},
-                |m0, n0, r, col, v0, v1| {
-                    *c.add((m0 + r) * n + n0 + col).cast::<u32>() = pack_bf16x2(v0, v1);
+                |t, r, col, v0, v1| {
+                    *c.add((t.m0 + r) * n + t.n0 + col).cast::<u32>() = pack_bf16x2(v0, v1);
                 },
             )
         };

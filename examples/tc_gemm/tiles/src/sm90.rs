@@ -46,15 +46,30 @@ pub const B_BOX: (u32, u32) = (BK as u32, BN as u32);
 /// The accumulator of one consumer warpgroup: 64 × 256 f32.
 type Acc = Accum<M64<256>>;
 
-/// Computes the tiles `schedule(0)`, `schedule(1)`, ... (`Some((m0, n0))`,
-/// the tile's first row of A/C and of B/C's column, until `None`) of
-/// `C = A · Bᵀ` over depth `k`, A and B read through the tensor maps
-/// `a_map` (`M × K` bf16, box [`A_BOX`], 128-byte swizzle) and `b_map`
-/// (`N × K`, box [`B_BOX`]). Before the first load of a tile the producer
-/// thread calls `ready(m0)` (where a fused kernel waits for A's rows to
-/// arrive). The consumers hand each result pair to
-/// `store(m0, n0, row, col, v0, v1)`: tile element (`row`, `col`) and
-/// (`row`, `col + 1`).
+/// One output tile for [`run`]: where its A rows come from, and where it is.
+#[derive(Clone, Copy, Debug)]
+pub struct Tile {
+    /// The tensor map of A to load the tile's rows from (one of `run`'s `a_maps`).
+    pub a_map: *const TensorMap,
+    /// The tile's first row in that map.
+    pub a_row: usize,
+    /// The tile's first row of C (and of the problem's A).
+    pub m0: usize,
+    /// The tile's first column of C (first row of B).
+    pub n0: usize,
+    /// Anything the schedule wants `store` to see (a fused kernel's
+    /// destination base address, say), computed once per tile.
+    pub user: u64,
+}
+
+/// Computes the tiles `schedule(0)`, `schedule(1)`, ... (until `None`) of
+/// `C = A · Bᵀ` over depth `k`. A is read through the tile's map (one of
+/// `a_maps`: `rows × K` bf16, box [`A_BOX`], 128-byte swizzle), B through
+/// `b_map` (`N × K`, box [`B_BOX`]). Before the first load of a tile the
+/// producer thread calls `ready(&tile)` (where a fused kernel waits for the
+/// tile's rows of A to arrive). The consumers hand each result pair to
+/// `store(&tile, row, col, v0, v1)`: tile element (`row`, `col`) and (`row`,
+/// `col + 1`).
 ///
 /// All [`THREADS`] threads call it, with the same schedule; the producer
 /// warpgroup returns early (do not synchronize the whole block afterwards).
@@ -66,13 +81,13 @@ type Acc = Accum<M64<256>>;
 /// memory and 384 threads (built with `.maxntid 384`); `store` writes
 /// nothing that the loads read.
 #[inline(always)]
-pub unsafe fn run(
-    a_map: *const TensorMap,
+pub unsafe fn run<const MAPS: usize>(
+    a_maps: [*const TensorMap; MAPS],
     b_map: *const TensorMap,
     k: usize,
-    schedule: impl Fn(usize) -> Option<(usize, usize)>,
-    mut ready: impl FnMut(usize),
-    mut store: impl FnMut(usize, usize, usize, usize, f32, f32),
+    schedule: impl Fn(usize) -> Option<Tile>,
+    mut ready: impl FnMut(&Tile),
+    mut store: impl FnMut(&Tile, usize, usize, f32, f32),
 ) {
     let raw = dyn_smem();
     let base = SharedAddr::from_ptr(raw);
@@ -99,16 +114,18 @@ pub unsafe fn run(
         if tid < 32 && tma::elect_one_sync() {
             // SAFETY: the caller's maps.
             unsafe {
-                tma::fence_proxy_tensormap_acquire(a_map);
+                for map in a_maps {
+                    tma::fence_proxy_tensormap_acquire(map);
+                    tma::prefetch_tensormap(map);
+                }
                 tma::fence_proxy_tensormap_acquire(b_map);
-                tma::prefetch_tensormap(a_map);
                 tma::prefetch_tensormap(b_map);
             }
             let mut it = 0usize;
             let mut j = 0;
-            while let Some((m0, n0)) = schedule(j) {
+            while let Some(tile) = schedule(j) {
                 j += 1;
-                ready(m0);
+                ready(&tile);
                 for kt in 0..ktiles {
                     let (s, round) = (it % STAGES, it / STAGES);
                     let slot = ring.add(s as u32 * STAGE_BYTES);
@@ -120,8 +137,8 @@ pub unsafe fn run(
                         }
                         tma::mbarrier_arrive_expect_tx(full(s), STAGE_BYTES);
                         let x = (kt * BK) as i32;
-                        tma::load_2d(slot, a_map, x, m0 as i32, full(s));
-                        tma::load_2d(slot.add(A_BYTES), b_map, x, n0 as i32, full(s));
+                        tma::load_2d(slot, tile.a_map, x, tile.a_row as i32, full(s));
+                        tma::load_2d(slot.add(A_BYTES), b_map, x, tile.n0 as i32, full(s));
                     }
                     it += 1;
                 }
@@ -135,7 +152,7 @@ pub unsafe fn run(
     let wt = tid % 128;
     let mut it = 0usize;
     let mut j = 0;
-    while let Some((m0, n0)) = schedule(j) {
+    while let Some(tile) = schedule(j) {
         j += 1;
         let mut acc = Acc::zero();
         for kt in 0..ktiles {
@@ -178,7 +195,7 @@ pub unsafe fn run(
                 prev = v;
             } else {
                 let (r, c) = Acc::coord(wt, i - 1);
-                store(m0, n0, cw * 64 + r, c, prev, v);
+                store(&tile, cw * 64 + r, c, prev, v);
             }
         });
     }
