@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 pub mod ring;
+pub mod tensor;
 
 /// The folder of the built kernels' manifests, PTX and cubins:
 /// `NVSHMEM_RS_PTX_DIR` at run time when set, else the one the build wrote

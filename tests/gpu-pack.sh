@@ -17,12 +17,12 @@ tests=$(cargo test --release --workspace --no-run --message-format=json 2>/dev/n
 for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"] \
-       and m["target"]["name"] in ("gpu", "collectives", "bench_check"):
+       and m["target"]["name"] in ("gpu", "collectives", "tensor", "bench_check"):
         print(m["target"]["name"], m["executable"])')
 rm -rf .gpu && mkdir -p .gpu/bin
 while read -r name exe; do objcopy --strip-debug "$exe" ".gpu/bin/test-$name"; done <<< "$tests"
 for b in nvshmem-run nvshmem-bench demo; do objcopy --strip-debug "target/release/$b" ".gpu/bin/$b"; done
-for e in ring allreduce ag_gemm runtime_costs; do objcopy --strip-debug "target/release/examples/$e" ".gpu/bin/$e"; done
+for e in ring allreduce ag_gemm gemm_rs runtime_costs; do objcopy --strip-debug "target/release/examples/$e" ".gpu/bin/$e"; done
 for d in ptx/nvshmem-*/*/; do
   mkdir -p ".gpu/$d"
   find "$d" -maxdepth 1 -type f \( -name '*.json' -o -name '*.h' -o -name '*.cubin' -o \( -name '*.ptx' -size -4M \) \) \

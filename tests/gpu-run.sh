@@ -4,7 +4,7 @@
 # more PEs than GPUs), the benchmark's correctness check, the examples, and the
 # runtime's own costs. Logs go to $OUT (default /tmp/gpu-out); a table last.
 #
-#   bash tests/gpu-run.sh [STEP...]     # steps: info tests collectives bench examples costs separate (default: all)
+#   bash tests/gpu-run.sh [STEP...]     # steps: info tests tensor collectives bench gemm examples costs separate (default: all)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pack=${PACK:-$root/.gpu}
@@ -18,12 +18,16 @@ if [ -z "${NVSHMEM_HOME:-}" ]; then
   done
 fi
 export LD_LIBRARY_PATH=$NVSHMEM_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# cuBLAS for `nvshmem-bench gemm` (cudarc dlopens libcublas.so.13 by name): PyTorch's wheels.
+for d in /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib; do
+  [ -f "$d/libcublas.so.13" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d && break
+done
 version=$(sed -n 's/^#define NVSHMEM_VENDOR_MAJOR_VERSION \([0-9]*\).*/\1/p; s/^#define NVSHMEM_VENDOR_MINOR_VERSION \([0-9]*\).*/\1/p; s/^#define NVSHMEM_VENDOR_PATCH_VERSION \([0-9]*\).*/\1/p' \
   "$NVSHMEM_HOME/include/non_abi/nvshmem_version.h" 2>/dev/null | paste -sd.)
 export NVSHMEM_RS_PTX_DIR=$pack/ptx/nvshmem-${version:-3.4.5}/sm_90
 export NVSHMEM_RS_REQUIRE_GPU=1
 bin=$pack/bin
-steps=${*:-info tests collectives bench examples costs separate}
+steps=${*:-info tests tensor collectives bench gemm examples costs separate}
 table=()
 record() { table+=("$(printf '%-34s %s' "$1" "$2")"); }
 run() { # name, command...
@@ -54,6 +58,18 @@ for step in $steps; do case $step in
     start_mps
     run gpu-mps env NVSHMEM_RS_TEST_REPORT="$out/gpu-mps.json" "$bin/test-gpu"
     stop_mps ;;
+  tensor)
+    # The tensor-core primitives and GEMMs (1 PE, sm_90a kernels from the pack's sm_90a folder).
+    run tensor env NVSHMEM_RS_TEST_REPORT="$out/tensor.json" "$bin/test-tensor" ;;
+  gemm)
+    # bf16 GEMM vs cuBLAS (1 PE: GEMM alone and the fused cases on one PE), then the fused
+    # AG+GEMM / GEMM+RS on 2 PEs under MPS; CSV, table and SVG plots in $out.
+    run gemm-1 "$bin/nvshmem-bench" gemm --csv "$out/gemm-pe1.csv" --plots "$out/gemm-pe1"
+    start_mps
+    run gemm-2 "$bin/nvshmem-run" -n 2 --timeout 500 -- "$bin/nvshmem-bench" gemm --sizes 2048,4096,8192 \
+      --csv "$out/gemm-pe2.csv" --plots "$out/gemm-pe2"
+    stop_mps
+    grep -h "gemm\|TFLOP" "$out"/gemm-*.log | head -40 ;;
   collectives)
     start_mps
     run collectives-mps env NVSHMEM_RS_TEST_REPORT="$out/collectives.json" NVSHMEM_RS_TEST_TIMEOUT=300 "$bin/test-collectives"
@@ -66,10 +82,13 @@ for step in $steps; do case $step in
     run ring-1 "$bin/ring"
     run allreduce-1 "$bin/allreduce" --quick
     run ag_gemm-1 "$bin/ag_gemm"
+    run gemm_rs-1 "$bin/gemm_rs"
     start_mps
     for n in 2 4; do
       run ring-$n "$bin/nvshmem-run" -n $n --timeout 120 -- "$bin/ring"
       run allreduce-$n "$bin/nvshmem-run" -n $n --timeout 200 -- "$bin/allreduce" --quick
+      run ag_gemm-$n "$bin/nvshmem-run" -n $n --timeout 200 -- "$bin/ag_gemm" --iters 5
+      run gemm_rs-$n "$bin/nvshmem-run" -n $n --timeout 200 -- "$bin/gemm_rs" --iters 5
     done
     stop_mps ;;
   separate)

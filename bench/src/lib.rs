@@ -8,6 +8,7 @@
 //!   reads a CSV back (`nvshmem-bench render`), so the plots can be redrawn
 //!   without a GPU.
 
+pub mod gemm;
 pub mod measure;
 pub mod report;
 

@@ -34,11 +34,12 @@
 
 use crate::cp_async::SharedAddr;
 
-/// CUDA's `CUtensorMap`: 128 opaque bytes, 64-byte aligned, encoded on the
-/// host by `cuTensorMapEncodeTiled`. Kernels take it as `*const TensorMap`
-/// into global memory (see the module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C, align(64))]
+/// CUDA's `CUtensorMap`: 128 opaque bytes, encoded on the host by
+/// `cuTensorMapEncodeTiled`. Kernels take it as `*const TensorMap` into
+/// global memory (see the module docs). TMA needs 64-byte alignment; CUDA
+/// 13's header declares 128, and so does this type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C, align(128))]
 pub struct TensorMap {
     /// The encoded map.
     pub opaque: [u64; 16],
@@ -224,7 +225,8 @@ device_asm! {
     /// (`fence.proxy.tensormap::generic.acquire.sys [map], 128`, PTX 8.3).
     ///
     /// # Safety
-    /// `map` must point to a 64-byte aligned [`TensorMap`] in global memory.
+    /// `map` must point to a 64-byte aligned [`TensorMap`] in global memory
+    /// (the host's `tensor_map` module allocates it 128-byte aligned).
     pub unsafe fn fence_proxy_tensormap_acquire(map: *const TensorMap) =
         "fence.proxy.tensormap::generic.acquire.sys [{m}], 128;", [m = in(reg64) map as u64,];
 }

@@ -57,6 +57,7 @@ mod nvshmem;
 mod ops;
 pub mod sys;
 mod team;
+pub mod tensor_map;
 mod uniqueid;
 
 pub use cudarc;
