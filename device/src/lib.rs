@@ -65,6 +65,18 @@
 //! `unsafe fn` with a `# Safety` section; [`my_pe`], [`n_pes`], [`ptr`],
 //! [`quiet`], [`fence`], the team queries and the barriers are safe.
 //!
+//! # Tensor cores, asynchronous copies and TMA
+//! Beside NVSHMEM's API, the crate has what tensor-core kernels need, as
+//! inline PTX behind typed functions (they type-check on the host and panic
+//! there if called):
+//!
+//! | Module | What | Arch |
+//! |---|---|---|
+//! | [`mma`] | `mma.sync` (m16n8k16 / m16n8k8; bf16, f16, tf32) on typed fragments, `ldmatrix` | sm_80+ |
+//! | [`cp_async`] | `cp.async` global → shared copies and their groups; [`cp_async::SharedAddr`] | sm_80+ |
+//! | [`wgmma`] | `wgmma.mma_async` (m64nNk16) with typed shared-memory descriptors, `setmaxnreg`, named barriers | sm_90a |
+//! | [`tma`] | `mbarrier`, TMA tensor copies (`cp.async.bulk.tensor`), proxy fences, `elect.sync` | sm_90 |
+//!
 //! # Features
 //! - `nvshmem-3-8`: NVSHMEM 3.8's extra API (`flush*`, `f32`/`f64`/`f16`
 //!   atomic add, `f32`/`f64` fetch-add). `nvshmem-builder` turns it on when it

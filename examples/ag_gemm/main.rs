@@ -36,6 +36,14 @@
 //!   the owner's memory through `nvshmem_ptr` (P2P peers only): no staging,
 //!   no flags, each remote panel read once per column tile.
 //!
+//! # bf16 on the tensor cores (`--dtype bf16`; the default `both` runs it after the f32 half)
+//! The same layer with bf16 operands (B as `n × k`, PyTorch's `Linear`
+//! layout) on the tensor cores: a push all-gather (`put_signal_block` of each
+//! 128-row panel, with a per-panel signal) fused with an `mma.sync` or a
+//! `wgmma` + TMA GEMM that computes its own shard first and waits for each
+//! remote panel's signal, against the unfused all-gather + GEMM; see
+//! `bf16.rs` and `examples/ag_gemm/kernel_tc`.
+//!
 //! # Output and checks
 //! Each PE checks both fused results against the unfused one (max abs
 //! difference; they run the same arithmetic, so they should be identical) and
