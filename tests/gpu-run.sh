@@ -19,9 +19,10 @@ if [ -z "${NVSHMEM_HOME:-}" ]; then
 fi
 export LD_LIBRARY_PATH=$NVSHMEM_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # cuBLAS for `nvshmem-bench gemm` (cudarc dlopens libcublas.so.13 by name): PyTorch's wheels.
-for d in /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib; do
-  [ -f "$d/libcublas.so.13" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d && break
-done
+cublas=$(ls /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublas.so.13 \
+  /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib/libcublas.so.13 2>/dev/null | head -1)
+[ -n "$cublas" ] || cublas=$(find / -name 'libcublas.so.13' -path '*nvidia*' 2>/dev/null | head -1)
+[ -n "$cublas" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$cublas")
 version=$(sed -n 's/^#define NVSHMEM_VENDOR_MAJOR_VERSION \([0-9]*\).*/\1/p; s/^#define NVSHMEM_VENDOR_MINOR_VERSION \([0-9]*\).*/\1/p; s/^#define NVSHMEM_VENDOR_PATCH_VERSION \([0-9]*\).*/\1/p' \
   "$NVSHMEM_HOME/include/non_abi/nvshmem_version.h" 2>/dev/null | paste -sd.)
 export NVSHMEM_RS_PTX_DIR=$pack/ptx/nvshmem-${version:-3.4.5}/sm_90

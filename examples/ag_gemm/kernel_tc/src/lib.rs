@@ -146,6 +146,8 @@ pub unsafe extern "ptx-kernel" fn ag_gemm_mma_fused(
     let (m_loc, n, k) = (m_loc as usize, n as usize, k as usize);
     let me = my_pe().index() as usize;
     let panels = m_loc / PANEL;
+    // Every push item must have a block: never more pushers than blocks.
+    let pushers = pushers.clamp(1, grid_dim_x());
     if block_idx_x() < pushers {
         // SAFETY: the host's buffers.
         unsafe {
@@ -217,6 +219,8 @@ mod hopper {
         let (m_loc, n, k) = (m_loc as usize, n as usize, k as usize);
         let me = my_pe().index() as usize;
         let panels = m_loc / PANEL;
+        // Every push item must have a block: never more pushers than blocks.
+        let pushers = pushers.clamp(1, grid_dim_x());
         if block_idx_x() < pushers {
             // SAFETY: the host's buffers.
             unsafe {
