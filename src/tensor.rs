@@ -33,8 +33,9 @@ pub mod wgmma {
     pub const BK: usize = 64;
     /// Threads per block: a producer and two consumer warpgroups.
     pub const THREADS: u32 = 384;
-    /// Dynamic shared memory: alignment slack, 4 stages, the barriers.
-    pub const SMEM_BYTES: u32 = 1024 + 4 * (128 + 256) * 64 * 2 + 16 * 4;
+    /// Dynamic shared memory: alignment slack, 4 stages, two 16 KiB
+    /// epilogue staging buffers, the barriers.
+    pub const SMEM_BYTES: u32 = 1024 + 4 * (128 + 256) * 64 * 2 + 2 * 64 * 128 * 2 + 16 * 4;
     /// The A map's box: 64 (K) × 128 rows.
     pub const A_BOX: (u32, u32) = (64, 128);
     /// The B map's box: 64 (K) × 256 rows.

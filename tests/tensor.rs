@@ -503,7 +503,7 @@ fn gemm_kernels(pe: &mut Pe) -> TestResult {
     let map_ptr =
         |i: usize| DevicePtr::<TensorMap>::new(maps.device_ptr().addr() + (i * 128) as u64);
     let c2 = nv.alloc_zeroed::<bf16>(m * n)?;
-    let smem = 1024 + 4 * (128 + 256) * 64 * 2 + 64;
+    let smem = nvshmem_rs::tensor::wgmma::SMEM_BYTES;
     // Fewer blocks than tiles: the persistent loop and the pipeline across tiles.
     let cfg = LaunchConfig::new(3, 384).shared_mem_bytes(smem);
     // SAFETY: the maps over A and B, C M×N; sizes multiples of the tile.

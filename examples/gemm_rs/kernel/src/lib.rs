@@ -207,9 +207,9 @@ mod hopper {
                 k,
                 schedule,
                 |_| {},
-                |t, r, col, v0, v1| {
+                sm90::Pairs(|t: &sm90::Tile, r, col, v0, v1| {
                     *partial.add((t.m0 + r) * n + t.n0 + col).cast::<[f32; 2]>() = [v0, v1];
-                },
+                }),
             )
         };
     }
@@ -250,11 +250,11 @@ mod hopper {
                 k,
                 schedule,
                 |_| {},
-                |t, r, col, v0, v1| {
+                sm90::Pairs(|t: &sm90::Tile, r, col, v0, v1| {
                     let p = (t.user as *mut f32).add(r * n + t.n0 + col);
                     red_add(p, v0);
                     red_add(p.add(1), v1);
-                },
+                }),
             )
         };
     }

@@ -95,9 +95,7 @@ mod hopper {
                 k,
                 schedule,
                 |_| {},
-                |t, r, col, v0, v1| {
-                    *c.add((t.m0 + r) * n + t.n0 + col).cast::<u32>() = pack_bf16x2(v0, v1);
-                },
+                sm90::Bf16Out { c, ldc: n },
             )
         };
     }
