@@ -9,7 +9,8 @@
 //! `target/nvshmem-kernels/build-times.txt`.
 
 use nvshmem_builder::DeviceLink;
-use nvshmem_builder::nvshmem::{Nvshmem, Query, Version};
+use nvshmem_builder::Version;
+use nvshmem_builder::install::{Installation, Query};
 use std::path::{Path, PathBuf};
 
 /// Every kernel crate of the project, relative to this folder.
@@ -17,6 +18,7 @@ const KERNEL_CRATES: &[&str] = &[
     "tests/kernels/coverage",
     "tests/kernels/runtime",
     "tests/kernels/collectives",
+    "tests/kernels/compute",
     "examples/ring/kernel",
     "examples/allreduce/kernel",
     "examples/ag_gemm/kernel",
@@ -85,13 +87,13 @@ fn main() {
     if let Some(v) = version {
         primary_query = primary_query.version(v);
     }
-    let primary = Nvshmem::find(&primary_query).ok().map(|nv| nv.version);
+    let primary = Installation::find(&primary_query).ok().map(|nv| nv.version);
     let other = OTHER_VERSIONS
         .iter()
         .map(|v| v.parse::<Version>().expect("a version"))
         .find(|v| primary.is_some_and(|p| p != *v));
-    let other_installed =
-        other.filter(|v| Nvshmem::find(&Query::default().version(*v).project_dir(&root)).is_ok());
+    let other_installed = other
+        .filter(|v| Installation::find(&Query::default().version(*v).project_dir(&root)).is_ok());
     let mut jobs: Vec<(&str, Option<Version>, bool)> =
         KERNEL_CRATES.iter().map(|k| (*k, version, false)).collect();
     jobs.extend(HOPPER_CRATES.iter().map(|k| (*k, version, true)));

@@ -1,7 +1,7 @@
 //! Bakes the NVSHMEM host library found at build time into the crate, as the
 //! run-time fallback after `NVSHMEM_HOME` (see `src/library.rs`).
 
-use nvshmem_builder::nvshmem::{Nvshmem, Query};
+use nvshmem_types::install::{Installation, Query};
 use std::path::PathBuf;
 
 fn main() {
@@ -17,7 +17,7 @@ fn main() {
             break;
         }
     }
-    let found = Nvshmem::find(&Query::default().project_dir(&manifest_dir)).ok();
+    let found = Installation::find(&Query::default().project_dir(&manifest_dir)).ok();
     let (library, version) = match &found {
         Some(nv) => (
             nv.host_library().display().to_string(),

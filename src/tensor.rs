@@ -4,7 +4,7 @@
 //! `examples/tc_gemm/tiles`), their TMA tensor maps, and the persistent-grid
 //! size that keeps every PE's blocks co-resident.
 
-use nvshmem_device::half::bf16;
+use half::bf16;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::tensor_map::{self, TensorMap, TmaSwizzle};
 use nvshmem_host::{DevicePtr, Kernel, Nvshmem, SymBuffer};

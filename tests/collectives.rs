@@ -36,6 +36,12 @@ struct OnTeam<'a> {
 }
 
 impl OnTeam<'_> {
+    /// The handle for a kernel's arguments. Only members launch (see `run`),
+    /// so the world handle on other PEs is never used.
+    fn handle(&self) -> DeviceTeam {
+        self.device.unwrap_or(DeviceTeam::WORLD)
+    }
+
     /// This PE's number in the team.
     fn rank(&self, me: u32) -> usize {
         self.members.iter().position(|&m| m == me).unwrap()
@@ -215,7 +221,7 @@ fn broadcast_case<T: Elem>(
         let root = t.members.len() as u32 - 1;
         let src = nv.alloc_from(&input::<T>(me, n))?;
         let dst = nv.alloc_zeroed::<T>(n)?;
-        let team = t.device.unwrap_or(DeviceTeam::INVALID);
+        let team = t.handle();
         let args = (team, dst.sym_ptr(), src.sym_ptr(), n as u64, root, scope);
         run(nv, m, kernel, t.device.is_some(), args)?;
         if t.device.is_some() {
@@ -248,13 +254,7 @@ fn fcollect_case<T: Elem>(
             m,
             kernel,
             t.device.is_some(),
-            (
-                t.device.unwrap_or(DeviceTeam::INVALID),
-                dst.sym_ptr(),
-                src.sym_ptr(),
-                n as u64,
-                k as u32,
-            ),
+            (t.handle(), dst.sym_ptr(), src.sym_ptr(), n as u64, k as u32),
         )?;
         if t.device.is_some() {
             let want: Vec<T> = t.members.iter().flat_map(|&p| input::<T>(p, n)).collect();
@@ -288,13 +288,7 @@ fn alltoall_case<T: Elem>(
             m,
             kernel,
             t.device.is_some(),
-            (
-                t.device.unwrap_or(DeviceTeam::INVALID),
-                dst.sym_ptr(),
-                src.sym_ptr(),
-                n as u64,
-                k as u32,
-            ),
+            (t.handle(), dst.sym_ptr(), src.sym_ptr(), n as u64, k as u32),
         )?;
         if t.device.is_some() {
             let r = t.rank(me);
@@ -338,13 +332,7 @@ fn reduce_case<T: Elem>(
             m,
             kernel,
             t.device.is_some(),
-            (
-                t.device.unwrap_or(DeviceTeam::INVALID),
-                dst.sym_ptr(),
-                src.sym_ptr(),
-                n as u64,
-                k as u32,
-            ),
+            (t.handle(), dst.sym_ptr(), src.sym_ptr(), n as u64, k as u32),
         )?;
         if t.device.is_some() {
             let base = if scatter { t.rank(me) * n } else { 0 };
@@ -430,13 +418,7 @@ fn team_barriers(pe: &mut HarnessPe) -> TestResult {
                 m,
                 "team_barrier_count",
                 t.device.is_some(),
-                (
-                    t.device.unwrap_or(DeviceTeam::INVALID),
-                    counter.sym_ptr(),
-                    out.device_ptr(),
-                    3u32,
-                    mode,
-                ),
+                (t.handle(), counter.sym_ptr(), out.device_ptr(), 3u32, mode),
             )?;
             if t.device.is_some() {
                 let names = [
@@ -511,7 +493,7 @@ fn pods(pe: &mut HarnessPe) -> TestResult {
                     "pods_u8x3",
                     t.device.is_some(),
                     (
-                        t.device.unwrap_or(DeviceTeam::INVALID),
+                        t.handle(),
                         dst.sym_ptr(),
                         src.sym_ptr(),
                         n as u64,

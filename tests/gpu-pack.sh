@@ -17,7 +17,7 @@ tests=$(cargo test --release --workspace --no-run --message-format=json 2>/dev/n
 for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"] \
-       and m["target"]["name"] in ("gpu", "collectives", "tensor", "bench_check"):
+       and m["target"]["name"] in ("gpu", "collectives", "compute", "tensor", "bench_check"):
         print(m["target"]["name"], m["executable"])')
 rm -rf .gpu && mkdir -p .gpu/bin
 while read -r name exe; do objcopy --strip-debug "$exe" ".gpu/bin/test-$name"; done <<< "$tests"

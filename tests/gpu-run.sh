@@ -4,7 +4,7 @@
 # more PEs than GPUs), the benchmark's correctness check, the examples, and the
 # runtime's own costs. Logs go to $OUT (default /tmp/gpu-out); a table last.
 #
-#   bash tests/gpu-run.sh [STEP...]     # steps: info tests tensor collectives bench gemm examples costs separate (default: all)
+#   bash tests/gpu-run.sh [STEP...]     # steps: info tests compute tensor collectives bench gemm examples costs separate (default: all)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pack=${PACK:-$root/.gpu}
@@ -28,7 +28,7 @@ version=$(sed -n 's/^#define NVSHMEM_VENDOR_MAJOR_VERSION \([0-9]*\).*/\1/p; s/^
 export NVSHMEM_RS_PTX_DIR=$pack/ptx/nvshmem-${version:-3.4.5}/sm_90
 export NVSHMEM_RS_REQUIRE_GPU=1
 bin=$pack/bin
-steps=${*:-info tests tensor collectives bench gemm examples costs separate}
+steps=${*:-info tests compute tensor collectives bench gemm examples costs separate}
 table=()
 record() { table+=("$(printf '%-34s %s' "$1" "$2")"); }
 run() { # name, command...
@@ -59,6 +59,9 @@ for step in $steps; do case $step in
     start_mps
     run gpu-mps env NVSHMEM_RS_TEST_REPORT="$out/gpu-mps.json" "$bin/test-gpu"
     stop_mps ;;
+  compute)
+    # The compute primitives (warp, shared memory, atomics, math): 1 PE, no MPS.
+    run compute env NVSHMEM_RS_TEST_REPORT="$out/compute.json" "$bin/test-compute" ;;
   tensor)
     # The tensor-core primitives and GEMMs (1 PE, sm_90a kernels from the pack's sm_90a folder).
     run tensor env NVSHMEM_RS_TEST_REPORT="$out/tensor.json" "$bin/test-tensor" ;;

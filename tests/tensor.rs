@@ -7,7 +7,7 @@
 //! Without a GPU every test prints `SKIPPED`; `NVSHMEM_RS_REQUIRE_GPU=1`
 //! makes that a failure.
 
-use nvshmem_device::half::{bf16, f16};
+use half::{bf16, f16};
 use nvshmem_device::mma::{FragA, FragB, M16N8K16};
 use nvshmem_host::harness::{self, GpuTest, Pe, TestResult, check_eq, ensure};
 use nvshmem_host::tensor_map::{self, TensorMap, TmaSwizzle, swizzle128_offset};

@@ -19,7 +19,7 @@
 
 use crate::{Record, median};
 use cudarc::cublas::{result as blas, sys as blas_sys};
-use nvshmem_device::half::bf16;
+use half::bf16;
 use nvshmem_host::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::tensor_map::TensorMap;

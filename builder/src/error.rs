@@ -12,58 +12,29 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// No NVSHMEM installation was found.
+    /// NVSHMEM was not found, or the installation named is not usable.
+    #[error(transparent)]
+    Nvshmem(#[from] nvshmem_types::install::FindError),
+
+    /// The NVSHMEM version asked for is not one this library supports.
     #[error(
-        "NVSHMEM{} was not found. Searched:\n{}\nFix: run `./x setup` in this repository, or \
-         `pip install nvidia-nvshmem-cu13=={}`, or set NVSHMEM_HOME to the folder that holds \
-         NVSHMEM's include/ and lib/",
-        wanted.as_ref().map(|v| format!(" {v}")).unwrap_or_default(),
-        list_paths(searched),
-        wanted.as_ref().map(|v| v.to_string()).unwrap_or_else(|| crate::nvshmem::DEFAULT_VERSION.to_string())
+        "NVSHMEM {version} is not supported: this library supports {}. Fix: choose one of those \
+         (`Builder::nvshmem_version`, or NVSHMEM_RS_NVSHMEM_VERSION)",
+        nvshmem_types::SupportedVersions
     )]
-    NvshmemNotFound {
-        /// The version asked for, if any.
-        wanted: Option<crate::nvshmem::Version>,
-        /// Every folder looked at, in search order.
-        searched: Vec<PathBuf>,
+    UnsupportedVersion {
+        /// The version asked for.
+        version: nvshmem_types::Version,
     },
 
-    /// A folder named explicitly (NVSHMEM_HOME or `nvshmem_home`) is not an NVSHMEM install.
+    /// The architecture string is malformed or not supported.
     #[error(
-        "{} is not an NVSHMEM installation: {reason}. Fix: point NVSHMEM_HOME at the folder that \
-         holds include/non_abi/nvshmem_version.h and lib/ (for a pip install: \
-         .../site-packages/nvidia/nvshmem)",
-        path.display()
-    )]
-    NvshmemHomeInvalid {
-        /// The folder.
-        path: PathBuf,
-        /// What is missing.
-        reason: String,
-    },
-
-    /// The architecture string is malformed.
-    #[error(
-        "invalid GPU architecture `{arch}`: write it as `sm_` and the compute capability, such as `sm_90` or `sm_80`"
+        "invalid GPU architecture `{arch}`: {}. Write it as `sm_` and the compute capability, such as `sm_90` or `sm_80`",
+        nvshmem_types::ParseArchError
     )]
     InvalidArch {
         /// What was given.
         arch: String,
-    },
-
-    /// This NVSHMEM has no device bitcode for the architecture.
-    #[error(
-        "NVSHMEM {version} has no device bitcode for {arch} (it ships: {}). Fix: choose one of \
-         those architectures, or use an NVSHMEM version that supports {arch}",
-        available.join(", ")
-    )]
-    NoBitcodeForArch {
-        /// The architecture asked for.
-        arch: String,
-        /// The NVSHMEM version.
-        version: crate::nvshmem::Version,
-        /// The architectures it has bitcode for (`any` for one generic file).
-        available: Vec<String>,
     },
 
     /// The Rust toolchain is not a nightly.
@@ -155,7 +126,28 @@ pub enum Error {
         /// The undefined functions.
         symbols: Vec<String>,
         /// The NVSHMEM version linked.
-        version: crate::nvshmem::Version,
+        version: nvshmem_types::Version,
+    },
+
+    /// The kernels call libdevice math functions (`__nv_*`), and no
+    /// `libdevice.10.bc` was found.
+    #[error(
+        "the kernels call libdevice's {} (through nvshmem_device::math), but libdevice.10.bc was \
+         not found. Fix: run `./x setup` (it fetches the nvidia-nvvm wheel into .deps/), or \
+         `pip install nvidia-nvvm==13.0.*` and set NVSHMEM_RS_LIBDEVICE to its \
+         nvidia/cu13/nvvm/libdevice/libdevice.10.bc, or set CUDA_HOME",
+        symbols.join(", ")
+    )]
+    LibdeviceNotFound {
+        /// The `__nv_*` functions the module needs.
+        symbols: Vec<String>,
+    },
+
+    /// A `static_shared!` global cannot be placed in shared memory.
+    #[error("{reason}")]
+    SharedMemory {
+        /// What is wrong with it.
+        reason: String,
     },
 
     /// An external tool failed.
@@ -188,17 +180,6 @@ pub enum Error {
         /// The OS error.
         source: std::io::Error,
     },
-}
-
-fn list_paths(paths: &[PathBuf]) -> String {
-    if paths.is_empty() {
-        return "  (nothing)".into();
-    }
-    paths
-        .iter()
-        .map(|p| format!("  {}", p.display()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Shorthand for the builder's results.

@@ -131,6 +131,7 @@ mod tests {
             spill_stores: None,
             spill_loads: None,
             stack_frame: None,
+            static_shared_bytes: None,
         };
         let m = Manifest {
             format: 1,

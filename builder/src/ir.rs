@@ -455,9 +455,9 @@ pub(crate) fn reachable<'a>(
     seen
 }
 
-/// Registers and stack per kernel after linking, from `nvlink -v`: with
-/// separate compilation these cover everything the kernel calls.
-pub(crate) fn nvlink_figures(stderr: &str) -> BTreeMap<String, (u32, u32)> {
+/// Registers, stack and static shared memory per kernel after linking, from
+/// `nvlink -v`: with separate compilation these cover everything the kernel calls.
+pub(crate) fn nvlink_figures(stderr: &str) -> BTreeMap<String, (u32, u32, u32)> {
     let mut out = BTreeMap::new();
     let mut current: Option<String> = None;
     for line in stderr.lines() {
@@ -474,7 +474,12 @@ pub(crate) fn nvlink_figures(stderr: &str) -> BTreeMap<String, (u32, u32)> {
             words.get(i.checked_sub(1)?)?.parse::<u32>().ok()
         };
         if let (Some(registers), Some(stack)) = (before("registers"), before("stack")) {
-            out.insert(name, (registers, stack));
+            let shared = words
+                .windows(3)
+                .find(|w| w[1] == "bytes" && w[2] == "smem")
+                .and_then(|w| w[0].parse().ok())
+                .unwrap_or(0);
+            out.insert(name, (registers, stack, shared));
         }
     }
     out
@@ -487,6 +492,8 @@ pub(crate) struct PtxasFigures {
     pub stack_frame: u32,
     pub spill_stores: u32,
     pub spill_loads: u32,
+    /// Bytes of static shared memory (`N bytes smem`).
+    pub shared_bytes: u32,
 }
 
 pub(crate) fn ptxas_figures(stderr: &str) -> BTreeMap<String, PtxasFigures> {
@@ -524,6 +531,9 @@ pub(crate) fn ptxas_figures(stderr: &str) -> BTreeMap<String, PtxasFigures> {
         }
         if let Some(v) = number_before(line, "bytes spill loads") {
             fig.spill_loads = v;
+        }
+        if let Some(v) = number_before(line, "bytes smem") {
+            fig.shared_bytes = v;
         }
     }
     out
@@ -674,7 +684,7 @@ attributes #1 = { nounwind "target-cpu"="sm_90" "target-features"="+ptx78,+sm_90
     fn parses_ptxas_verbose_output() {
         let err = "ptxas info    : 0 bytes gmem\nptxas info    : Compiling entry function 'ring' for 'sm_90'\n\
             ptxas info    : Function properties for ring\n    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n\
-            ptxas info    : Used 24 registers, used 0 barriers, 380 bytes cmem[0]\n";
+            ptxas info    : Used 24 registers, used 1 barriers, 1024 bytes smem, 380 bytes cmem[0]\n";
         let f = ptxas_figures(err);
         assert_eq!(
             f["ring"],
@@ -682,7 +692,8 @@ attributes #1 = { nounwind "target-cpu"="sm_90" "target-features"="+ptx78,+sm_90
                 registers: 24,
                 stack_frame: 8,
                 spill_stores: 4,
-                spill_loads: 4
+                spill_loads: 4,
+                shared_bytes: 1024,
             }
         );
     }
@@ -766,11 +777,14 @@ attributes #1 = { nounwind "target-cpu"="sm_90" "target-features"="+ptx78,+sm_90
             nvlink info    : used 187 registers, used 1 barriers, 200 stack, 0 bytes smem, 560 bytes cmem[0], 0 bytes lmem\n\
             nvlink info    : Function properties for 'barriers':\n\
             nvlink info    : Function properties for 'k2':\n\
-            nvlink info    : used 40 registers, used 0 barriers, 0 stack, 0 bytes smem\n";
+            nvlink info    : used 40 registers, used 0 barriers, 0 stack, 0 bytes smem\n\
+            nvlink info    : Function properties for 'tile':\n\
+            nvlink info    : used 30 registers, used 1 barriers, 0 stack, 4096 bytes smem\n";
         let f = nvlink_figures(err);
-        assert_eq!(f.len(), 2, "{f:?}");
-        assert_eq!(f["rma_f32"], (187, 200));
-        assert_eq!(f["k2"], (40, 0));
+        assert_eq!(f.len(), 3, "{f:?}");
+        assert_eq!(f["tile"], (30, 0, 4096));
+        assert_eq!(f["rma_f32"], (187, 200, 0));
+        assert_eq!(f["k2"], (40, 0, 0));
     }
 
     #[test]

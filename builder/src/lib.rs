@@ -17,10 +17,14 @@
 //!    kernel crate, in its own target folder and with the outer build's
 //!    environment filtered out;
 //! 2. `llvm-link`: the kernel crate's bitcode, then `--only-needed` its
-//!    dependencies' (core included) and NVSHMEM's `libnvshmem_device*.bc`;
+//!    dependencies' (core included) and NVSHMEM's `libnvshmem_device*.bc`,
+//!    then, when the kernels call `nvshmem_device::math`, libdevice
+//!    (`libdevice.10.bc`); `static_shared!` statics and the dynamic shared
+//!    memory array are moved to PTX shared memory (`addrspace(3)`);
 //! 3. every function retargeted to the chosen arch and PTX ISA (at least what
 //!    NVSHMEM's own functions ask for), then `opt`: internalize everything but
-//!    the kernels and NVSHMEM's two state globals, O3, global DCE;
+//!    the kernels and NVSHMEM's two state globals, O3 (with NVVM reflection
+//!    resolved for the arch), global DCE;
 //! 4. `llc -O3 -mcpu=<arch>`;
 //! 5. no `.extern .func` may remain but ptxas' own (`vprintf`, `__assertfail`,
 //!    `malloc`, `free`);
@@ -34,8 +38,6 @@
 #![warn(missing_docs)]
 
 mod error;
-pub mod manifest;
-pub mod nvshmem;
 #[cfg(feature = "build")]
 pub mod toolchain;
 
@@ -44,10 +46,15 @@ mod header;
 #[cfg(feature = "build")]
 mod ir;
 #[cfg(feature = "build")]
+mod libdevice;
+#[cfg(feature = "build")]
 mod pipeline;
+#[cfg(feature = "build")]
+mod shared_memory;
 #[cfg(feature = "build")]
 mod signature;
 
 pub use error::{Error, Result};
+pub use nvshmem_types::{Arch, SUPPORTED_ARCHS, SUPPORTED_VERSIONS, Version, install, manifest};
 #[cfg(feature = "build")]
 pub use pipeline::{AUTO_SEPARATE_ABOVE_LINES, BuildOutput, Builder, CheckOutput, DeviceLink};

@@ -2,9 +2,10 @@
 
 use crate::error::{Error, Result, io_err};
 use crate::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
-use crate::nvshmem::{Nvshmem, Query, Version, sm_number};
 use crate::toolchain::Toolchain;
 use crate::{header, ir, signature};
+use nvshmem_types::install::{Installation, Query};
+use nvshmem_types::{Arch, Version};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -113,7 +114,7 @@ pub struct CheckOutput {
     /// Every kernel, and whether it needs a collective launch.
     pub kernels: std::collections::BTreeMap<String, bool>,
     /// The NVSHMEM installation linked against.
-    pub nvshmem: Nvshmem,
+    pub nvshmem: Installation,
     /// Wall time of each step, in order.
     pub timings: Vec<(&'static str, Duration)>,
 }
@@ -135,7 +136,7 @@ impl Laps {
 
 /// A kernel crate compiled to nvptx64 rlibs, with its work folder locked.
 struct Compiled {
-    nv: Nvshmem,
+    nv: Installation,
     bitcode: PathBuf,
     tc: Toolchain,
     tools: Tools,
@@ -172,8 +173,35 @@ impl Compiled {
             c.arg(&linked_bc).arg("-o").arg(&linked_ll);
         })?;
         let ll = std::fs::read_to_string(&linked_ll).map_err(io_err(&linked_ll))?;
+        let ll = self.link_libdevice(ll, &linked_bc)?;
         timings.lap("llvm-link");
         Ok(ll)
+    }
+
+    /// When the module calls libdevice (`__nv_*`), links it in
+    /// `--only-needed` and returns the new module's text.
+    fn link_libdevice(&self, ll: String, linked_bc: &Path) -> Result<String> {
+        let needed = crate::libdevice::needed(&ll);
+        if needed.is_empty() {
+            return Ok(ll);
+        }
+        let crate_dir = self.meta.manifest_path.parent().unwrap_or(Path::new("."));
+        let libdevice = crate::libdevice::find(crate_dir)
+            .ok_or(Error::LibdeviceNotFound { symbols: needed })?;
+        let (tools, work) = (&self.tools, &self.work);
+        let with_bc = work.join("linked-libdevice.bc");
+        tools.run("llvm-link", &tools.llvm_link, |c| {
+            c.arg(linked_bc)
+                .arg("--only-needed")
+                .arg(&libdevice)
+                .arg("-o")
+                .arg(&with_bc);
+        })?;
+        let with_ll = work.join("linked-libdevice.ll");
+        tools.run("llvm-dis", &tools.llvm_dis, |c| {
+            c.arg(&with_bc).arg("-o").arg(&with_ll);
+        })?;
+        std::fs::read_to_string(&with_ll).map_err(io_err(&with_ll))
     }
 }
 
@@ -191,7 +219,7 @@ pub struct BuildOutput {
     /// The manifest's contents.
     pub manifest: Manifest,
     /// The NVSHMEM installation linked against.
-    pub nvshmem: Nvshmem,
+    pub nvshmem: Installation,
     /// Source files the build depended on (for `cargo:rerun-if-changed`).
     pub sources: Vec<PathBuf>,
     /// Wall time of each step, in order.
@@ -200,7 +228,7 @@ pub struct BuildOutput {
 
 impl Builder {
     /// A builder for the kernel crate in `crate_dir` (the folder with its `Cargo.toml`).
-    /// Defaults: `sm_90`, NVSHMEM found by [`Nvshmem::find`] from that folder.
+    /// Defaults: `sm_90`, NVSHMEM found by [`Installation::find`] from that folder.
     pub fn new(crate_dir: impl Into<PathBuf>) -> Self {
         Builder {
             crate_dir: crate_dir.into(),
@@ -222,7 +250,7 @@ impl Builder {
         self
     }
 
-    /// Link against this NVSHMEM version (it must be installed where [`Nvshmem::find`] looks).
+    /// Link against this NVSHMEM version (it must be installed where [`Installation::find`] looks).
     pub fn nvshmem_version(mut self, version: Version) -> Self {
         self.query = self.query.version(version);
         self
@@ -317,9 +345,16 @@ impl Builder {
             });
         }
         let arch = self.arch.as_str();
-        sm_number(arch).ok_or_else(|| Error::InvalidArch { arch: arch.into() })?;
-        let nv = Nvshmem::find(&self.query.clone().project_dir(crate_dir))?;
-        let bitcode = nv.device_bitcode(arch)?;
+        let parsed: Arch = arch
+            .parse()
+            .map_err(|_| Error::InvalidArch { arch: arch.into() })?;
+        if let Some(version) = self.query.wanted()
+            && version.info().is_none()
+        {
+            return Err(Error::UnsupportedVersion { version });
+        }
+        let nv = Installation::find(&self.query.clone().project_dir(crate_dir))?;
+        let bitcode = nv.device_bitcode(parsed)?;
         let tc = Toolchain::detect(crate_dir)?;
         let tools = Tools::new(&tc, self.llvm_tools_dir.as_deref())?;
         check_producer(&bitcode, &tools)?;
@@ -343,14 +378,7 @@ impl Builder {
         lock.lock().map_err(io_err(&lock_path))?;
 
         let mut features = self.features.clone();
-        if meta.depends_on_device
-            && nv.version
-                >= (Version {
-                    major: 3,
-                    minor: 8,
-                    patch: 0,
-                })
-        {
+        if meta.depends_on_device && nv.version >= Version::new(3, 8, 0) {
             features.push("nvshmem-device/nvshmem-3-8".into());
         }
         let rlibs = cargo_build(&tc, crate_dir, &target_dir, &meta, &features)?;
@@ -392,9 +420,12 @@ impl Builder {
                 crate_name: c.meta.name.clone(),
             });
         }
+        // NVVM reflection is resolved by `opt`, which `check` does not run.
+        let reflect = [crate::libdevice::REFLECT_ALIAS, "__nvvm_reflect"];
         let unresolved: Vec<String> = ir::declared_functions(&ll)
             .into_iter()
             .filter(|f| !f.starts_with("llvm.") && !PTXAS_BUILTINS.contains(&f.as_str()))
+            .filter(|f| !reflect.contains(&f.as_str()))
             .collect();
         if !unresolved.is_empty() {
             return Err(Error::UnresolvedExterns {
@@ -426,7 +457,10 @@ impl Builder {
             ..
         } = &c;
         let arch = self.arch.as_str();
-        let sm = sm_number(arch).ok_or_else(|| Error::InvalidArch { arch: arch.into() })?;
+        let sm = arch
+            .parse::<Arch>()
+            .map_err(|_| Error::InvalidArch { arch: arch.into() })?
+            .number();
 
         // Everything below is a pure function of these inputs: when none
         // changed since the last build, reuse its outputs instead of re-running
@@ -461,6 +495,9 @@ impl Builder {
         let _ = std::fs::remove_file(&key_path);
 
         let ll = c.link(&mut timings)?;
+        let ll =
+            crate::shared_memory::lower(&ll).map_err(|reason| Error::SharedMemory { reason })?;
+        let ll = crate::libdevice::unhide_reflect(&ll);
 
         let funcs = ir::functions(&ll);
         let collective = ir::collective_kernels(&funcs);
@@ -484,6 +521,9 @@ impl Builder {
                 "--internalize-public-api-list={}",
                 public.join(",")
             ))
+            // -mcpu: NVPTX's own passes run, NVVMReflect among them
+            // (`__nvvm_reflect("__CUDA_ARCH")` becomes the arch's number).
+            .arg(format!("-mcpu={arch}"))
             .arg("-passes=internalize,default<O3>,globaldce")
             .arg(&retargeted)
             .arg("-o")
@@ -597,6 +637,7 @@ impl Builder {
                     spill_stores: fig.map(|f| f.spill_stores),
                     spill_loads: fig.map(|f| f.spill_loads),
                     stack_frame: fig.map(|f| f.stack_frame),
+                    static_shared_bytes: fig.map(|f| f.shared_bytes),
                 }
             })
             .collect();
@@ -705,9 +746,10 @@ impl Builder {
                         fig.spill_loads += p.spill_loads;
                     }
                 }
-                let (registers, stack) = linked.get(name).copied().unwrap_or_default();
+                let (registers, stack, shared) = linked.get(name).copied().unwrap_or_default();
                 fig.registers = registers;
                 fig.stack_frame = stack;
+                fig.shared_bytes = shared;
                 (name.clone(), fig)
             })
             .collect();
@@ -748,6 +790,9 @@ impl Builder {
             }
         }
         key += &file_identity(bitcode)?;
+        if let Some(libdevice) = crate::libdevice::find(&self.crate_dir) {
+            key += &file_identity(&libdevice)?;
+        }
         // Cargo reports dependencies in a varying order: sort them (the
         // kernel crate's rlib, last, stays last).
         let (kernel, deps) = rlibs
@@ -807,7 +852,7 @@ fn reuse_outputs(
     key: &str,
     out_dir: &Path,
     crate_name: &str,
-    nv: &Nvshmem,
+    nv: &Installation,
 ) -> Option<BuildOutput> {
     let stored = std::fs::read_to_string(key_path).ok()?;
     let outputs = stored.strip_prefix(key)?;
@@ -1172,6 +1217,10 @@ fn cargo_build(
     .arg(&meta.manifest_path)
     .arg("--target-dir")
     .arg(target_dir)
+    // Kernels abort on panic and carry no debug info, whatever the profile
+    // of the workspace they may be a member of says.
+    .env("CARGO_PROFILE_RELEASE_PANIC", "abort")
+    .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
     .env("CARGO_TERM_COLOR", "never")
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());

@@ -12,7 +12,7 @@ pub(crate) struct SourceKernel {
     pub params: Vec<(String, String, String)>,
 }
 
-/// Every `extern "ptx-kernel" fn` in the `.rs` files under `src`.
+/// Every `#[kernel]` or `extern "ptx-kernel"` fn in the `.rs` files under `src`.
 /// Files that do not parse are skipped: rustc has already accepted the crate,
 /// so this only happens for macro-heavy code, whose kernels fall back to PTX types.
 pub(crate) fn kernels_in(src: &Path) -> Vec<SourceKernel> {
@@ -54,7 +54,13 @@ impl<'ast> Visit<'ast> for KernelVisitor {
             .abi
             .as_ref()
             .and_then(|a| a.name.as_ref())
-            .is_some_and(|n| n.value() == "ptx-kernel");
+            .is_some_and(|n| n.value() == "ptx-kernel")
+            || f.attrs.iter().any(|a| {
+                a.path()
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "kernel")
+            });
         if is_kernel {
             let params = f
                 .sig

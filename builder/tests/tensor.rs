@@ -8,7 +8,8 @@
 //! failure with `NVSHMEM_RS_REQUIRE_ALL=1`).
 
 use nvshmem_builder::Builder;
-use nvshmem_builder::nvshmem::{Nvshmem, Query, Version};
+use nvshmem_builder::Version;
+use nvshmem_builder::install::{Installation, Query};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -25,7 +26,7 @@ fn root() -> PathBuf {
 
 fn installed(version: &str) -> Option<Version> {
     let v: Version = version.parse().unwrap();
-    match Nvshmem::find(&Query::default().version(v).project_dir(root())) {
+    match Installation::find(&Query::default().version(v).project_dir(root())) {
         Ok(_) => Some(v),
         Err(e) => {
             skip(&format!(

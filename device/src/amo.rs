@@ -110,88 +110,88 @@ pub trait BitwiseAmoElement: StandardAmoElement {
 }
 
 macro_rules! impl_amo {
-    ($($t:ty => $n:ident),* $(,)?) => {$(
+    ($($t:ty => $n:ident),* $(,)?) => { pastey::paste! {$(
         impl AmoElement for $t {
             const AMO_NAME: &'static str = stringify!($n);
             #[inline(always)]
             unsafe fn __fetch(source: *const Self, pe: c_int) -> Self {
-                unsafe { ffi::${concat(nvshmem_, $n, _atomic_fetch)}(source, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_fetch>](source, pe) }
             }
             #[inline(always)]
             unsafe fn __set(dest: *mut Self, value: Self, pe: c_int) {
-                unsafe { ffi::${concat(nvshmem_, $n, _atomic_set)}(dest, value, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_set>](dest, value, pe) }
             }
             #[inline(always)]
             unsafe fn __swap(dest: *mut Self, value: Self, pe: c_int) -> Self {
-                unsafe { ffi::${concat(nvshmem_, $n, _atomic_swap)}(dest, value, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_swap>](dest, value, pe) }
             }
         }
-    )*};
+    )*} };
 }
 
 // `$n`: the type's canonical name (compare_swap); `$add`: the name NVSHMEM's
 // device code has add/inc for (the same C type).
 macro_rules! impl_standard_amo {
-    ($($t:ty => $n:ident, $add:ident);* $(;)?) => {$(
+    ($($t:ty => $n:ident, $add:ident);* $(;)?) => { pastey::paste! {$(
         impl AddAmoElement for $t {
             const ADD_NAME: &'static str = stringify!($add);
             #[inline(always)]
             unsafe fn __add(dest: *mut Self, value: Self, pe: c_int) {
-                unsafe { ffi::${concat(nvshmem_, $add, _atomic_add)}(dest.cast(), value as _, pe) }
+                unsafe { ffi::[<nvshmem_ $add _atomic_add>](dest.cast(), value as _, pe) }
             }
         }
         impl FetchAddAmoElement for $t {
             #[inline(always)]
             unsafe fn __fetch_add(dest: *mut Self, value: Self, pe: c_int) -> Self {
-                unsafe { ffi::${concat(nvshmem_, $add, _atomic_fetch_add)}(dest.cast(), value as _, pe) as Self }
+                unsafe { ffi::[<nvshmem_ $add _atomic_fetch_add>](dest.cast(), value as _, pe) as Self }
             }
         }
         impl StandardAmoElement for $t {
             #[inline(always)]
             unsafe fn __compare_swap(dest: *mut Self, cond: Self, value: Self, pe: c_int) -> Self {
-                unsafe { ffi::${concat(nvshmem_, $n, _atomic_compare_swap)}(dest, cond, value, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_compare_swap>](dest, cond, value, pe) }
             }
             #[inline(always)]
             unsafe fn __fetch_inc(dest: *mut Self, pe: c_int) -> Self {
-                unsafe { ffi::${concat(nvshmem_, $add, _atomic_fetch_inc)}(dest.cast(), pe) as Self }
+                unsafe { ffi::[<nvshmem_ $add _atomic_fetch_inc>](dest.cast(), pe) as Self }
             }
             #[inline(always)]
             unsafe fn __inc(dest: *mut Self, pe: c_int) {
-                unsafe { ffi::${concat(nvshmem_, $add, _atomic_inc)}(dest.cast(), pe) }
+                unsafe { ffi::[<nvshmem_ $add _atomic_inc>](dest.cast(), pe) }
             }
         }
-    )*};
+    )*} };
 }
 
 macro_rules! impl_bitwise_amo {
-    ($($t:ty => $n:ident),* $(,)?) => {$(
+    ($($t:ty => $n:ident),* $(,)?) => { pastey::paste! {$(
         impl BitwiseAmoElement for $t {
             #[inline(always)]
             unsafe fn __fetch_and(dest: *mut Self, value: Self, pe: c_int) -> Self {
-                unsafe { ffi::${concat(nvshmem_, $n, _atomic_fetch_and)}(dest, value, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_fetch_and>](dest, value, pe) }
             }
             #[inline(always)]
             unsafe fn __fetch_or(dest: *mut Self, value: Self, pe: c_int) -> Self {
-                unsafe { ffi::${concat(nvshmem_, $n, _atomic_fetch_or)}(dest, value, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_fetch_or>](dest, value, pe) }
             }
             #[inline(always)]
             unsafe fn __fetch_xor(dest: *mut Self, value: Self, pe: c_int) -> Self {
-                unsafe { ffi::${concat(nvshmem_, $n, _atomic_fetch_xor)}(dest, value, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_fetch_xor>](dest, value, pe) }
             }
             #[inline(always)]
             unsafe fn __and(dest: *mut Self, value: Self, pe: c_int) {
-                unsafe { ffi::${concat(nvshmem_, $n, _atomic_and)}(dest, value, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_and>](dest, value, pe) }
             }
             #[inline(always)]
             unsafe fn __or(dest: *mut Self, value: Self, pe: c_int) {
-                unsafe { ffi::${concat(nvshmem_, $n, _atomic_or)}(dest, value, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_or>](dest, value, pe) }
             }
             #[inline(always)]
             unsafe fn __xor(dest: *mut Self, value: Self, pe: c_int) {
-                unsafe { ffi::${concat(nvshmem_, $n, _atomic_xor)}(dest, value, pe) }
+                unsafe { ffi::[<nvshmem_ $n _atomic_xor>](dest, value, pe) }
             }
         }
-    )*};
+    )*} };
 }
 
 impl_amo! {
@@ -214,21 +214,21 @@ impl_bitwise_amo! { i32 => int32, i64 => int64, u32 => uint32, u64 => uint64 }
 // NVSHMEM 3.8's `nvshmemx_{half,float,double}_atomic_{add,fetch_add}`.
 #[cfg(feature = "nvshmem-3-8")]
 macro_rules! impl_float_add {
-    ($($t:ty => $n:ident),* $(,)?) => {$(
+    ($($t:ty => $n:ident),* $(,)?) => { pastey::paste! {$(
         impl AddAmoElement for $t {
             const ADD_NAME: &'static str = stringify!($n);
             #[inline(always)]
             unsafe fn __add(dest: *mut Self, value: Self, pe: c_int) {
-                unsafe { ffi::${concat(nvshmemx_, $n, _atomic_add)}(dest, value, pe) }
+                unsafe { ffi::[<nvshmemx_ $n _atomic_add>](dest, value, pe) }
             }
         }
         impl FetchAddAmoElement for $t {
             #[inline(always)]
             unsafe fn __fetch_add(dest: *mut Self, value: Self, pe: c_int) -> Self {
-                unsafe { ffi::${concat(nvshmemx_, $n, _atomic_fetch_add)}(dest, value, pe) }
+                unsafe { ffi::[<nvshmemx_ $n _atomic_fetch_add>](dest, value, pe) }
             }
         }
-    )*};
+    )*} };
 }
 
 #[cfg(feature = "nvshmem-3-8")]

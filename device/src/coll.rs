@@ -24,82 +24,7 @@ use crate::{Pe, SymPtr, ffi};
 use core::ffi::{c_int, c_void};
 use half::{bf16, f16};
 
-/// An NVSHMEM team (`nvshmem_team_t`): a set of PEs that collectives run over.
-///
-/// The predefined teams are constants; a team the host split
-/// (`nvshmem_host::SplitTeam::device`) comes in as a kernel argument. It is
-/// `#[repr(transparent)]` over NVSHMEM's `int32_t` handle, so it is a valid
-/// kernel parameter. PE numbers passed with a team (a broadcast's root, the
-/// PE given to [`team_translate_pe`]) are numbers *within* that team.
-///
-/// ```
-/// use nvshmem_device::Team;
-/// assert_eq!(Team::WORLD.raw(), 0);
-/// assert!(!Team::INVALID.is_valid());
-/// ```
-#[repr(transparent)]
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct Team(ffi::nvshmem_team_t);
-
-impl Team {
-    /// Every PE (`NVSHMEM_TEAM_WORLD`).
-    ///
-    /// ```
-    /// assert!(nvshmem_device::Team::WORLD.is_valid());
-    /// ```
-    pub const WORLD: Team = Team(0);
-    /// The PEs that share memory with this one (`NVSHMEM_TEAM_SHARED`).
-    ///
-    /// ```
-    /// assert_eq!(nvshmem_device::Team::SHARED.raw(), 1);
-    /// ```
-    pub const SHARED: Team = Team(1);
-    /// The PEs on this node (`NVSHMEMX_TEAM_NODE`).
-    ///
-    /// ```
-    /// assert_eq!(nvshmem_device::Team::NODE.raw(), 2);
-    /// ```
-    pub const NODE: Team = Team(2);
-    /// No team (`NVSHMEM_TEAM_INVALID`): what a split gives the PEs it leaves
-    /// out. Never pass it to a collective.
-    ///
-    /// ```
-    /// assert_eq!(nvshmem_device::Team::INVALID.raw(), -1);
-    /// ```
-    pub const INVALID: Team = Team(-1);
-
-    /// Wraps a raw `nvshmem_team_t`.
-    ///
-    /// # Safety
-    /// `raw` must be a live team of this NVSHMEM job (predefined, or created
-    /// by a split and not destroyed while in use), or `-1`.
-    ///
-    /// ```
-    /// let t = unsafe { nvshmem_device::Team::from_raw(0) };
-    /// assert_eq!(t, nvshmem_device::Team::WORLD);
-    /// ```
-    pub const unsafe fn from_raw(raw: i32) -> Self {
-        Team(raw)
-    }
-
-    /// The raw `nvshmem_team_t`.
-    ///
-    /// ```
-    /// assert_eq!(nvshmem_device::Team::NODE.raw(), 2);
-    /// ```
-    pub const fn raw(self) -> i32 {
-        self.0
-    }
-
-    /// Whether this is a team at all (not [`Team::INVALID`]).
-    ///
-    /// ```
-    /// assert!(nvshmem_device::Team::SHARED.is_valid());
-    /// ```
-    pub const fn is_valid(self) -> bool {
-        self.0 >= 0
-    }
-}
+pub use nvshmem_types::{And, Max, Min, Or, Prod, ReduceOp, ReduceOpKind, Sum, Team, Xor};
 
 /// This PE's number in `team` (`nvshmem_team_my_pe`), or `None` when it is
 /// not a member.
@@ -111,11 +36,11 @@ impl Team {
 #[inline(always)]
 pub fn team_my_pe(team: Team) -> Option<Pe> {
     // SAFETY: a team handle by value; NVSHMEM returns -1 for non-members.
-    let pe = unsafe { ffi::nvshmem_team_my_pe(team.0) };
+    let pe = unsafe { ffi::nvshmem_team_my_pe(team.raw()) };
     (pe >= 0).then(|| Pe::new(pe as u32))
 }
 
-/// The number of PEs in `team` (`nvshmem_team_n_pes`); 0 for [`Team::INVALID`].
+/// The number of PEs in `team` (`nvshmem_team_n_pes`).
 ///
 /// ```no_run
 /// use nvshmem_device::{Team, team_n_pes};
@@ -124,7 +49,7 @@ pub fn team_my_pe(team: Team) -> Option<Pe> {
 #[inline(always)]
 pub fn team_n_pes(team: Team) -> u32 {
     // SAFETY: a team handle by value; NVSHMEM returns -1 for an invalid team.
-    let n = unsafe { ffi::nvshmem_team_n_pes(team.0) };
+    let n = unsafe { ffi::nvshmem_team_n_pes(team.raw()) };
     if n < 0 { 0 } else { n as u32 }
 }
 
@@ -139,7 +64,7 @@ pub fn team_n_pes(team: Team) -> u32 {
 #[inline(always)]
 pub fn team_translate_pe(src: Team, pe: Pe, dest: Team) -> Option<Pe> {
     // SAFETY: handles and a number by value; NVSHMEM returns -1 when unmapped.
-    let out = unsafe { ffi::nvshmem_team_translate_pe(src.0, pe.to_c(), dest.0) };
+    let out = unsafe { ffi::nvshmem_team_translate_pe(src.raw(), pe.to_c(), dest.raw()) };
     (out >= 0).then(|| Pe::new(out as u32))
 }
 
@@ -153,7 +78,7 @@ macro_rules! team_fns {
         #[inline(always)]
         pub fn $name(team: Team) {
             // SAFETY: a team handle by value; a collective over the team.
-            unsafe { ffi::$ffi(team.0) };
+            unsafe { ffi::$ffi(team.raw()) };
         }
     )*};
 }
@@ -201,13 +126,13 @@ pub trait CollectElement: Copy + Sealed {
 
 // `nvshmem_<n><op>` / `nvshmemx_<n><op>_warp` / `nvshmemx_<n><op>_block`.
 macro_rules! scoped_ffi {
-    ($s:expr, $n:ident, $op:ident, $($a:expr),*) => {
+    ($s:expr, $n:ident, $op:ident, $($a:expr),*) => { pastey::paste!(
         match $s {
-            Scope::Thread => ffi::${concat(nvshmem_, $n, $op)}($($a),*),
-            Scope::Warp => ffi::${concat(nvshmemx_, $n, $op, _warp)}($($a),*),
-            Scope::Block => ffi::${concat(nvshmemx_, $n, $op, _block)}($($a),*),
+            Scope::Thread => ffi::[<nvshmem_ $n $op>]($($a),*),
+            Scope::Warp => ffi::[<nvshmemx_ $n $op _warp>]($($a),*),
+            Scope::Block => ffi::[<nvshmemx_ $n $op _block>]($($a),*),
         }
-    };
+    ) };
 }
 
 macro_rules! impl_collect {
@@ -237,102 +162,68 @@ impl_collect! {
     f32 => float, f64 => double, f16 => half, bf16 => bfloat16,
 }
 
-/// A reduction operator (`and`, `or`, `xor`, `min`, `max`, `sum`, `prod`)
-/// that NVSHMEM implements for element type `T`. Only the supported pairs
-/// implement it, so `reduce(And, ..)` over `f32` does not compile:
-///
-/// | Operators | Element types (NVSHMEM's list) |
-/// |---|---|
-/// | [`And`], [`Or`], [`Xor`] | `i8 i16 i32 i64 u8 u16 u32 u64 usize` (`NVSHMEMI_REPT_FOR_BITWISE_REDUCE_TYPES`) |
-/// | [`Min`], [`Max`] | those and `f32 f64 f16 bf16` (`NVSHMEMI_REPT_FOR_STANDARD_REDUCE_TYPES`) |
-/// | [`Sum`], [`Prod`] | the same (`NVSHMEMI_REPT_FOR_ARITH_REDUCE_TYPES`) |
-///
-/// `isize` has no reduction (NVSHMEM's lists have no `ptrdiff`).
+/// An element type of [`reduce`] and [`reducescatter`]: every type that
+/// some [`ReduceOp`] covers (`isize` has none: NVSHMEM's lists have no
+/// `ptrdiff`). Which operators a type takes is [`ReduceOp`]'s table.
 ///
 /// ```
-/// use nvshmem_device::{ReduceOp, Sum, Xor};
-/// assert_eq!(<Sum as ReduceOp<f32>>::NAME, "float_sum");
-/// assert_eq!(<Xor as ReduceOp<u64>>::NAME, "uint64_xor");
+/// fn reducible<T: nvshmem_device::ReduceElement>() {}
+/// reducible::<nvshmem_device::half::bf16>();
 /// ```
-pub trait ReduceOp<T>: Copy + Sealed {
-    /// `TYPE_OP` in NVSHMEM's function names (`float_sum` in `nvshmem_float_sum_reduce`).
-    const NAME: &'static str;
+pub trait ReduceElement: Copy + Sealed {
     #[doc(hidden)]
-    unsafe fn __reduce(s: Scope, t: i32, d: *mut T, src: *const T, n: usize);
+    unsafe fn __reduce(k: ReduceOpKind, s: Scope, t: i32, d: *mut Self, src: *const Self, n: usize);
     #[doc(hidden)]
-    unsafe fn __reducescatter(s: Scope, t: i32, d: *mut T, src: *const T, n: usize);
+    unsafe fn __reducescatter(
+        k: ReduceOpKind,
+        s: Scope,
+        t: i32,
+        d: *mut Self,
+        src: *const Self,
+        n: usize,
+    );
 }
 
-macro_rules! ops {
-    ($($(#[$doc:meta])* $op:ident;)*) => {$(
-        $(#[$doc])*
-        ///
-        /// ```no_run
-        #[doc = concat!("# use nvshmem_device::*;\nunsafe fn k(d: SymPtr<u32>, s: SymPtr<u32>) {\n    unsafe { reduce(",
-            stringify!($op), ", Team::WORLD, d, s, 4) };\n}")]
-        /// ```
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-        pub struct $op;
-        impl Sealed for $op {}
-    )*};
-}
-
-ops! {
-    /// Bitwise and (`RDXN_OPS_and`).
-    And;
-    /// Bitwise or (`RDXN_OPS_or`).
-    Or;
-    /// Bitwise exclusive or (`RDXN_OPS_xor`).
-    Xor;
-    /// Minimum (`RDXN_OPS_min`).
-    Min;
-    /// Maximum (`RDXN_OPS_max`).
-    Max;
-    /// Sum (`RDXN_OPS_sum`); floating-point sums may differ from a sequential
-    /// sum in the last bits, as the order of additions is NVSHMEM's.
-    Sum;
-    /// Product (`RDXN_OPS_prod`).
-    Prod;
-}
-
-macro_rules! impl_reduce_op {
-    ($op:ident, $o:ident; $($t:ty => $n:ident),* $(,)?) => {$(
-        impl ReduceOp<$t> for $op {
-            const NAME: &'static str = concat!(stringify!($n), "_", stringify!($o));
+// One type's dispatch from the operator kind to NVSHMEM's function. The
+// kind is a constant of the operator type, so only one arm survives
+// inlining; kinds outside the type's list have no `ReduceOp` impl.
+macro_rules! impl_reduce_element {
+    ($ops:tt $($t:ty => $n:ident),* $(,)?) => {$( impl_reduce_element!(@one $ops $t => $n); )*};
+    (@one [$($Op:ident => $o:ident),*] $t:ty => $n:ident) => { pastey::paste! {
+        impl ReduceElement for $t {
             #[inline(always)]
-            unsafe fn __reduce(s: Scope, t: i32, d: *mut $t, src: *const $t, n: usize) {
-                unsafe { scoped_ffi!(s, $n, ${concat(_, $o, _reduce)}, t, d, src, n) };
+            unsafe fn __reduce(k: ReduceOpKind, s: Scope, t: i32, d: *mut $t, src: *const $t, n: usize) {
+                #[allow(unreachable_patterns)]
+                match k {
+                    // SAFETY: the caller's contract.
+                    $( ReduceOpKind::$Op => { unsafe { scoped_ffi!(s, $n, [<_ $o _reduce>], t, d, src, n) }; } )*
+                    _ => unreachable!("no ReduceOp<{}> for {:?}", stringify!($t), k),
+                }
             }
             #[inline(always)]
-            unsafe fn __reducescatter(s: Scope, t: i32, d: *mut $t, src: *const $t, n: usize) {
-                unsafe { scoped_ffi!(s, $n, ${concat(_, $o, _reducescatter)}, t, d, src, n) };
+            unsafe fn __reducescatter(k: ReduceOpKind, s: Scope, t: i32, d: *mut $t, src: *const $t, n: usize) {
+                #[allow(unreachable_patterns)]
+                match k {
+                    // SAFETY: the caller's contract.
+                    $( ReduceOpKind::$Op => { unsafe { scoped_ffi!(s, $n, [<_ $o _reducescatter>], t, d, src, n) }; } )*
+                    _ => unreachable!("no ReduceOp<{}> for {:?}", stringify!($t), k),
+                }
             }
         }
-    )*};
-}
-
-// The Rust element types of each NVSHMEM reduce list, by fixed-width name.
-macro_rules! bitwise_reduce_rust {
-    ($m:ident! $($a:tt)*) => { $m!{ $($a)*
-        i8 => int8, i16 => int16, i32 => int32, i64 => int64,
-        u8 => uint8, u16 => uint16, u32 => uint32, u64 => uint64, usize => size,
-    } };
-}
-macro_rules! standard_reduce_rust {
-    ($m:ident! $($a:tt)*) => { $m!{ $($a)*
-        i8 => int8, i16 => int16, i32 => int32, i64 => int64,
-        u8 => uint8, u16 => uint16, u32 => uint32, u64 => uint64, usize => size,
-        f32 => float, f64 => double, f16 => half, bf16 => bfloat16,
     } };
 }
 
-bitwise_reduce_rust!(impl_reduce_op! And, and;);
-bitwise_reduce_rust!(impl_reduce_op! Or, or;);
-bitwise_reduce_rust!(impl_reduce_op! Xor, xor;);
-standard_reduce_rust!(impl_reduce_op! Min, min;);
-standard_reduce_rust!(impl_reduce_op! Max, max;);
-standard_reduce_rust!(impl_reduce_op! Sum, sum;);
-standard_reduce_rust!(impl_reduce_op! Prod, prod;);
+// NVSHMEMI_REPT_FOR_BITWISE_REDUCE_TYPES take every operator; the floats
+// of NVSHMEMI_REPT_FOR_STANDARD_REDUCE_TYPES the arithmetic ones.
+impl_reduce_element!(
+    [And => and, Or => or, Xor => xor, Min => min, Max => max, Sum => sum, Prod => prod]
+    i8 => int8, i16 => int16, i32 => int32, i64 => int64,
+    u8 => uint8, u16 => uint16, u32 => uint32, u64 => uint64, usize => size,
+);
+impl_reduce_element!(
+    [Min => min, Max => max, Sum => sum, Prod => prod]
+    f32 => float, f64 => double, f16 => half, bf16 => bfloat16,
+);
 
 // Three functions (thread, warp, block scope) from one template; the body
 // sees the scope as `$scope`.
@@ -396,7 +287,7 @@ scoped3! {
         team: Team, dest: SymPtr<T>, source: SymPtr<T>, nelems: usize, root: Pe,
     ) |scope| {
         // SAFETY: the caller's contract.
-        unsafe { T::__broadcast(scope, team.0, dest.as_ptr(), source.as_ptr(), nelems, root.to_c()) }
+        unsafe { T::__broadcast(scope, team.raw(), dest.as_ptr(), source.as_ptr(), nelems, root.to_c()) }
     }
 }
 
@@ -411,7 +302,7 @@ scoped3! {
         team: Team, dest: SymPtr<T>, source: SymPtr<T>, nelems: usize,
     ) |scope| {
         // SAFETY: the caller's contract.
-        unsafe { T::__fcollect(scope, team.0, dest.as_ptr(), source.as_ptr(), nelems) }
+        unsafe { T::__fcollect(scope, team.raw(), dest.as_ptr(), source.as_ptr(), nelems) }
     }
 }
 
@@ -426,19 +317,19 @@ scoped3! {
         team: Team, dest: SymPtr<T>, source: SymPtr<T>, nelems: usize,
     ) |scope| {
         // SAFETY: the caller's contract.
-        unsafe { T::__alltoall(scope, team.0, dest.as_ptr(), source.as_ptr(), nelems) }
+        unsafe { T::__alltoall(scope, team.raw(), dest.as_ptr(), source.as_ptr(), nelems) }
     }
 }
 
 // `nvshmem_<op>mem` / `nvshmemx_<op>mem_warp` / `_block`.
 macro_rules! mem_ffi {
-    ($s:expr, $op:ident, $($a:expr),*) => {
+    ($s:expr, $op:ident, $($a:expr),*) => { pastey::paste!(
         match $s {
-            Scope::Thread => ffi::${concat(nvshmem_, $op)}($($a),*),
-            Scope::Warp => ffi::${concat(nvshmemx_, $op, _warp)}($($a),*),
-            Scope::Block => ffi::${concat(nvshmemx_, $op, _block)}($($a),*),
+            Scope::Thread => ffi::[<nvshmem_ $op>]($($a),*),
+            Scope::Warp => ffi::[<nvshmemx_ $op _warp>]($($a),*),
+            Scope::Block => ffi::[<nvshmemx_ $op _block>]($($a),*),
         }
-    };
+    ) };
 }
 
 const fn bytes<T>(n: usize) -> usize {
@@ -454,7 +345,7 @@ scoped3! {
     ) |scope| {
         let (d, s) = (dest.as_ptr() as *mut c_void, source.as_ptr() as *const c_void);
         // SAFETY: the caller's contract.
-        unsafe { mem_ffi!(scope, broadcastmem, team.0, d, s, bytes::<T>(nelems), root.to_c()) };
+        unsafe { mem_ffi!(scope, broadcastmem, team.raw(), d, s, bytes::<T>(nelems), root.to_c()) };
     }
 }
 
@@ -467,7 +358,7 @@ scoped3! {
     ) |scope| {
         let (d, s) = (dest.as_ptr() as *mut c_void, source.as_ptr() as *const c_void);
         // SAFETY: the caller's contract.
-        unsafe { mem_ffi!(scope, fcollectmem, team.0, d, s, bytes::<T>(nelems)) };
+        unsafe { mem_ffi!(scope, fcollectmem, team.raw(), d, s, bytes::<T>(nelems)) };
     }
 }
 
@@ -480,7 +371,7 @@ scoped3! {
     ) |scope| {
         let (d, s) = (dest.as_ptr() as *mut c_void, source.as_ptr() as *const c_void);
         // SAFETY: the caller's contract.
-        unsafe { mem_ffi!(scope, alltoallmem, team.0, d, s, bytes::<T>(nelems)) };
+        unsafe { mem_ffi!(scope, alltoallmem, team.raw(), d, s, bytes::<T>(nelems)) };
     }
 }
 
@@ -492,12 +383,12 @@ scoped3! {
     safety: "`dest` and `source` must be live symmetric allocations of at least `nreduce` elements \
         (equal or not overlapping); every PE of `team` calls it with the same `team`, `op` and `nreduce`.";
     example: ("dest: SymPtr<f32>, src: SymPtr<f32>", "(Sum, Team::WORLD, dest, src, 1001)");
-    pub unsafe fn [reduce, reduce_warp, reduce_block]<T: Copy, O: ReduceOp<T>>(
+    pub unsafe fn [reduce, reduce_warp, reduce_block]<T: ReduceElement, O: ReduceOp<T>>(
         op: O, team: Team, dest: SymPtr<T>, source: SymPtr<T>, nreduce: usize,
     ) |scope| {
         let _ = op;
         // SAFETY: the caller's contract.
-        unsafe { O::__reduce(scope, team.0, dest.as_ptr(), source.as_ptr(), nreduce) }
+        unsafe { T::__reduce(O::KIND, scope, team.raw(), dest.as_ptr(), source.as_ptr(), nreduce) }
     }
 }
 
@@ -509,11 +400,11 @@ scoped3! {
         elements and `dest` a distinct one of at least `nreduce`; every PE of `team` calls it with the \
         same `team`, `op` and `nreduce`.";
     example: ("dest: SymPtr<i64>, src: SymPtr<i64>", "(Max, Team::WORLD, dest, src, 7)");
-    pub unsafe fn [reducescatter, reducescatter_warp, reducescatter_block]<T: Copy, O: ReduceOp<T>>(
+    pub unsafe fn [reducescatter, reducescatter_warp, reducescatter_block]<T: ReduceElement, O: ReduceOp<T>>(
         op: O, team: Team, dest: SymPtr<T>, source: SymPtr<T>, nreduce: usize,
     ) |scope| {
         let _ = op;
         // SAFETY: the caller's contract.
-        unsafe { O::__reducescatter(scope, team.0, dest.as_ptr(), source.as_ptr(), nreduce) }
+        unsafe { T::__reducescatter(O::KIND, scope, team.raw(), dest.as_ptr(), source.as_ptr(), nreduce) }
     }
 }

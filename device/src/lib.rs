@@ -86,28 +86,54 @@
 //!   shorter than `nelems`. Without it the checks do not exist.
 //! - `abi-probe`: internal, for `tests/abi.rs`.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, link_llvm_intrinsics))]
-// Inline PTX (`core::arch::asm!`) for the tensor-core, TMA and barrier modules.
-#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(
+        stdarch_nvptx,
+        link_llvm_intrinsics,
+        asm_experimental_arch,
+        allow_internal_unstable
+    )
+)]
 // `link_llvm_intrinsics` (for `bar.warp.sync`, which `core::arch::nvptx` lacks)
 // is marked internal; kernels are built warning-free, so say it once here.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![warn(missing_docs)]
-#![feature(macro_metavar_expr_concat)]
 
 mod amo;
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(unreachable_code, unused, unused_unsafe)
+)] // host stubs
+pub mod atomic;
 mod coll;
 pub mod cp_async;
 mod debug;
 mod direct;
 pub mod ffi;
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(unreachable_code, unused, unused_unsafe)
+)] // host stubs
+pub mod math;
 pub mod mma;
+mod nvvm;
 pub mod panic;
 mod rma;
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(unreachable_code, unused, unused_unsafe)
+)] // host stubs
+pub mod shared;
 pub mod symmetric;
 mod sync;
 pub mod thread;
 pub mod tma;
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(unreachable_code, unused, unused_unsafe)
+)] // host stubs
+pub mod warp;
 pub mod wgmma;
 
 #[cfg(test)]
@@ -120,6 +146,51 @@ pub use coll::*;
 pub use rma::*;
 pub use symmetric::{Pe, SymPtr, my_pe, n_pes, ptr};
 pub use sync::*;
+
+/// Marks a function as a GPU kernel: an entry point the host launches by name.
+///
+/// In a kernel crate (`#![no_std]`, with `nvshmem_device::panic_handler!();`):
+///
+/// ```no_run
+/// use nvshmem_device::{SymPtr, kernel, my_pe, n_pes, p};
+///
+/// /// Writes this PE's number into `dest` on the next PE.
+/// #[kernel]
+/// pub unsafe fn write_rank(dest: SymPtr<u32>) {
+///     let next = my_pe().ring_next(n_pes());
+///     unsafe { p(dest, my_pe().index(), next) };
+/// }
+/// ```
+///
+/// For the GPU (`nvptx64`), the function becomes
+/// `#[unsafe(no_mangle)] pub unsafe extern "ptx-kernel" fn`, which the
+/// builder finds and lists in the manifest; the kernel crate needs no
+/// `#![feature(abi_ptx)]`. On the host it stays a plain Rust function, so
+/// `cargo check`, clippy and rust-analyzer work in a kernel crate on stable
+/// Rust, with no target or toolchain settings.
+///
+/// A kernel is `pub`, not generic, returns nothing and takes only values a
+/// launch can pass: integers, floats, raw pointers (`*const T`, `*mut T`),
+/// [`SymPtr`], [`Pe`], [`Team`] and `#[repr(C)]` plain-data structs. Other
+/// shapes are refused at compile time with the reason.
+///
+/// Writing `#[unsafe(no_mangle)] pub unsafe extern "ptx-kernel" fn` by hand
+/// (with `#![feature(abi_ptx)]`) still works, for the GPU only.
+pub use nvshmem_device_macros::kernel;
+
+/// The GPU form of a [`kernel`]: what `#[kernel]` expands to on `nvptx64`.
+/// Not API.
+#[doc(hidden)]
+#[macro_export]
+#[cfg_attr(target_arch = "nvptx64", allow_internal_unstable(abi_ptx))]
+macro_rules! __ptx_kernel {
+    ($(#[$m:meta])* $vis:vis unsafe fn $name:ident ($($args:tt)*) $body:block) => {
+        $(#[$m])* #[unsafe(no_mangle)] $vis unsafe extern "ptx-kernel" fn $name($($args)*) $body
+    };
+    ($(#[$m:meta])* $vis:vis fn $name:ident ($($args:tt)*) $body:block) => {
+        $(#[$m])* #[unsafe(no_mangle)] $vis extern "ptx-kernel" fn $name($($args)*) $body
+    };
+}
 
 /// The `bytemuck` crate, for deriving [`bytemuck::Pod`] on types sent with [`put_pod`].
 ///

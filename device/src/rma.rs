@@ -99,20 +99,20 @@ pub trait RmaElement: Copy + Sealed {
 
 // `nvshmem_<n><op>` / `nvshmemx_<n><op>_warp` / `nvshmemx_<n><op>_block`.
 macro_rules! scoped_call {
-    ($s:expr, $n:ident, $op:ident, $($a:expr),*) => {
+    ($s:expr, $n:ident, $op:ident, $($a:expr),*) => { pastey::paste!(
         match $s {
-            Scope::Thread => ffi::${concat(nvshmem_, $n, $op)}($($a),*),
-            Scope::Warp => ffi::${concat(nvshmemx_, $n, $op, _warp)}($($a),*),
-            Scope::Block => ffi::${concat(nvshmemx_, $n, $op, _block)}($($a),*),
+            Scope::Thread => ffi::[<nvshmem_ $n $op>]($($a),*),
+            Scope::Warp => ffi::[<nvshmemx_ $n $op _warp>]($($a),*),
+            Scope::Block => ffi::[<nvshmemx_ $n $op _block>]($($a),*),
         }
-    };
+    ) };
 }
 
 macro_rules! rma_p {
     // `half`/`__nv_bfloat16` values travel as `ptr byval`: pass a pointer to a copy.
     (half, $d:expr, $v:expr, $pe:expr) => { ffi::nvshmem_half_p($d, &$v, $pe) };
     (bfloat16, $d:expr, $v:expr, $pe:expr) => { ffi::nvshmem_bfloat16_p($d, &$v, $pe) };
-    ($n:ident, $d:expr, $v:expr, $pe:expr) => { ffi::${concat(nvshmem_, $n, _p)}($d, $v, $pe) };
+    ($n:ident, $d:expr, $v:expr, $pe:expr) => { pastey::paste!( ffi::[<nvshmem_ $n _p>]($d, $v, $pe) ) };
 }
 
 macro_rules! rma_g {
@@ -120,7 +120,7 @@ macro_rules! rma_g {
     // blocking one-element get does the same.
     (half, $s:expr, $pe:expr) => { g_by_get::<f16>($s, $pe) };
     (bfloat16, $s:expr, $pe:expr) => { g_by_get::<bf16>($s, $pe) };
-    ($n:ident, $s:expr, $pe:expr) => { ffi::${concat(nvshmem_, $n, _g)}($s, $pe) };
+    ($n:ident, $s:expr, $pe:expr) => { pastey::paste!( ffi::[<nvshmem_ $n _g>]($s, $pe) ) };
 }
 
 #[inline(always)]
@@ -474,13 +474,13 @@ scoped! {
 // The byte-wise forms, for any plain-data type.
 
 macro_rules! mem_call {
-    ($s:expr, $op:ident, $($a:expr),*) => {
+    ($s:expr, $op:ident, $($a:expr),*) => { pastey::paste!(
         match $s {
-            Scope::Thread => ffi::${concat(nvshmem_, $op)}($($a),*),
-            Scope::Warp => ffi::${concat(nvshmemx_, $op, _warp)}($($a),*),
-            Scope::Block => ffi::${concat(nvshmemx_, $op, _block)}($($a),*),
+            Scope::Thread => ffi::[<nvshmem_ $op>]($($a),*),
+            Scope::Warp => ffi::[<nvshmemx_ $op _warp>]($($a),*),
+            Scope::Block => ffi::[<nvshmemx_ $op _block>]($($a),*),
         }
-    };
+    ) };
 }
 
 #[inline(always)]

@@ -18,70 +18,7 @@ use crate::debug::{check_len, check_pe};
 use crate::{Pe, SymPtr, ffi};
 use core::ffi::c_int;
 
-/// A comparison for [`wait_until`], [`test`](fn@test) and [`signal_wait_until`]: NVSHMEM's
-/// `NVSHMEM_CMP_*` (`device_host_transport/nvshmem_constants.h`). The condition
-/// is `*ivar <cmp> value`.
-///
-/// ```
-/// use nvshmem_device::Cmp;
-/// assert_eq!(Cmp::Eq.to_c(), 0);
-/// assert_eq!(Cmp::Ge.to_c(), 5);
-/// ```
-#[repr(i32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Cmp {
-    /// `NVSHMEM_CMP_EQ`: equal.
-    Eq = 0,
-    /// `NVSHMEM_CMP_NE`: not equal.
-    Ne = 1,
-    /// `NVSHMEM_CMP_GT`: greater than.
-    Gt = 2,
-    /// `NVSHMEM_CMP_LE`: less than or equal.
-    Le = 3,
-    /// `NVSHMEM_CMP_LT`: less than.
-    Lt = 4,
-    /// `NVSHMEM_CMP_GE`: greater than or equal.
-    Ge = 5,
-}
-
-impl Cmp {
-    /// The `int` NVSHMEM takes.
-    ///
-    /// ```
-    /// assert_eq!(nvshmem_device::Cmp::Lt.to_c(), 4);
-    /// ```
-    pub const fn to_c(self) -> c_int {
-        self as c_int
-    }
-}
-
-/// How a signal word is updated: NVSHMEM's `nvshmemx_signal_op_t`
-/// (`device_host_transport/nvshmem_common_transport.h`).
-///
-/// ```
-/// use nvshmem_device::SignalOp;
-/// assert_eq!(SignalOp::Set.to_c(), 9);
-/// assert_eq!(SignalOp::Add.to_c(), 10);
-/// ```
-#[repr(i32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SignalOp {
-    /// `NVSHMEM_SIGNAL_SET`: the signal becomes the value.
-    Set = 9,
-    /// `NVSHMEM_SIGNAL_ADD`: the value is added to the signal.
-    Add = 10,
-}
-
-impl SignalOp {
-    /// The `int` NVSHMEM takes.
-    ///
-    /// ```
-    /// assert_eq!(nvshmem_device::SignalOp::Add.to_c(), 10);
-    /// ```
-    pub const fn to_c(self) -> c_int {
-        self as c_int
-    }
-}
+pub use nvshmem_types::{Cmp, SignalOp};
 
 /// An element type of NVSHMEM's `wait_until`/`test` functions
 /// (`NVSHMEMI_REPT_FOR_WAIT_TYPES`): `i32 i64 u32 u64 usize isize`, and
@@ -202,77 +139,77 @@ pub trait WaitElement: Copy + Sealed {
 }
 
 macro_rules! impl_wait {
-    ($($t:ty => $n:ident),* $(,)?) => {$(
+    ($($t:ty => $n:ident),* $(,)?) => { pastey::paste! {$(
         impl WaitElement for $t {
             const WAIT_NAME: &'static str = stringify!($n);
             #[inline(always)]
             unsafe fn __test(ivar: *mut Self, cmp: c_int, value: Self) -> c_int {
-                unsafe { ffi::${concat(nvshmem_, $n, _test)}(ivar, cmp, value) }
+                unsafe { ffi::[<nvshmem_ $n _test>](ivar, cmp, value) }
             }
             #[inline(always)]
             unsafe fn __test_all(ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, value: Self) -> c_int {
-                unsafe { ffi::${concat(nvshmem_, $n, _test_all)}(ivars, n, status, cmp, value) }
+                unsafe { ffi::[<nvshmem_ $n _test_all>](ivars, n, status, cmp, value) }
             }
             #[inline(always)]
             unsafe fn __test_any(ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, value: Self) -> usize {
-                unsafe { ffi::${concat(nvshmem_, $n, _test_any)}(ivars, n, status, cmp, value) }
+                unsafe { ffi::[<nvshmem_ $n _test_any>](ivars, n, status, cmp, value) }
             }
             #[inline(always)]
             unsafe fn __test_some(
                 ivars: *mut Self, n: usize, indices: *mut usize, status: *const c_int, cmp: c_int, value: Self,
             ) -> usize {
-                unsafe { ffi::${concat(nvshmem_, $n, _test_some)}(ivars, n, indices, status, cmp, value) }
+                unsafe { ffi::[<nvshmem_ $n _test_some>](ivars, n, indices, status, cmp, value) }
             }
             #[inline(always)]
             unsafe fn __test_all_vector(
                 ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, values: *const Self,
             ) -> c_int {
-                unsafe { ffi::${concat(nvshmem_, $n, _test_all_vector)}(ivars, n, status, cmp, values) }
+                unsafe { ffi::[<nvshmem_ $n _test_all_vector>](ivars, n, status, cmp, values) }
             }
             #[inline(always)]
             unsafe fn __test_any_vector(
                 ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, values: *const Self,
             ) -> usize {
-                unsafe { ffi::${concat(nvshmem_, $n, _test_any_vector)}(ivars, n, status, cmp, values) }
+                unsafe { ffi::[<nvshmem_ $n _test_any_vector>](ivars, n, status, cmp, values) }
             }
             #[inline(always)]
             unsafe fn __test_some_vector(
                 ivars: *mut Self, n: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
                 values: *const Self,
             ) -> usize {
-                unsafe { ffi::${concat(nvshmem_, $n, _test_some_vector)}(ivars, n, indices, status, cmp, values) }
+                unsafe { ffi::[<nvshmem_ $n _test_some_vector>](ivars, n, indices, status, cmp, values) }
             }
             #[inline(always)]
             unsafe fn __wait_until(ivar: *mut Self, cmp: c_int, value: Self) {
-                unsafe { ffi::${concat(nvshmem_, $n, _wait_until)}(ivar, cmp, value) }
+                unsafe { ffi::[<nvshmem_ $n _wait_until>](ivar, cmp, value) }
             }
             #[inline(always)]
             unsafe fn __wait_until_all(ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, value: Self) {
-                unsafe { ffi::${concat(nvshmem_, $n, _wait_until_all)}(ivars, n, status, cmp, value) }
+                unsafe { ffi::[<nvshmem_ $n _wait_until_all>](ivars, n, status, cmp, value) }
             }
             #[inline(always)]
             unsafe fn __wait_until_any(
                 ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, value: Self,
             ) -> usize {
-                unsafe { ffi::${concat(nvshmem_, $n, _wait_until_any)}(ivars, n, status, cmp, value) }
+                unsafe { ffi::[<nvshmem_ $n _wait_until_any>](ivars, n, status, cmp, value) }
             }
             #[inline(always)]
             unsafe fn __wait_until_some(
                 ivars: *mut Self, n: usize, indices: *mut usize, status: *const c_int, cmp: c_int, value: Self,
             ) -> usize {
-                unsafe { ffi::${concat(nvshmem_, $n, _wait_until_some)}(ivars, n, indices, status, cmp, value) }
+                unsafe { ffi::[<nvshmem_ $n _wait_until_some>](ivars, n, indices, status, cmp, value) }
             }
             #[inline(always)]
             unsafe fn __wait_until_all_vector(
                 ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, values: *const Self,
             ) {
-                unsafe { ffi::${concat(nvshmem_, $n, _wait_until_all_vector)}(ivars, n, status, cmp, values) }
+                unsafe { ffi::[<nvshmem_ $n _wait_until_all_vector>](ivars, n, status, cmp, values) }
             }
             #[inline(always)]
             unsafe fn __wait_until_any_vector(
                 ivars: *mut Self, n: usize, status: *const c_int, cmp: c_int, values: *const Self,
             ) -> usize {
-                unsafe { ffi::${concat(nvshmem_, $n, _wait_until_any_vector)}(ivars, n, status, cmp, values) }
+                unsafe { ffi::[<nvshmem_ $n _wait_until_any_vector>](ivars, n, status, cmp, values) }
             }
             #[inline(always)]
             unsafe fn __wait_until_some_vector(
@@ -280,11 +217,11 @@ macro_rules! impl_wait {
                 values: *const Self,
             ) -> usize {
                 unsafe {
-                    ffi::${concat(nvshmem_, $n, _wait_until_some_vector)}(ivars, n, indices, status, cmp, values)
+                    ffi::[<nvshmem_ $n _wait_until_some_vector>](ivars, n, indices, status, cmp, values)
                 }
             }
         }
-    )*};
+    )*} };
 }
 
 impl_wait! {

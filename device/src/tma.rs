@@ -34,16 +34,7 @@
 
 use crate::cp_async::SharedAddr;
 
-/// CUDA's `CUtensorMap`: 128 opaque bytes, encoded on the host by
-/// `cuTensorMapEncodeTiled`. Kernels take it as `*const TensorMap` into
-/// global memory (see the module docs). TMA needs 64-byte alignment; CUDA
-/// 13's header declares 128, and so does this type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-#[repr(C, align(128))]
-pub struct TensorMap {
-    /// The encoded map.
-    pub opaque: [u64; 16],
-}
+pub use nvshmem_types::TensorMap;
 
 macro_rules! device_asm {
     ($(#[$doc:meta])* $vis:vis unsafe fn $name:ident($($arg:ident: $ty:ty),*) = $tmpl:literal, [$($op:tt)*];) => {

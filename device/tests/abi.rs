@@ -16,7 +16,8 @@
 //! headers. Without NVSHMEM it prints `SKIPPED: ...`;
 //! `NVSHMEM_RS_REQUIRE_ALL=1` turns that into a failure.
 
-use nvshmem_builder::nvshmem::{Nvshmem, Query, Version};
+use nvshmem_builder::Version;
+use nvshmem_builder::install::{Installation as Nvshmem, Query};
 use nvshmem_builder::toolchain::Toolchain;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -808,7 +809,7 @@ fn declarations_match_nvshmem_bitcode() {
     match find_nvshmem(V345) {
         Err(reason) => skip("ABI check against NVSHMEM 3.4.5", &reason),
         Ok(nv) => {
-            let bc = nv.device_bitcode(ARCH).unwrap();
+            let bc = nv.device_bitcode(ARCH.parse().unwrap()).unwrap();
             let defs = bitcode_defines(&bc);
             let decls = default();
             let (mut problems, checked) = compare(&decls, &defs);
@@ -833,7 +834,7 @@ fn declarations_match_nvshmem_bitcode() {
     match find_nvshmem(V380) {
         Err(reason) => skip("ABI check against NVSHMEM 3.8.0", &reason),
         Ok(nv) => {
-            let bc = nv.device_bitcode(ARCH).unwrap();
+            let bc = nv.device_bitcode(ARCH.parse().unwrap()).unwrap();
             let defs = bitcode_defines(&bc);
             let decls = with38();
             let (mut problems, checked) = compare(&decls, &defs);
@@ -1142,7 +1143,10 @@ fn constants_match_headers() {
             (nvshmem_device::Team::WORLD, "NVSHMEM_TEAM_WORLD"),
             (nvshmem_device::Team::SHARED, "NVSHMEM_TEAM_SHARED"),
             (nvshmem_device::Team::NODE, "NVSHMEMX_TEAM_NODE"),
-            (nvshmem_device::Team::INVALID, "NVSHMEM_TEAM_INVALID"),
+            (
+                nvshmem_device::Team::SAME_MYPE_NODE,
+                "NVSHMEMX_TEAM_SAME_MYPE_NODE",
+            ),
         ] {
             assert_eq!(
                 Some(&(team.raw() as i64)),

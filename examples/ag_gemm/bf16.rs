@@ -17,7 +17,7 @@
 //! skipped with a message.
 
 use crate::{Opts, Res, median};
-use nvshmem_device::half::bf16;
+use half::bf16;
 use nvshmem_host::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::{LaunchConfig, Nvshmem};

@@ -36,7 +36,7 @@
 //! includes zeroing C and its barrier, the unfused one the barrier between
 //! its kernels), and exits with status 1 on a mismatch.
 
-use nvshmem_device::half::bf16;
+use half::bf16;
 use nvshmem_host::cudarc::driver::sys::CUevent_flags;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::{LaunchConfig, Nvshmem, Pe};

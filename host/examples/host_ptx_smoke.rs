@@ -32,6 +32,7 @@ fn kernel(name: &str, params: Vec<ParamInfo>, collective: bool) -> KernelInfo {
         spill_stores: None,
         spill_loads: None,
         stack_frame: None,
+        static_shared_bytes: None,
     }
 }
 
@@ -44,7 +45,7 @@ fn manifest(nvshmem_version: String) -> Manifest {
         ]
     };
     Manifest {
-        format: nvshmem_builder::manifest::MANIFEST_FORMAT,
+        format: nvshmem_host::MANIFEST_FORMAT,
         crate_name: "plain_kernels".into(),
         nvshmem_version,
         arch: "sm_70".into(),

@@ -57,7 +57,7 @@ pub enum Error {
     #[error("{source}{}", missing_install_hint(source))]
     NvshmemNotFound {
         /// The discovery error, which lists where it looked and how to install NVSHMEM.
-        source: nvshmem_builder::Error,
+        source: nvshmem_types::install::FindError,
     },
 
     /// A host library was found but could not be loaded or lacks a function.
@@ -246,6 +246,26 @@ pub enum Error {
         max_blocks: u64,
     },
 
+    /// A launch asks for more shared memory per block than the GPU has.
+    #[error(
+        "kernel `{kernel}`: {static_bytes} bytes of static shared memory + {dynamic_bytes} bytes \
+         of dynamic shared memory per block is over this GPU's limit of {limit} bytes; ask for \
+         at most {} bytes of dynamic shared memory (LaunchConfig::shared_mem_bytes), or shrink \
+         the kernel's static_shared! arrays",
+        limit.saturating_sub(*static_bytes)
+    )]
+    SharedMemoryTooLarge {
+        /// The kernel.
+        kernel: String,
+        /// Its static shared memory (`static_shared!` arrays and NVSHMEM's).
+        static_bytes: u32,
+        /// The launch's dynamic shared memory.
+        dynamic_bytes: u32,
+        /// Shared memory one block can have on this GPU, opted in
+        /// (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`).
+        limit: u32,
+    },
+
     /// The driver refused to launch a kernel.
     #[error("kernel `{kernel}` could not be launched: {source}")]
     LaunchFailed {
@@ -328,7 +348,7 @@ pub enum Error {
 }
 
 /// The install hint, for discovery errors whose own message lacks it.
-fn missing_install_hint(source: &nvshmem_builder::Error) -> String {
+fn missing_install_hint(source: &nvshmem_types::install::FindError) -> String {
     if source.to_string().contains("pip install nvidia-nvshmem") {
         String::new()
     } else {

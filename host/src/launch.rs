@@ -7,8 +7,8 @@
 
 use crate::error::{Error, Result};
 use crate::memory::DevicePtr;
-use nvshmem_builder::manifest::KernelInfo;
-use nvshmem_device::{Pe, SymPtr};
+use nvshmem_types::manifest::KernelInfo;
+use nvshmem_types::{Pe, SymPtr};
 use std::ffi::c_void;
 
 /// A grid or block shape. Converts from `u32`, `(u32, u32)` and `(u32, u32, u32)`.
@@ -122,7 +122,7 @@ impl LaunchConfig {
 /// A value that can be passed to a kernel parameter of the same size.
 ///
 /// Implemented for the integer and float primitives, `bool`, `half::f16` and
-/// `half::bf16`, [`SymPtr`], [`DevicePtr`], [`Pe`] and [`nvshmem_device::Team`].
+/// `half::bf16`, [`SymPtr`], [`DevicePtr`], [`Pe`] and [`Team`](nvshmem_types::Team).
 ///
 /// # Safety
 /// The type must have the ABI of the PTX parameter it is passed to: a plain
@@ -167,7 +167,7 @@ unsafe impl<T> KernelParam for DevicePtr<T> {}
 // SAFETY: `#[repr(transparent)]` over `u32`.
 unsafe impl KernelParam for Pe {}
 // SAFETY: `#[repr(transparent)]` over `i32` (`nvshmem_team_t`).
-unsafe impl KernelParam for nvshmem_device::Team {}
+unsafe impl KernelParam for nvshmem_types::Team {}
 
 /// A kernel's arguments: a tuple of up to 16 [`KernelParam`]s (`()` for none,
 /// `(x,)` for one).
@@ -224,7 +224,7 @@ kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11,
 /// and each argument's size. Works without a GPU.
 ///
 /// ```
-/// use nvshmem_builder::manifest::{KernelInfo, ParamInfo};
+/// use nvshmem_types::manifest::{KernelInfo, ParamInfo};
 /// use nvshmem_host::launch::check_kernel_args;
 /// let param = |name: &str, ty: &str, size| ParamInfo {
 ///     name: name.into(), rust_type: ty.into(), c_type: String::new(), size, align: size,
@@ -233,6 +233,7 @@ kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11,
 ///     name: "scale".into(),
 ///     params: vec![param("data", "SymPtr<f32>", 8), param("n", "u32", 4)],
 ///     collective: false, registers: None, spill_stores: None, spill_loads: None, stack_frame: None,
+///     static_shared_bytes: None,
 /// };
 /// let data = unsafe { nvshmem_host::SymPtr::from_raw(std::ptr::null_mut::<f32>()) };
 /// assert!(check_kernel_args(&info, &(data, 10u32)).is_ok());
@@ -245,7 +246,7 @@ pub fn check_kernel_args<A: KernelArgs>(info: &KernelInfo, args: &A) -> Result<(
         kernel: info.name.clone(),
         reason,
     };
-    let describe = |p: &nvshmem_builder::manifest::ParamInfo| {
+    let describe = |p: &nvshmem_types::manifest::ParamInfo| {
         if p.rust_type.is_empty() {
             format!("`{}`", p.name)
         } else {
@@ -271,6 +272,43 @@ pub fn check_kernel_args<A: KernelArgs>(info: &KernelInfo, args: &A) -> Result<(
         }
     }
     Ok(())
+}
+
+/// Shared memory a block may use without opting in, on every GPU since Volta.
+pub const DEFAULT_SHARED_MEM_BYTES: u32 = 48 << 10;
+
+/// Checks a launch's shared memory per block: `static_bytes` (the kernel's
+/// own, `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`; the manifest's
+/// `static_shared_bytes`) plus `dynamic_bytes` must fit in `limit` (the
+/// device's opt-in maximum per block). Returns the dynamic size the function
+/// must be allowed (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`) when
+/// the total is over the default 48 KiB, or `None` when no opt-in is needed.
+/// Works without a GPU.
+///
+/// ```
+/// use nvshmem_host::launch::check_shared_memory;
+/// // H100/H200: 227 KiB per block, opted in.
+/// let limit = 227 << 10;
+/// assert_eq!(check_shared_memory("k", 1024, 16 << 10, limit).unwrap(), None);
+/// assert_eq!(check_shared_memory("k", 8 << 10, 44 << 10, limit).unwrap(), Some(44 << 10));
+/// assert!(check_shared_memory("k", 8 << 10, 220 << 10, limit).is_err());
+/// ```
+pub fn check_shared_memory(
+    kernel: &str,
+    static_bytes: u32,
+    dynamic_bytes: u32,
+    limit: u32,
+) -> Result<Option<u32>> {
+    let total = static_bytes as u64 + dynamic_bytes as u64;
+    if total > limit as u64 {
+        return Err(Error::SharedMemoryTooLarge {
+            kernel: kernel.into(),
+            static_bytes,
+            dynamic_bytes,
+            limit,
+        });
+    }
+    Ok((total > DEFAULT_SHARED_MEM_BYTES as u64).then_some(dynamic_bytes))
 }
 
 /// Checks that `blocks` blocks can all be resident at once, given how many
@@ -307,7 +345,7 @@ pub fn check_co_resident(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nvshmem_builder::manifest::ParamInfo;
+    use nvshmem_types::manifest::ParamInfo;
 
     fn info(params: &[(&str, &str, u32)], collective: bool) -> KernelInfo {
         KernelInfo {
@@ -327,6 +365,7 @@ mod tests {
             spill_stores: None,
             spill_loads: None,
             stack_frame: None,
+            static_shared_bytes: None,
         }
     }
 
@@ -388,6 +427,43 @@ mod tests {
         assert!(LaunchConfig::new((1, 0), 32).check("k").is_err());
         assert_eq!(LaunchConfig::for_elements(0, 128).grid.x, 1);
         assert_eq!(LaunchConfig::for_elements(257, 128).grid.x, 3);
+    }
+
+    #[test]
+    fn shared_memory_is_checked_against_the_limit() {
+        let limit = 227 << 10; // sm_90, opted in
+        // Within the default 48 KiB: nothing to opt into.
+        assert_eq!(check_shared_memory("k", 0, 0, limit).unwrap(), None);
+        assert_eq!(
+            check_shared_memory("k", 16 << 10, 32 << 10, limit).unwrap(),
+            None
+        );
+        // Over 48 KiB in total, even with less than 48 KiB dynamic: opt in.
+        assert_eq!(
+            check_shared_memory("k", 16 << 10, 33 << 10, limit).unwrap(),
+            Some(33 << 10)
+        );
+        assert_eq!(
+            check_shared_memory("k", 0, 200 << 10, limit).unwrap(),
+            Some(200 << 10)
+        );
+        // Exactly the limit fits; one byte more does not.
+        assert_eq!(
+            check_shared_memory("k", 1 << 10, limit - (1 << 10), limit).unwrap(),
+            Some(limit - (1 << 10))
+        );
+        let err = check_shared_memory("tile", 1 << 10, limit - (1 << 10) + 1, limit).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("kernel `tile`")
+                && msg.contains("1024 bytes of static")
+                && msg.contains(&format!("limit of {limit} bytes"))
+                && msg.contains(&format!("at most {} bytes of dynamic", limit - 1024)),
+            "{msg}"
+        );
+        assert!(matches!(err, Error::SharedMemoryTooLarge { .. }));
+        // No overflow with absurd sizes.
+        assert!(check_shared_memory("k", u32::MAX, u32::MAX, limit).is_err());
     }
 
     #[test]

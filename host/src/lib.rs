@@ -68,10 +68,10 @@ pub use launch::{Dim3, KernelArgs, KernelParam, LaunchConfig};
 pub use memory::{AsSymView, DevicePtr, SymBuffer, SymView};
 pub use module::{Kernel, Module, ModuleImage};
 pub use nvshmem::{Bootstrap, Builder, Nvshmem, take_drop_error};
-pub use nvshmem_builder::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
-pub use nvshmem_builder::nvshmem::Version;
-pub use nvshmem_device::Team as DeviceTeam;
-pub use nvshmem_device::{And, Max, Min, Or, Pe, Prod, ReduceOp, Sum, SymPtr, Xor};
-pub use ops::{Cmp, SignalOp};
+pub use nvshmem_types::Team as DeviceTeam;
+pub use nvshmem_types::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
+pub use nvshmem_types::{
+    And, Cmp, Max, Min, Or, Pe, Prod, ReduceOp, SignalOp, Sum, SymPtr, Version, Xor,
+};
 pub use team::{AsTeam, SplitTeam, Team};
 pub use uniqueid::UniqueId;

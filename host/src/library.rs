@@ -8,7 +8,7 @@
 //!    hold NVSHMEM: it is never skipped silently);
 //! 3. the library found when this crate was built (`host/build.rs` runs the
 //!    builder's discovery and bakes the path in), if that file still exists;
-//! 4. run-time discovery ([`nvshmem_builder::nvshmem`]): the project cache
+//! 4. run-time discovery ([`nvshmem_types::install`]): the project cache
 //!    `.deps/nvshmem-*` above the current folder or the executable, Python's
 //!    `site-packages/nvidia/nvshmem` (the `nvidia-nvshmem-cu13` wheel), system folders.
 //!
@@ -20,7 +20,8 @@
 
 use crate::error::{Error, Result};
 use crate::sys::{coll::CollLib, v3_4_5, v3_8_0};
-use nvshmem_builder::nvshmem::{Nvshmem as Install, Query, Source, Version};
+use nvshmem_types::Version;
+use nvshmem_types::install::{Installation, Query, Source};
 use std::ffi::{OsString, c_int, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -151,7 +152,7 @@ pub(crate) fn locate_with(
         });
     if let Some((home, source)) = explicit {
         let install =
-            Install::find(&with_version(Query::default().home(home))).map_err(not_found)?;
+            Installation::find(&with_version(Query::default().home(home))).map_err(not_found)?;
         return Ok(Located {
             path: install.host_library(),
             version: Some(install.version),
@@ -185,7 +186,7 @@ pub(crate) fn locate_with(
         if let Some(dir) = dir {
             query = query.project_dir(dir);
         }
-        match Install::find(&query) {
+        match Installation::find(&query) {
             Ok(install) => {
                 return Ok(Located {
                     path: install.host_library(),
@@ -702,7 +703,7 @@ mod tests {
     }
 
     /// Looks up both typed reductions of `O` over `T`; counts them.
-    fn has_reduce<T, O: nvshmem_device::ReduceOp<T>>(lib: &HostLibrary, n: &mut usize) {
+    fn has_reduce<T, O: nvshmem_types::ReduceOp<T>>(lib: &HostLibrary, n: &mut usize) {
         for kind in ["reduce", "reducescatter"] {
             // SAFETY: only looked up, never called.
             if let Err(e) = unsafe { lib.coll.reduce_fn::<T>(O::NAME, kind) } {
@@ -719,7 +720,7 @@ mod tests {
     #[test]
     fn every_typed_host_reduction_is_exported_by_both_versions() {
         use half::{bf16, f16};
-        use nvshmem_device::{And, Max, Min, Or, Prod, Sum, Xor};
+        use nvshmem_types::{And, Max, Min, Or, Prod, Sum, Xor};
         macro_rules! each_pair {
             ($lib:expr, $n:expr; $($op:ident: [$($t:ty),*];)*) => {
                 $($( has_reduce::<$t, $op>($lib, $n); )*)*

@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::nvshmem::{Inner, Nvshmem, record_drop_error};
 use bytemuck::Pod;
 use cudarc::driver::{CudaStream, result, sys};
-use nvshmem_device::{Pe, SymPtr};
+use nvshmem_types::{Pe, SymPtr};
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::rc::Rc;

@@ -15,8 +15,8 @@ use crate::error::{Error, Result};
 use crate::launch::{KernelArgs, LaunchConfig, check_co_resident, check_kernel_args};
 use crate::nvshmem::{Inner, Nvshmem, record_drop_error};
 use cudarc::driver::{CudaStream, DriverError, result, sys};
-use nvshmem_builder::manifest::{KernelInfo, Manifest};
-use nvshmem_builder::nvshmem::{Version, sm_number};
+use nvshmem_types::manifest::{KernelInfo, Manifest};
+use nvshmem_types::{Arch, Version};
 use std::ffi::{CString, c_void};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -177,7 +177,8 @@ impl Nvshmem {
             .as_ref()
             .map(|c| dir.join(c))
             .filter(|p| p.is_file());
-        let arch_matches = Some(self.gpu_arch()?) == sm_number(&manifest.arch);
+        let arch_matches =
+            Some(self.gpu_arch()?) == manifest.arch.parse::<Arch>().ok().map(Arch::number);
         let file = match (image, cubin) {
             (ModuleImage::Cubin, None) => {
                 return Err(Error::ModuleLoad {
@@ -201,7 +202,7 @@ impl Nvshmem {
     /// [`Nvshmem::load_module`] does.
     ///
     /// ```no_run
-    /// use nvshmem_builder::manifest::Manifest;
+    /// use nvshmem_types::manifest::Manifest;
     /// # let nv = nvshmem_host::Nvshmem::init()?;
     /// let manifest = Manifest::read("kernels.json".as_ref()).unwrap();
     /// let module = nv.load_module_image(include_bytes!("../../Cargo.toml"), manifest)?;
@@ -251,7 +252,7 @@ impl Nvshmem {
             reason,
         };
         let gpu = self.gpu_arch()?;
-        if let Some(built) = sm_number(&manifest.arch)
+        if let Some(built) = manifest.arch.parse::<Arch>().ok().map(Arch::number)
             && built > gpu
         {
             return Err(load_err(format!(
@@ -789,21 +790,50 @@ impl Kernel {
         Ok((per_sm.max(0) as u32, sms.max(0) as u32))
     }
 
-    /// More than 48 KiB of dynamic shared memory must be opted into per function.
+    /// Checks the block's shared memory (static + `bytes` dynamic) against
+    /// the GPU's limit ([`Error::SharedMemoryTooLarge`]), and opts the
+    /// function into more than 48 KiB when the total needs it.
     fn set_shared_mem(&self, bytes: u32) -> Result<()> {
-        if bytes > 48 << 10 {
-            // SAFETY: a function of a loaded module; a valid attribute.
+        if bytes == 0 {
+            // Static shared memory alone is at most 48 KiB (ptxas enforces it).
+            return Ok(());
+        }
+        let launch_err = |source| Error::LaunchFailed {
+            kernel: self.info.name.clone(),
+            source,
+        };
+        // SAFETY: a function of a loaded module; a valid attribute.
+        let static_bytes = unsafe {
+            result::function::get_function_attribute(
+                self.func,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            )
+        }
+        .map_err(launch_err)?;
+        let limit = self
+            .module
+            .nv
+            .ctx
+            .attribute(
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )
+            .map_err(Error::driver("cuDeviceGetAttribute"))?;
+        let opt_in = crate::launch::check_shared_memory(
+            &self.info.name,
+            static_bytes.max(0) as u32,
+            bytes,
+            limit.max(0) as u32,
+        )?;
+        if let Some(dynamic) = opt_in {
+            // SAFETY: a function of a loaded module; a valid attribute and size.
             unsafe {
                 result::function::set_function_attribute(
                     self.func,
                     sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    bytes as i32,
+                    dynamic as i32,
                 )
             }
-            .map_err(|source| Error::LaunchFailed {
-                kernel: self.info.name.clone(),
-                source,
-            })?;
+            .map_err(launch_err)?;
         }
         Ok(())
     }

@@ -8,59 +8,7 @@ use crate::nvshmem::Nvshmem;
 use crate::team::{AsTeam, Team};
 use bytemuck::Pod;
 use cudarc::driver::CudaStream;
-use nvshmem_device::Pe;
-use nvshmem_device::ReduceOp;
-
-/// How a signal word is updated by a put-with-signal or a signal op.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SignalOp {
-    /// `NVSHMEM_SIGNAL_SET`: the signal becomes the value.
-    Set,
-    /// `NVSHMEM_SIGNAL_ADD`: the value is added to the signal.
-    Add,
-}
-
-impl SignalOp {
-    fn to_c(self) -> i32 {
-        use crate::sys::v3_4_5 as c;
-        // Same values in every supported version (sys tests).
-        match self {
-            SignalOp::Set => c::NVSHMEM_SIGNAL_SET as i32,
-            SignalOp::Add => c::NVSHMEM_SIGNAL_ADD as i32,
-        }
-    }
-}
-
-/// A comparison for waits (`NVSHMEM_CMP_*`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Cmp {
-    /// Equal.
-    Eq,
-    /// Not equal.
-    Ne,
-    /// Greater than.
-    Gt,
-    /// Greater than or equal.
-    Ge,
-    /// Less than.
-    Lt,
-    /// Less than or equal.
-    Le,
-}
-
-impl Cmp {
-    fn to_c(self) -> i32 {
-        use crate::sys::v3_4_5 as c;
-        (match self {
-            Cmp::Eq => c::NVSHMEM_CMP_EQ,
-            Cmp::Ne => c::NVSHMEM_CMP_NE,
-            Cmp::Gt => c::NVSHMEM_CMP_GT,
-            Cmp::Ge => c::NVSHMEM_CMP_GE,
-            Cmp::Lt => c::NVSHMEM_CMP_LT,
-            Cmp::Le => c::NVSHMEM_CMP_LE,
-        }) as i32
-    }
-}
+use nvshmem_types::{Cmp, Pe, ReduceOp, SignalOp};
 
 /// Checks a stream operation's arguments and makes the context current.
 fn enter_on(nv: &Nvshmem, stream: &CudaStream, what: &'static str) -> Result<()> {

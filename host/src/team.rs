@@ -1,7 +1,7 @@
 //! Teams: the predefined ones ([`Team`]), teams split from them
 //! ([`SplitTeam`], destroyed on drop), and the queries over both.
 //!
-//! A team reaches a kernel as a [`nvshmem_device::Team`] argument
+//! A team reaches a kernel as a [`nvshmem_types::Team`] argument
 //! ([`AsTeam::device`]); the kernel then runs collectives over it.
 //!
 //! ```no_run
@@ -17,7 +17,7 @@
 
 use crate::error::{Error, Result};
 use crate::nvshmem::{Inner, Nvshmem, record_drop_error};
-use nvshmem_device::Pe;
+use nvshmem_types::Pe;
 use std::rc::Rc;
 
 /// The predefined NVSHMEM teams.
@@ -58,8 +58,8 @@ impl Team {
 /// assert_eq!(id(Team::Node), 2);
 /// ```
 pub trait AsTeam: sealed::Sealed {
-    /// The handle to pass to a kernel that takes a [`nvshmem_device::Team`].
-    fn device(&self) -> nvshmem_device::Team;
+    /// The handle to pass to a kernel that takes a [`nvshmem_types::Team`].
+    fn device(&self) -> nvshmem_types::Team;
 }
 
 mod sealed {
@@ -70,14 +70,14 @@ mod sealed {
 }
 
 impl AsTeam for Team {
-    fn device(&self) -> nvshmem_device::Team {
+    fn device(&self) -> nvshmem_types::Team {
         // SAFETY: a predefined team exists for as long as NVSHMEM does.
-        unsafe { nvshmem_device::Team::from_raw(self.to_c()) }
+        unsafe { nvshmem_types::Team::from_raw(self.to_c()) }
     }
 }
 
 impl<T: AsTeam + ?Sized> AsTeam for &T {
-    fn device(&self) -> nvshmem_device::Team {
+    fn device(&self) -> nvshmem_types::Team {
         (**self).device()
     }
 }
@@ -115,10 +115,10 @@ impl std::fmt::Debug for SplitTeam {
 }
 
 impl AsTeam for SplitTeam {
-    fn device(&self) -> nvshmem_device::Team {
+    fn device(&self) -> nvshmem_types::Team {
         // SAFETY: the team lives until this value is dropped; the borrow of
         // `self` outlives the call, the caller keeps it alive for the kernel.
-        unsafe { nvshmem_device::Team::from_raw(self.raw) }
+        unsafe { nvshmem_types::Team::from_raw(self.raw) }
     }
 }
 
@@ -371,8 +371,8 @@ mod tests {
 
     #[test]
     fn predefined_teams_have_the_header_ids() {
-        assert_eq!(Team::World.device(), nvshmem_device::Team::WORLD);
-        assert_eq!(Team::Shared.device(), nvshmem_device::Team::SHARED);
-        assert_eq!(Team::Node.device(), nvshmem_device::Team::NODE);
+        assert_eq!(Team::World.device(), nvshmem_types::Team::WORLD);
+        assert_eq!(Team::Shared.device(), nvshmem_types::Team::SHARED);
+        assert_eq!(Team::Node.device(), nvshmem_types::Team::NODE);
     }
 }

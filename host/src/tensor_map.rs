@@ -20,7 +20,7 @@
 use crate::error::{Error, Result};
 use crate::memory::DevicePtr;
 use cudarc::driver::sys;
-pub use nvshmem_device::tma::TensorMap;
+pub use nvshmem_types::TensorMap;
 
 /// The shared-memory swizzle a TMA copy applies (`CU_TENSOR_MAP_SWIZZLE_*`).
 /// A swizzled box's inner dimension must span at most the swizzle width

@@ -26,74 +26,74 @@ macro_rules! decl_amo {
     // Returns `%struct.__half` by value: no Rust equivalent.
     (XFADD, $op:ident, half, $($rest:tt)*) => {};
 
-    (INC, $op:ident, $n:ident, $c:literal, $t:ty) => {
+    (INC, $op:ident, $n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
             concat!("`void (", $c, " *dest, int pe)`. Typed: [`crate::atomic_inc`].");
-            fn ${concat(nvshmem_, $n, _atomic_, $op)}(dest: *mut $t, pe: c_int)
+            fn [<nvshmem_ $n _atomic_ $op>](dest: *mut $t, pe: c_int)
         }
-    };
-    (FINC, $op:ident, $n:ident, $c:literal, $t:ty) => {
+    } };
+    (FINC, $op:ident, $n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
             concat!("`", $c, " (", $c, " *dest, int pe)`. Typed: [`crate::atomic_fetch_inc`].");
-            fn ${concat(nvshmem_, $n, _atomic_, $op)}(dest: *mut $t, pe: c_int) -> $t
+            fn [<nvshmem_ $n _atomic_ $op>](dest: *mut $t, pe: c_int) -> $t
         }
-    };
-    (FETCH, $op:ident, $n:ident, $c:literal, $t:ty) => {
+    } };
+    (FETCH, $op:ident, $n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
             concat!("`", $c, " (const ", $c, " *dest, int pe)`. Typed: [`crate::atomic_fetch`].");
-            fn ${concat(nvshmem_, $n, _atomic_, $op)}(dest: *const $t, pe: c_int) -> $t
+            fn [<nvshmem_ $n _atomic_ $op>](dest: *const $t, pe: c_int) -> $t
         }
-    };
-    (ADD_SET, $op:ident, $n:ident, $c:literal, $t:ty) => {
+    } };
+    (ADD_SET, $op:ident, $n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
             concat!("`void (", $c, " *dest, ", $c, " value, int pe)`. Typed: [`crate::atomic_",
                 stringify!($op), "`].");
-            fn ${concat(nvshmem_, $n, _atomic_, $op)}(dest: *mut $t, value: byval!($n $t), pe: c_int)
+            fn [<nvshmem_ $n _atomic_ $op>](dest: *mut $t, value: byval!($n $t), pe: c_int)
         }
-    };
-    (FADD_SWAP, $op:ident, $n:ident, $c:literal, $t:ty) => {
+    } };
+    (FADD_SWAP, $op:ident, $n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
             concat!("`", $c, " (", $c, " *dest, ", $c, " value, int pe)`. Typed: [`crate::atomic_",
                 stringify!($op), "`].");
-            fn ${concat(nvshmem_, $n, _atomic_, $op)}(dest: *mut $t, value: byval!($n $t), pe: c_int) -> $t
+            fn [<nvshmem_ $n _atomic_ $op>](dest: *mut $t, value: byval!($n $t), pe: c_int) -> $t
         }
-    };
-    (CSWAP, $op:ident, $n:ident, $c:literal, $t:ty) => {
+    } };
+    (CSWAP, $op:ident, $n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
             concat!("`", $c, " (", $c, " *dest, ", $c, " cond, ", $c,
                 " value, int pe)`. Typed: [`crate::atomic_compare_swap`].");
-            fn ${concat(nvshmem_, $n, _atomic_, $op)}(dest: *mut $t, cond: $t, value: $t, pe: c_int) -> $t
+            fn [<nvshmem_ $n _atomic_ $op>](dest: *mut $t, cond: $t, value: $t, pe: c_int) -> $t
         }
-    };
-    (AND_OR_XOR, $op:ident, $n:ident, $c:literal, $t:ty) => {
+    } };
+    (AND_OR_XOR, $op:ident, $n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
             concat!("`void (", $c, " *dest, ", $c, " value, int pe)`. Typed: [`crate::atomic_",
                 stringify!($op), "`].");
-            fn ${concat(nvshmem_, $n, _atomic_, $op)}(dest: *mut $t, value: $t, pe: c_int)
+            fn [<nvshmem_ $n _atomic_ $op>](dest: *mut $t, value: $t, pe: c_int)
         }
-    };
-    (FAND_FOR_FXOR, $op:ident, $n:ident, $c:literal, $t:ty) => {
+    } };
+    (FAND_FOR_FXOR, $op:ident, $n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
             concat!("`", $c, " (", $c, " *dest, ", $c, " value, int pe)`. Typed: [`crate::atomic_fetch_",
                 stringify!($op), "`].");
-            fn ${concat(nvshmem_, $n, _atomic_fetch_, $op)}(dest: *mut $t, value: $t, pe: c_int) -> $t
+            fn [<nvshmem_ $n _atomic_fetch_ $op>](dest: *mut $t, value: $t, pe: c_int) -> $t
         }
-    };
+    } };
     // 3.8+: nvshmemx half/float/double atomic add and fetch_add.
-    (XADD, $op:ident, $n:ident, $c:literal, $t:ty) => {
+    (XADD, $op:ident, $n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
             concat!("`void (", $c, " *dest, ", $c, " value, int pe)` (NVSHMEM 3.8+). Typed: [`crate::atomic_",
                 stringify!($op), "`].");
-            fn ${concat(nvshmemx_, $n, _atomic_, $op)}(dest: *mut $t, value: byval!($n $t), pe: c_int)
+            fn [<nvshmemx_ $n _atomic_ $op>](dest: *mut $t, value: byval!($n $t), pe: c_int)
         }
-    };
-    (XFADD, $op:ident, $n:ident, $c:literal, $t:ty) => {
+    } };
+    (XFADD, $op:ident, $n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
             concat!("`", $c, " (", $c, " *dest, ", $c, " value, int pe)` (NVSHMEM 3.8+). Typed: [`crate::atomic_",
                 stringify!($op), "`].");
-            fn ${concat(nvshmemx_, $n, _atomic_, $op)}(dest: *mut $t, value: byval!($n $t), pe: c_int) -> $t
+            fn [<nvshmemx_ $n _atomic_ $op>](dest: *mut $t, value: byval!($n $t), pe: c_int) -> $t
         }
-    };
+    } };
 }
 
 // The op-group invocations of `host/nvshmem_api.h`, in its order.

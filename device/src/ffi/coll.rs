@@ -39,26 +39,26 @@ extern_fn! { "`int (nvshmem_team_t team)`. Typed: [`crate::sync_block`]."; fn nv
 // The typed data collectives over NVSHMEMI_REPT_FOR_STANDARD_RMA_TYPES, in
 // every scope (nvshmem_TYPE_broadcast, nvshmemx_TYPE_broadcast_warp, ...).
 macro_rules! decl_coll_typed {
-    ($pre:ident, $sfx:literal, $scope:literal, $n:ident, $c:literal, $t:ty) => {
+    ($pre:ident, $sfx:literal, $scope:literal, $n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
             concat!("`int (nvshmem_team_t team, ", $c, " *dest, const ", $c,
                 " *source, size_t nelems, int PE_root)`, ", $scope, " scope. Typed: [`crate::broadcast`].");
-            fn ${concat($pre, _, $n, _broadcast, $sfx)}(
+            fn [<$pre _ $n _broadcast $sfx>](
                 team: nvshmem_team_t, dest: *mut $t, source: *const $t, nelems: usize, pe_root: c_int) -> c_int
         }
         extern_fn! {
             concat!("`int (nvshmem_team_t team, ", $c, " *dest, const ", $c,
                 " *source, size_t nelems)`, ", $scope, " scope. Typed: [`crate::fcollect`].");
-            fn ${concat($pre, _, $n, _fcollect, $sfx)}(
+            fn [<$pre _ $n _fcollect $sfx>](
                 team: nvshmem_team_t, dest: *mut $t, source: *const $t, nelems: usize) -> c_int
         }
         extern_fn! {
             concat!("`int (nvshmem_team_t team, ", $c, " *dest, const ", $c,
                 " *source, size_t nelems)`, ", $scope, " scope. Typed: [`crate::alltoall`].");
-            fn ${concat($pre, _, $n, _alltoall, $sfx)}(
+            fn [<$pre _ $n _alltoall $sfx>](
                 team: nvshmem_team_t, dest: *mut $t, source: *const $t, nelems: usize) -> c_int
         }
-    };
+    } };
 }
 
 // `scopes2!` appends the scope: put it first for `decl_coll_typed!`.
@@ -78,26 +78,26 @@ standard_rma_types!(each! decl_coll_typed_all!);
 
 // Byte-wise: broadcastmem, fcollectmem, alltoallmem (`nelems` in bytes).
 macro_rules! decl_coll_mem {
-    ($pre:ident, $sfx:literal, $scope:literal,) => {
+    ($pre:ident, $sfx:literal, $scope:literal,) => { pastey::paste! {
         extern_fn! {
             concat!("`int (nvshmem_team_t team, void *dest, const void *source, size_t nelems, int PE_root)`, ",
                 $scope, " scope (`nelems` bytes). Typed: [`crate::broadcast_pod`].");
-            fn ${concat($pre, _broadcastmem, $sfx)}(
+            fn [<$pre _broadcastmem $sfx>](
                 team: nvshmem_team_t, dest: *mut c_void, source: *const c_void, nelems: usize, pe_root: c_int) -> c_int
         }
         extern_fn! {
             concat!("`int (nvshmem_team_t team, void *dest, const void *source, size_t nelems)`, ",
                 $scope, " scope (`nelems` bytes). Typed: [`crate::fcollect_pod`].");
-            fn ${concat($pre, _fcollectmem, $sfx)}(
+            fn [<$pre _fcollectmem $sfx>](
                 team: nvshmem_team_t, dest: *mut c_void, source: *const c_void, nelems: usize) -> c_int
         }
         extern_fn! {
             concat!("`int (nvshmem_team_t team, void *dest, const void *source, size_t nelems)`, ",
                 $scope, " scope (`nelems` bytes). Typed: [`crate::alltoall_pod`].");
-            fn ${concat($pre, _alltoallmem, $sfx)}(
+            fn [<$pre _alltoallmem $sfx>](
                 team: nvshmem_team_t, dest: *mut c_void, source: *const c_void, nelems: usize) -> c_int
         }
-    };
+    } };
 }
 
 scopes2!(decl_coll_mem!);
@@ -105,20 +105,20 @@ scopes2!(decl_coll_mem!);
 // DEFN_NVSHMEM_TYPENAME_OP_REDUCE / _REDUCESCATTER and their threadgroup
 // forms: `<prefix>_<type>_<op>_reduce<scope suffix>`.
 macro_rules! decl_reduce {
-    ($op:ident, $n:ident, $c:literal, $t:ty, $pre:ident, $sfx:literal, $scope:literal,) => {
+    ($op:ident, $n:ident, $c:literal, $t:ty, $pre:ident, $sfx:literal, $scope:literal,) => { pastey::paste! {
         extern_fn! {
             concat!("`int (nvshmem_team_t team, ", $c, " *dest, const ", $c,
                 " *source, size_t nreduce)`, ", $scope, " scope. Typed: [`crate::reduce`].");
-            fn ${concat($pre, _, $n, _, $op, _reduce, $sfx)}(
+            fn [<$pre _ $n _ $op _reduce $sfx>](
                 team: nvshmem_team_t, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int
         }
         extern_fn! {
             concat!("`int (nvshmem_team_t team, ", $c, " *dest, const ", $c,
                 " *source, size_t nreduce)`, ", $scope, " scope. Typed: [`crate::reducescatter`].");
-            fn ${concat($pre, _, $n, _, $op, _reducescatter, $sfx)}(
+            fn [<$pre _ $n _ $op _reducescatter $sfx>](
                 team: nvshmem_team_t, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int
         }
-    };
+    } };
 }
 
 macro_rules! decl_reduce_all {

@@ -6,13 +6,13 @@ use core::ffi::{c_int, c_void};
 
 // NVSHMEMI_TYPENAME_P_IMPL / NVSHMEMI_TYPENAME_G_IMPL (thread scope only).
 macro_rules! decl_p_g {
-    ($n:ident, $c:literal, $t:ty) => {
+    ($n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
             concat!("`void (", $c, " *dest, const ", $c, " value, int pe)`. Typed: [`crate::p`].");
-            fn ${concat(nvshmem_, $n, _p)}(dest: *mut $t, value: byval!($n $t), pe: c_int)
+            fn [<nvshmem_ $n _p>](dest: *mut $t, value: byval!($n $t), pe: c_int)
         }
         decl_g! { $n, $c, $t }
-    };
+    } };
 }
 
 macro_rules! decl_g {
@@ -21,9 +21,11 @@ macro_rules! decl_g {
     (half, $c:literal, $t:ty) => {};
     (bfloat16, $c:literal, $t:ty) => {};
     ($n:ident, $c:literal, $t:ty) => {
-        extern_fn! {
-            concat!("`", $c, " (const ", $c, " *source, int pe)`. Typed: [`crate::g`].");
-            fn ${concat(nvshmem_, $n, _g)}(source: *const $t, pe: c_int) -> $t
+        pastey::paste! {
+            extern_fn! {
+                concat!("`", $c, " (const ", $c, " *source, int pe)`. Typed: [`crate::g`].");
+                fn [<nvshmem_ $n _g>](source: *const $t, pe: c_int) -> $t
+            }
         }
     };
 }
@@ -31,94 +33,94 @@ macro_rules! decl_g {
 // NVSHMEMI_REPT_FOR_STANDARD_RMA_TYPES_AND_SCOPES2 over the typed put/get
 // families: `<prefix>_<type>_<op><scope suffix>`.
 macro_rules! decl_rma_scoped {
-    ($pre:ident, $sfx:literal, $scope:literal, $n:ident, $c:literal, $t:ty) => {
+    ($pre:ident, $sfx:literal, $scope:literal, $n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
             concat!("`void (", $c, " *dest, const ", $c, " *source, size_t nelems, int pe)`, ",
                 $scope, " scope. Typed: [`crate::put`].");
-            fn ${concat($pre, _, $n, _put, $sfx)}(dest: *mut $t, source: *const $t, nelems: usize, pe: c_int)
+            fn [<$pre _ $n _put $sfx>](dest: *mut $t, source: *const $t, nelems: usize, pe: c_int)
         }
         extern_fn! {
             concat!("`void (", $c, " *dest, const ", $c, " *source, size_t nelems, int pe)`, ",
                 $scope, " scope. Typed: [`crate::put_nbi`].");
-            fn ${concat($pre, _, $n, _put_nbi, $sfx)}(dest: *mut $t, source: *const $t, nelems: usize, pe: c_int)
+            fn [<$pre _ $n _put_nbi $sfx>](dest: *mut $t, source: *const $t, nelems: usize, pe: c_int)
         }
         extern_fn! {
             concat!("`void (", $c, " *dest, const ", $c, " *source, size_t nelems, int pe)`, ",
                 $scope, " scope. Typed: [`crate::get`].");
-            fn ${concat($pre, _, $n, _get, $sfx)}(dest: *mut $t, source: *const $t, nelems: usize, pe: c_int)
+            fn [<$pre _ $n _get $sfx>](dest: *mut $t, source: *const $t, nelems: usize, pe: c_int)
         }
         extern_fn! {
             concat!("`void (", $c, " *dest, const ", $c, " *source, size_t nelems, int pe)`, ",
                 $scope, " scope. Typed: [`crate::get_nbi`].");
-            fn ${concat($pre, _, $n, _get_nbi, $sfx)}(dest: *mut $t, source: *const $t, nelems: usize, pe: c_int)
+            fn [<$pre _ $n _get_nbi $sfx>](dest: *mut $t, source: *const $t, nelems: usize, pe: c_int)
         }
         extern_fn! {
             concat!("`void (", $c, " *dest, const ", $c,
                 " *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)`, ",
                 $scope, " scope. Typed: [`crate::iput`].");
-            fn ${concat($pre, _, $n, _iput, $sfx)}(
+            fn [<$pre _ $n _iput $sfx>](
                 dest: *mut $t, source: *const $t, dst: isize, sst: isize, nelems: usize, pe: c_int)
         }
         extern_fn! {
             concat!("`void (", $c, " *dest, const ", $c,
                 " *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)`, ",
                 $scope, " scope. Typed: [`crate::iget`].");
-            fn ${concat($pre, _, $n, _iget, $sfx)}(
+            fn [<$pre _ $n _iget $sfx>](
                 dest: *mut $t, source: *const $t, dst: isize, sst: isize, nelems: usize, pe: c_int)
         }
         extern_fn! {
             concat!("`void (", $c, " *dest, const ", $c,
                 " *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)`, ",
                 $scope, " scope. Typed: [`crate::put_signal`].");
-            fn ${concat($pre, _, $n, _put_signal, $sfx)}(dest: *mut $t, source: *const $t, nelems: usize,
+            fn [<$pre _ $n _put_signal $sfx>](dest: *mut $t, source: *const $t, nelems: usize,
                 sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int)
         }
         extern_fn! {
             concat!("`void (", $c, " *dest, const ", $c,
                 " *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)`, ",
                 $scope, " scope. Typed: [`crate::put_signal_nbi`].");
-            fn ${concat($pre, _, $n, _put_signal_nbi, $sfx)}(dest: *mut $t, source: *const $t, nelems: usize,
+            fn [<$pre _ $n _put_signal_nbi $sfx>](dest: *mut $t, source: *const $t, nelems: usize,
                 sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int)
         }
-    };
+    } };
 }
 
 // Byte-wise: `putmem`, `getmem`, `putmem_signal`, blocking and `_nbi`.
 macro_rules! decl_mem {
-    ($pre:ident, $sfx:literal, $scope:literal,) => {
+    ($pre:ident, $sfx:literal, $scope:literal,) => { pastey::paste! {
         extern_fn! {
             concat!("`void (void *dest, const void *source, size_t bytes, int pe)`, ", $scope,
                 " scope. Typed: [`crate::put_pod`].");
-            fn ${concat($pre, _putmem, $sfx)}(dest: *mut c_void, source: *const c_void, bytes: usize, pe: c_int)
+            fn [<$pre _putmem $sfx>](dest: *mut c_void, source: *const c_void, bytes: usize, pe: c_int)
         }
         extern_fn! {
             concat!("`void (void *dest, const void *source, size_t bytes, int pe)`, ", $scope,
                 " scope. Typed: [`crate::put_pod_nbi`].");
-            fn ${concat($pre, _putmem_nbi, $sfx)}(dest: *mut c_void, source: *const c_void, bytes: usize, pe: c_int)
+            fn [<$pre _putmem_nbi $sfx>](dest: *mut c_void, source: *const c_void, bytes: usize, pe: c_int)
         }
         extern_fn! {
             concat!("`void (void *dest, const void *source, size_t bytes, int pe)`, ", $scope,
                 " scope. Typed: [`crate::get_pod`].");
-            fn ${concat($pre, _getmem, $sfx)}(dest: *mut c_void, source: *const c_void, bytes: usize, pe: c_int)
+            fn [<$pre _getmem $sfx>](dest: *mut c_void, source: *const c_void, bytes: usize, pe: c_int)
         }
         extern_fn! {
             concat!("`void (void *dest, const void *source, size_t bytes, int pe)`, ", $scope,
                 " scope. Typed: [`crate::get_pod_nbi`].");
-            fn ${concat($pre, _getmem_nbi, $sfx)}(dest: *mut c_void, source: *const c_void, bytes: usize, pe: c_int)
+            fn [<$pre _getmem_nbi $sfx>](dest: *mut c_void, source: *const c_void, bytes: usize, pe: c_int)
         }
         extern_fn! {
             concat!("`void (void *dest, const void *source, size_t bytes, uint64_t *sig_addr, ",
                 "uint64_t signal, int sig_op, int pe)`, ", $scope, " scope. Typed: [`crate::put_signal_pod`].");
-            fn ${concat($pre, _putmem_signal, $sfx)}(dest: *mut c_void, source: *const c_void, bytes: usize,
+            fn [<$pre _putmem_signal $sfx>](dest: *mut c_void, source: *const c_void, bytes: usize,
                 sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int)
         }
         extern_fn! {
             concat!("`void (void *dest, const void *source, size_t bytes, uint64_t *sig_addr, ",
                 "uint64_t signal, int sig_op, int pe)`, ", $scope, " scope. Typed: [`crate::put_signal_pod_nbi`].");
-            fn ${concat($pre, _putmem_signal_nbi, $sfx)}(dest: *mut c_void, source: *const c_void, bytes: usize,
+            fn [<$pre _putmem_signal_nbi $sfx>](dest: *mut c_void, source: *const c_void, bytes: usize,
                 sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int)
         }
-    };
+    } };
 }
 
 // NVSHMEMI_REPT_FOR_SIZES: `put8`, `get16_nbi`, `iput64`, ... (nelems counts
@@ -135,56 +137,56 @@ macro_rules! decl_sized {
         decl_sized! { @plain $pre, $sfx, $scope, $bits }
         decl_sized! { @signal $pre, $sfx, $scope, $bits }
     };
-    (@plain $pre:ident, $sfx:literal, $scope:literal, $bits:literal) => {
+    (@plain $pre:ident, $sfx:literal, $scope:literal, $bits:literal) => { pastey::paste! {
         extern_fn! {
             concat!("`void (void *dest, const void *source, size_t nelems, int pe)`: ", $bits,
                 "-bit elements, ", $scope, " scope.");
-            fn ${concat($pre, _put, $bits, $sfx)}(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int)
+            fn [<$pre _put $bits $sfx>](dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int)
         }
         extern_fn! {
             concat!("`void (void *dest, const void *source, size_t nelems, int pe)`: ", $bits,
                 "-bit elements, ", $scope, " scope.");
-            fn ${concat($pre, _put, $bits, _nbi, $sfx)}(
+            fn [<$pre _put $bits _nbi $sfx>](
                 dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int)
         }
         extern_fn! {
             concat!("`void (void *dest, const void *source, size_t nelems, int pe)`: ", $bits,
                 "-bit elements, ", $scope, " scope.");
-            fn ${concat($pre, _get, $bits, $sfx)}(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int)
+            fn [<$pre _get $bits $sfx>](dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int)
         }
         extern_fn! {
             concat!("`void (void *dest, const void *source, size_t nelems, int pe)`: ", $bits,
                 "-bit elements, ", $scope, " scope.");
-            fn ${concat($pre, _get, $bits, _nbi, $sfx)}(
+            fn [<$pre _get $bits _nbi $sfx>](
                 dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int)
         }
         extern_fn! {
             concat!("`void (void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)`: ",
                 $bits, "-bit elements, ", $scope, " scope.");
-            fn ${concat($pre, _iput, $bits, $sfx)}(
+            fn [<$pre _iput $bits $sfx>](
                 dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int)
         }
         extern_fn! {
             concat!("`void (void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)`: ",
                 $bits, "-bit elements, ", $scope, " scope.");
-            fn ${concat($pre, _iget, $bits, $sfx)}(
+            fn [<$pre _iget $bits $sfx>](
                 dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int)
         }
-    };
-    (@signal $pre:ident, $sfx:literal, $scope:literal, $bits:literal) => {
+    } };
+    (@signal $pre:ident, $sfx:literal, $scope:literal, $bits:literal) => { pastey::paste! {
         extern_fn! {
             concat!("`void (void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, ",
                 "int sig_op, int pe)`: ", $bits, "-bit elements, ", $scope, " scope.");
-            fn ${concat($pre, _put, $bits, _signal, $sfx)}(dest: *mut c_void, source: *const c_void, nelems: usize,
+            fn [<$pre _put $bits _signal $sfx>](dest: *mut c_void, source: *const c_void, nelems: usize,
                 sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int)
         }
         extern_fn! {
             concat!("`void (void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, ",
                 "int sig_op, int pe)`: ", $bits, "-bit elements, ", $scope, " scope.");
-            fn ${concat($pre, _put, $bits, _signal_nbi, $sfx)}(dest: *mut c_void, source: *const c_void,
+            fn [<$pre _put $bits _signal_nbi $sfx>](dest: *mut c_void, source: *const c_void,
                 nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int)
         }
-    };
+    } };
 }
 
 standard_rma_types!(each! decl_p_g!);

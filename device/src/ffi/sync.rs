@@ -6,88 +6,88 @@ use core::ffi::{c_int, c_void};
 
 // NVSHMEM_TEST*, NVSHMEM_WAIT_UNTIL* over NVSHMEMI_REPT_FOR_WAIT_TYPES.
 macro_rules! decl_wait {
-    ($n:ident, $c:literal, $t:ty) => {
+    ($n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
             concat!("`int (", $c, " *ivar, int cmp, ", $c, " cmp_value)`. Typed: [`crate::test`](fn@crate::test).");
-            fn ${concat(nvshmem_, $n, _test)}(ivar: *mut $t, cmp: c_int, cmp_value: $t) -> c_int
+            fn [<nvshmem_ $n _test>](ivar: *mut $t, cmp: c_int, cmp_value: $t) -> c_int
         }
         extern_fn! {
             concat!("`int (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
                 " cmp_value)`. Typed: [`crate::test_all`].");
-            fn ${concat(nvshmem_, $n, _test_all)}(
+            fn [<nvshmem_ $n _test_all>](
                 ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: $t) -> c_int
         }
         extern_fn! {
             concat!("`size_t (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
                 " cmp_value)`. Typed: [`crate::test_any`].");
-            fn ${concat(nvshmem_, $n, _test_any)}(
+            fn [<nvshmem_ $n _test_any>](
                 ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: $t) -> usize
         }
         extern_fn! {
             concat!("`size_t (", $c, " *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ", $c,
                 " cmp_value)`. Typed: [`crate::test_some`].");
-            fn ${concat(nvshmem_, $n, _test_some)}(ivars: *mut $t, nelems: usize, indices: *mut usize,
+            fn [<nvshmem_ $n _test_some>](ivars: *mut $t, nelems: usize, indices: *mut usize,
                 status: *const c_int, cmp: c_int, cmp_value: $t) -> usize
         }
         extern_fn! {
             concat!("`int (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
                 " *cmp_values)`. Typed: [`crate::test_all_vector`].");
-            fn ${concat(nvshmem_, $n, _test_all_vector)}(
+            fn [<nvshmem_ $n _test_all_vector>](
                 ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *const $t) -> c_int
         }
         extern_fn! {
             concat!("`size_t (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
                 " *cmp_values)`. Typed: [`crate::test_any_vector`].");
-            fn ${concat(nvshmem_, $n, _test_any_vector)}(
+            fn [<nvshmem_ $n _test_any_vector>](
                 ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *const $t) -> usize
         }
         extern_fn! {
             concat!("`size_t (", $c, " *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ", $c,
                 " *cmp_values)`. Typed: [`crate::test_some_vector`].");
-            fn ${concat(nvshmem_, $n, _test_some_vector)}(ivars: *mut $t, nelems: usize, indices: *mut usize,
+            fn [<nvshmem_ $n _test_some_vector>](ivars: *mut $t, nelems: usize, indices: *mut usize,
                 status: *const c_int, cmp: c_int, cmp_values: *const $t) -> usize
         }
         extern_fn! {
             concat!("`void (", $c, " *ivar, int cmp, ", $c, " cmp_value)`. Typed: [`crate::wait_until`].");
-            fn ${concat(nvshmem_, $n, _wait_until)}(ivar: *mut $t, cmp: c_int, cmp_value: $t)
+            fn [<nvshmem_ $n _wait_until>](ivar: *mut $t, cmp: c_int, cmp_value: $t)
         }
         extern_fn! {
             concat!("`void (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
                 " cmp_value)`. Typed: [`crate::wait_until_all`].");
-            fn ${concat(nvshmem_, $n, _wait_until_all)}(
+            fn [<nvshmem_ $n _wait_until_all>](
                 ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: $t)
         }
         extern_fn! {
             concat!("`size_t (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
                 " cmp_value)`. Typed: [`crate::wait_until_any`].");
-            fn ${concat(nvshmem_, $n, _wait_until_any)}(
+            fn [<nvshmem_ $n _wait_until_any>](
                 ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: $t) -> usize
         }
         extern_fn! {
             concat!("`size_t (", $c, " *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ", $c,
                 " cmp_value)`. Typed: [`crate::wait_until_some`].");
-            fn ${concat(nvshmem_, $n, _wait_until_some)}(ivars: *mut $t, nelems: usize, indices: *mut usize,
+            fn [<nvshmem_ $n _wait_until_some>](ivars: *mut $t, nelems: usize, indices: *mut usize,
                 status: *const c_int, cmp: c_int, cmp_value: $t) -> usize
         }
         extern_fn! {
             concat!("`void (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
                 " *cmp_values)`. Typed: [`crate::wait_until_all_vector`].");
-            fn ${concat(nvshmem_, $n, _wait_until_all_vector)}(
+            fn [<nvshmem_ $n _wait_until_all_vector>](
                 ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *const $t)
         }
         extern_fn! {
             concat!("`size_t (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
                 " *cmp_values)`. Typed: [`crate::wait_until_any_vector`].");
-            fn ${concat(nvshmem_, $n, _wait_until_any_vector)}(
+            fn [<nvshmem_ $n _wait_until_any_vector>](
                 ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *const $t) -> usize
         }
         extern_fn! {
             concat!("`size_t (", $c, " *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ", $c,
                 " *cmp_values)`. Typed: [`crate::wait_until_some_vector`].");
-            fn ${concat(nvshmem_, $n, _wait_until_some_vector)}(ivars: *mut $t, nelems: usize,
+            fn [<nvshmem_ $n _wait_until_some_vector>](ivars: *mut $t, nelems: usize,
                 indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *const $t) -> usize
         }
-    };
+    } };
 }
 
 wait_types!(each! decl_wait!);

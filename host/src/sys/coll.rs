@@ -6,7 +6,7 @@
 //! family alone has 276 exports. The fixed functions are bound when the
 //! library is opened (a missing one fails the load); the typed ones are looked
 //! up by name on use ([`CollLib::reduce_fn`]), the name coming from the device
-//! crate's [`ReduceOp::NAME`](nvshmem_device::ReduceOp::NAME), so exactly the
+//! crate's [`ReduceOp::NAME`](nvshmem_types::ReduceOp::NAME), so exactly the
 //! (op, type) pairs the device API has. A host test checks that every such
 //! pair is exported by both versions' libraries.
 

@@ -2,16 +2,20 @@
 //! signal, adds one to the token, and hands it to the next PE with a single
 //! put-with-signal. After the last lap PE 0 holds `laps * n_pes`.
 #![no_std]
-#![feature(abi_ptx)]
 
-use nvshmem_device::{Cmp, SignalOp, SymPtr, my_pe, n_pes, put_signal, signal_wait_until};
+use nvshmem_device::{Cmp, SignalOp, SymPtr, kernel, my_pe, n_pes, put_signal, signal_wait_until};
 
 nvshmem_device::panic_handler!();
 
 /// One thread per PE. `token` receives the token, `send` stages it, `signal`
 /// counts arrivals (lap `k` sets it to `k + 1`). `out[0]` gets the final token on PE 0.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ring_pass(
+///
+/// # Safety
+/// `token`, `send` and `signal` are one-element symmetric allocations, zeroed
+/// before the launch on every PE; `out` is valid for one write on PE 0; every
+/// PE launches it with the same `laps`, one thread each.
+#[kernel]
+pub unsafe fn ring_pass(
     token: SymPtr<u64>,
     send: SymPtr<u64>,
     signal: SymPtr<u64>,
@@ -31,7 +35,15 @@ pub unsafe extern "ptx-kernel" fn ring_pass(
         };
         unsafe {
             *send.as_ptr() = value + 1;
-            put_signal(token, send.as_ptr(), 1, signal, lap + 1, SignalOp::Set, next);
+            put_signal(
+                token,
+                send.as_ptr(),
+                1,
+                signal,
+                lap + 1,
+                SignalOp::Set,
+                next,
+            );
         }
     }
     if me.index() == 0 {

@@ -33,7 +33,7 @@ unsafe fn collect_all<T: CollectElement>(team: Team, d: SymPtr<T>, s: SymPtr<T>,
 
 /// reduce and reducescatter with `op` in every scope.
 #[inline(always)]
-unsafe fn reduce_all<T: Copy, O: ReduceOp<T>>(op: O, team: Team, d: SymPtr<T>, s: SymPtr<T>, n: usize) {
+unsafe fn reduce_all<T: ReduceElement, O: ReduceOp<T>>(op: O, team: Team, d: SymPtr<T>, s: SymPtr<T>, n: usize) {
     unsafe {
         reduce(op, team, d, s, n);
         reduce_warp(op, team, d, s, n);
@@ -105,5 +105,5 @@ pub unsafe extern "ptx-kernel" fn teams(team: Team, out: *mut i32) {
     sync(team);
     sync_warp(team);
     sync_block(team);
-    let _ = (Team::SHARED, Team::NODE, Team::INVALID.is_valid());
+    let _ = (Team::SHARED, Team::NODE, Team::SAME_MYPE_NODE);
 }

@@ -4,7 +4,10 @@
 //! which kernels need a collective launch, and to check launch arguments.
 
 use serde::{Deserialize, Serialize};
+use std::format;
 use std::path::Path;
+use std::string::String;
+use std::vec::Vec;
 
 /// The file format version; bumped when a field changes meaning.
 pub const MANIFEST_FORMAT: u32 = 1;
@@ -12,7 +15,7 @@ pub const MANIFEST_FORMAT: u32 = 1;
 /// Everything the builder knows about one built kernel crate.
 ///
 /// ```
-/// use nvshmem_builder::manifest::Manifest;
+/// use nvshmem_types::manifest::Manifest;
 /// let json = r#"{"format":1,"crate_name":"k","nvshmem_version":"3.4.5","arch":"sm_90",
 ///   "ptx_isa":"8.3","ptx":"k.ptx","cubin":null,"kernels":[]}"#;
 /// let m: Manifest = serde_json::from_str(json).unwrap();
@@ -62,6 +65,12 @@ pub struct KernelInfo {
     pub spill_loads: Option<u32>,
     /// Bytes of stack frame, from `ptxas -v`.
     pub stack_frame: Option<u32>,
+    /// Bytes of static shared memory (`static_shared!` arrays and NVSHMEM's
+    /// own), from `ptxas -v` (`N bytes smem`); absent without ptxas and in
+    /// manifests from before this field. The host adds the launch's dynamic
+    /// shared memory to it to check against the GPU's limit.
+    #[serde(default)]
+    pub static_shared_bytes: Option<u32>,
 }
 
 /// One kernel parameter.
@@ -93,7 +102,7 @@ impl Manifest {
     /// Reads a manifest file.
     ///
     /// ```no_run
-    /// let m = nvshmem_builder::manifest::Manifest::read("ptx/nvshmem-3.4.5/sm_90/kernels.json".as_ref())?;
+    /// let m = nvshmem_types::manifest::Manifest::read("ptx/nvshmem-3.4.5/sm_90/kernels.json".as_ref())?;
     /// # Ok::<(), String>(())
     /// ```
     pub fn read(path: &Path) -> Result<Self, String> {
@@ -114,7 +123,7 @@ impl Manifest {
     /// The kernel named `name`, if the module has it.
     ///
     /// ```
-    /// # use nvshmem_builder::manifest::Manifest;
+    /// # use nvshmem_types::manifest::Manifest;
     /// # let m = Manifest { format: 1, crate_name: "k".into(), nvshmem_version: "3.4.5".into(),
     /// #   arch: "sm_90".into(), ptx_isa: "8.3".into(), ptx: "k.ptx".into(), cubin: None, device_link: None, kernels: vec![] };
     /// assert!(m.kernel("missing").is_none());

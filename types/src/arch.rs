@@ -1,0 +1,133 @@
+//! GPU architectures (`sm_90`, `sm_90a`, ...).
+
+use core::fmt;
+use core::str::FromStr;
+
+/// A GPU architecture as PTX names it: `sm_` and the compute capability,
+/// with `a` for the architecture-specific features of that one generation
+/// (`sm_90a` has `wgmma` and `setmaxnreg`).
+///
+/// ```
+/// use nvshmem_types::Arch;
+/// let a: Arch = "sm_90a".parse().unwrap();
+/// assert_eq!(a.number(), 90);
+/// assert!(a.is_arch_specific());
+/// assert_eq!(a.to_string(), "sm_90a");
+/// assert!("sm_999".parse::<Arch>().is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Arch {
+    number: u32,
+    arch_specific: bool,
+}
+
+/// The architectures that the pinned LLVM, `ptxas` 13.0 and a supported
+/// NVSHMEM can all build for (CUDA 13 dropped everything below `sm_75`).
+/// `a` forms exist for 90 and above.
+pub const SUPPORTED_ARCHS: &[u32] = &[75, 80, 86, 87, 89, 90, 100, 103, 110, 120, 121];
+
+impl Arch {
+    /// `sm_<number>`, if supported.
+    ///
+    /// ```
+    /// assert!(nvshmem_types::Arch::new(80).is_some());
+    /// assert!(nvshmem_types::Arch::new(70).is_none());
+    /// ```
+    pub fn new(number: u32) -> Option<Self> {
+        SUPPORTED_ARCHS.contains(&number).then_some(Arch {
+            number,
+            arch_specific: false,
+        })
+    }
+
+    /// The compute capability as a number: 90 for `sm_90` and `sm_90a`.
+    pub const fn number(self) -> u32 {
+        self.number
+    }
+
+    /// Whether this is an `a` architecture (`sm_90a`).
+    pub const fn is_arch_specific(self) -> bool {
+        self.arch_specific
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "sm_{}{}",
+            self.number,
+            if self.arch_specific { "a" } else { "" }
+        )
+    }
+}
+
+/// An architecture string that is malformed or not supported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParseArchError;
+
+impl fmt::Display for ParseArchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not a supported GPU architecture; supported: ")?;
+        for (i, n) in SUPPORTED_ARCHS.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "sm_{n}")?;
+            if *n >= 90 {
+                write!(f, " (sm_{n}a)")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl core::error::Error for ParseArchError {}
+
+impl FromStr for Arch {
+    type Err = ParseArchError;
+    fn from_str(s: &str) -> Result<Self, ParseArchError> {
+        let digits = s.trim().strip_prefix("sm_").ok_or(ParseArchError)?;
+        let (digits, arch_specific) = match digits.strip_suffix('a') {
+            Some(d) => (d, true),
+            None => (digits, false),
+        };
+        if digits.len() < 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(ParseArchError);
+        }
+        let number: u32 = digits.parse().map_err(|_| ParseArchError)?;
+        let mut arch = Arch::new(number).ok_or(ParseArchError)?;
+        if arch_specific && number < 90 {
+            return Err(ParseArchError);
+        }
+        arch.arch_specific = arch_specific;
+        Ok(arch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::string::ToString;
+
+    #[test]
+    fn parses_supported_and_refuses_the_rest() {
+        for ok in [
+            "sm_75", "sm_80", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_120",
+        ] {
+            assert_eq!(ok.parse::<Arch>().unwrap().to_string(), ok);
+        }
+        for bad in [
+            "sm90",
+            "sm_",
+            "sm_9",
+            "compute_90",
+            "sm_9x",
+            "sm_999",
+            "sm_70",
+            "sm_80a",
+        ] {
+            assert!(bad.parse::<Arch>().is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,543 @@
+//! Where an NVSHMEM installation is, and what it provides.
+//!
+//! Search order (the first match wins):
+//! 1. an explicit folder: [`Query::home`], else the `NVSHMEM_HOME` environment
+//!    variable (an error if it does not hold NVSHMEM: never skipped silently);
+//! 2. a project's own cache, `.deps/nvshmem-<version>/nvidia/nvshmem` in
+//!    [`Query::project_dir`] or a folder above it;
+//! 3. an installed pip package that `python3` can import: `site-packages/nvidia/nvshmem`
+//!    of the active virtual environment (`VIRTUAL_ENV`) and of `python3`
+//!    (the `nvidia-nvshmem-cu13` wheel, PyTorch's environment included);
+//! 4. the per-user cache ([`cache_dir`]): `nvshmem-<version>/nvidia/nvshmem`,
+//!    which `nvshmem-builder` fills from the pip wheel when nothing else is found.
+//!
+//! When a version is asked for, installations of other versions are skipped.
+//! Without one, the cache prefers [`DEFAULT_VERSION`].
+
+use crate::version::{DEFAULT_VERSION, SupportedVersions};
+use crate::{Arch, BitcodeLayout, Version};
+use std::ffi::OsString;
+use std::fmt;
+use std::format;
+use std::path::{Path, PathBuf};
+use std::string::{String, ToString};
+use std::vec::Vec;
+
+/// Where an installation was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Source {
+    /// [`Query::home`] or `NVSHMEM_HOME`.
+    Explicit,
+    /// `.deps/` in or above [`Query::project_dir`].
+    ProjectCache,
+    /// A pip package that `python3` (or the active virtual environment) has.
+    Python,
+    /// The per-user cache ([`cache_dir`]).
+    UserCache,
+}
+
+/// What to look for. The default looks for any supported version, reading
+/// `NVSHMEM_HOME`, `VIRTUAL_ENV` and the cache variables from the environment.
+///
+/// ```
+/// use nvshmem_types::install::Query;
+/// let q = Query::default().version("3.8.0".parse().unwrap());
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Query {
+    home: Option<PathBuf>,
+    version: Option<Version>,
+    ignore_env: bool,
+    skip_python: bool,
+    project_dir: Option<PathBuf>,
+}
+
+impl Query {
+    /// Use the installation in `dir` (the folder with `include/` and `lib/`).
+    pub fn home(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.home = Some(dir.into());
+        self
+    }
+
+    /// Accept only this version.
+    pub fn version(mut self, v: Version) -> Self {
+        self.version = Some(v);
+        self
+    }
+
+    /// Look for a project's `.deps/` cache from this folder upwards.
+    pub fn project_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.project_dir = Some(dir.into());
+        self
+    }
+
+    /// Do not read `NVSHMEM_HOME` (the caller has decided about it).
+    pub fn ignore_env(mut self) -> Self {
+        self.ignore_env = true;
+        self
+    }
+
+    /// Do not ask `python3` (for tests, and callers that must not start processes).
+    pub fn skip_python(mut self) -> Self {
+        self.skip_python = true;
+        self
+    }
+
+    /// The version asked for, if any.
+    pub fn wanted(&self) -> Option<Version> {
+        self.version
+    }
+}
+
+/// Why no installation was found, or one named explicitly is not usable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FindError {
+    /// Nothing matched anywhere.
+    NotFound {
+        /// The version asked for, if any.
+        wanted: Option<Version>,
+        /// Every folder looked at, in search order.
+        searched: Vec<PathBuf>,
+    },
+    /// A folder named explicitly (`NVSHMEM_HOME` or [`Query::home`]) is not a
+    /// usable installation.
+    HomeInvalid {
+        /// The folder.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The installation has no device bitcode for the architecture.
+    NoBitcodeForArch {
+        /// The architecture asked for.
+        arch: String,
+        /// The installation's version.
+        version: Version,
+        /// The architectures it has bitcode for.
+        available: Vec<String>,
+    },
+}
+
+impl fmt::Display for FindError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FindError::NotFound { wanted, searched } => {
+                let v = wanted.unwrap_or(DEFAULT_VERSION);
+                writeln!(
+                    f,
+                    "NVSHMEM{} was not found. Searched:",
+                    wanted.map(|v| format!(" {v}")).unwrap_or_default()
+                )?;
+                if searched.is_empty() {
+                    writeln!(f, "  (nothing)")?;
+                }
+                for p in searched {
+                    writeln!(f, "  {}", p.display())?;
+                }
+                write!(
+                    f,
+                    "Fix: build once with nvshmem-builder, which downloads it into {} \
+                     (unless NVSHMEM_RS_OFFLINE=1), or `pip install nvidia-nvshmem-cu13=={v}`, or \
+                     set NVSHMEM_HOME to the folder that holds NVSHMEM's include/ and lib/. \
+                     Supported versions: {}",
+                    cache_dir()
+                        .map(|d| d.display().to_string())
+                        .unwrap_or_else(|| "the per-user cache".into()),
+                    SupportedVersions
+                )
+            }
+            FindError::HomeInvalid { path, reason } => write!(
+                f,
+                "{} is not an NVSHMEM installation: {reason}. Fix: point NVSHMEM_HOME at the \
+                 folder that holds include/non_abi/nvshmem_version.h and lib/ (for a pip \
+                 install: .../site-packages/nvidia/nvshmem)",
+                path.display()
+            ),
+            FindError::NoBitcodeForArch {
+                arch,
+                version,
+                available,
+            } => write!(
+                f,
+                "NVSHMEM {version} has no device bitcode for {arch} (it ships: {}). Fix: choose \
+                 one of those architectures, or use an NVSHMEM version that supports {arch}",
+                available.join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FindError {}
+
+/// An NVSHMEM installation: the folder with `include/` and `lib/`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Installation {
+    /// The folder.
+    pub root: PathBuf,
+    /// Its version, from `include/non_abi/nvshmem_version.h`.
+    pub version: Version,
+    /// Where it was found.
+    pub source: Source,
+}
+
+/// The per-user cache that `nvshmem-builder` fills with pip wheels:
+/// `$NVSHMEM_RS_CACHE`, else `$XDG_CACHE_HOME/nvshmem-rs`, else
+/// `$HOME/.cache/nvshmem-rs`.
+///
+/// ```
+/// if let Some(dir) = nvshmem_types::install::cache_dir() {
+///     println!("wheels are cached in {}", dir.display());
+/// }
+/// ```
+pub fn cache_dir() -> Option<PathBuf> {
+    cache_dir_with(&|name| std::env::var_os(name))
+}
+
+/// [`cache_dir`] with the environment given.
+pub fn cache_dir_with(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let set = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    set("NVSHMEM_RS_CACHE")
+        .or_else(|| set("XDG_CACHE_HOME").map(|d| d.join("nvshmem-rs")))
+        .or_else(|| set("HOME").map(|d| d.join(".cache/nvshmem-rs")))
+}
+
+/// The folder in the cache where a pip requirement's wheel is unpacked:
+/// `nvidia-nvshmem-cu13==3.4.5` → `<cache>/nvidia-nvshmem-cu13-3.4.5`.
+///
+/// ```
+/// use nvshmem_types::install::wheel_dir;
+/// let d = wheel_dir("/c".as_ref(), "nvidia-nvshmem-cu13==3.4.5");
+/// assert_eq!(d, std::path::Path::new("/c/nvidia-nvshmem-cu13-3.4.5"));
+/// ```
+pub fn wheel_dir(cache: &Path, requirement: &str) -> PathBuf {
+    let name: String = requirement
+        .trim_end_matches(".*")
+        .replace("==", "-")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    cache.join(name)
+}
+
+impl Installation {
+    /// Finds an installation, in the order of this module's docs.
+    ///
+    /// ```no_run
+    /// use nvshmem_types::install::{Installation, Query};
+    /// let nv = Installation::find(&Query::default())?;
+    /// println!("NVSHMEM {} in {}", nv.version, nv.root.display());
+    /// # Ok::<(), nvshmem_types::install::FindError>(())
+    /// ```
+    pub fn find(query: &Query) -> Result<Self, FindError> {
+        Self::find_with(query, &|name| std::env::var_os(name))
+    }
+
+    /// [`Installation::find`] with the environment given.
+    pub fn find_with(
+        query: &Query,
+        env: &dyn Fn(&str) -> Option<OsString>,
+    ) -> Result<Self, FindError> {
+        let explicit = query.home.clone().or_else(|| {
+            (!query.ignore_env)
+                .then(|| {
+                    env("NVSHMEM_HOME")
+                        .filter(|v| !v.is_empty())
+                        .map(PathBuf::from)
+                })
+                .flatten()
+        });
+        if let Some(home) = explicit {
+            let found = Self::at(&home, Source::Explicit)?;
+            if let Some(want) = query.version
+                && want != found.version
+            {
+                return Err(FindError::HomeInvalid {
+                    path: home,
+                    reason: format!(
+                        "it holds NVSHMEM {}, but {want} was asked for",
+                        found.version
+                    ),
+                });
+            }
+            return Ok(found);
+        }
+
+        let mut candidates: Vec<(PathBuf, Source)> = Vec::new();
+        if let Some(dir) = &query.project_dir {
+            candidates.extend(
+                project_cache_dirs(dir, query.version)
+                    .into_iter()
+                    .map(|p| (p, Source::ProjectCache)),
+            );
+        }
+        if !query.skip_python {
+            candidates.extend(python_dirs(env).into_iter().map(|p| (p, Source::Python)));
+        }
+        if let Some(cache) = cache_dir_with(env) {
+            candidates.extend(
+                cache_dirs(&cache, query.version)
+                    .into_iter()
+                    .map(|p| (p, Source::UserCache)),
+            );
+        }
+        let mut searched = Vec::new();
+        for (dir, source) in candidates {
+            searched.push(dir.clone());
+            let Ok(found) = Self::at(&dir, source) else {
+                continue;
+            };
+            if query.version.is_none_or(|v| v == found.version) {
+                return Ok(found);
+            }
+        }
+        Err(FindError::NotFound {
+            wanted: query.version,
+            searched,
+        })
+    }
+
+    /// The installation in `root`, if it is one.
+    pub fn at(root: &Path, source: Source) -> Result<Self, FindError> {
+        let invalid = |reason: String| FindError::HomeInvalid {
+            path: root.to_path_buf(),
+            reason,
+        };
+        let header = root.join("include/non_abi/nvshmem_version.h");
+        let text = std::fs::read_to_string(&header)
+            .map_err(|e| invalid(format!("cannot read {}: {e}", header.display())))?;
+        let version = parse_version_header(&text).ok_or_else(|| {
+            invalid(format!(
+                "{} has no NVSHMEM_VENDOR_*_VERSION defines",
+                header.display()
+            ))
+        })?;
+        if !root.join("lib").is_dir() {
+            return Err(invalid("it has no lib/ folder".into()));
+        }
+        Ok(Installation {
+            root: root.to_path_buf(),
+            version,
+            source,
+        })
+    }
+
+    /// The `include/` folder.
+    pub fn include_dir(&self) -> PathBuf {
+        self.root.join("include")
+    }
+
+    /// The `lib/` folder.
+    pub fn lib_dir(&self) -> PathBuf {
+        self.root.join("lib")
+    }
+
+    /// The host library, `lib/libnvshmem_host.so.3` (or the unversioned name).
+    pub fn host_library(&self) -> PathBuf {
+        let lib = self.lib_dir();
+        let versioned = lib.join(format!("libnvshmem_host.so.{}", self.version.major));
+        if versioned.exists() {
+            versioned
+        } else {
+            lib.join("libnvshmem_host.so")
+        }
+    }
+
+    /// The architectures with their own bitcode file (3.8+), or `["any"]` for one generic file.
+    pub fn bitcode_archs(&self) -> Vec<String> {
+        let mut archs: Vec<(u32, String)> = std::fs::read_dir(self.lib_dir())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let arch = name
+                    .strip_prefix("libnvshmem_device_")?
+                    .strip_suffix(".bc")?;
+                let n: u32 = arch.strip_prefix("sm_")?.parse().ok()?;
+                Some((n, arch.to_string()))
+            })
+            .collect();
+        archs.sort();
+        let mut archs: Vec<String> = archs.into_iter().map(|(_, a)| a).collect();
+        if archs.is_empty() && self.lib_dir().join("libnvshmem_device.bc").exists() {
+            archs.push("any".into());
+        }
+        archs
+    }
+
+    /// The device bitcode to link for `arch`: the per-arch file where NVSHMEM
+    /// ships them (3.8+; for an architecture without its own file, the file of
+    /// the newest lower one, whose code runs there), else `libnvshmem_device.bc`.
+    ///
+    /// ```no_run
+    /// # use nvshmem_types::install::{Installation, Query};
+    /// let bc = Installation::find(&Query::default())?.device_bitcode("sm_90".parse().unwrap())?;
+    /// # Ok::<(), nvshmem_types::install::FindError>(())
+    /// ```
+    pub fn device_bitcode(&self, arch: Arch) -> Result<PathBuf, FindError> {
+        let generic = self.lib_dir().join("libnvshmem_device.bc");
+        let layout = self.version.info().map(|i| i.bitcode);
+        if layout == Some(BitcodeLayout::Single) && generic.exists() {
+            return Ok(generic);
+        }
+        let archs = self.bitcode_archs();
+        if archs == ["any"] {
+            return Ok(generic);
+        }
+        let best = archs
+            .iter()
+            .filter_map(|a| Some((a.strip_prefix("sm_")?.parse::<u32>().ok()?, a)))
+            .filter(|(n, _)| *n <= arch.number())
+            .max_by_key(|(n, _)| *n);
+        match best {
+            Some((_, a)) => Ok(self.lib_dir().join(format!("libnvshmem_device_{a}.bc"))),
+            None => Err(FindError::NoBitcodeForArch {
+                arch: arch.to_string(),
+                version: self.version,
+                available: archs,
+            }),
+        }
+    }
+}
+
+fn parse_version_header(text: &str) -> Option<Version> {
+    let get = |name: &str| -> Option<u32> {
+        text.lines().find_map(|l| {
+            let mut it = l.split_whitespace();
+            (it.next() == Some("#define") && it.next() == Some(name))
+                .then(|| it.next()?.parse().ok())?
+        })
+    };
+    Some(Version::new(
+        get("NVSHMEM_VENDOR_MAJOR_VERSION")?,
+        get("NVSHMEM_VENDOR_MINOR_VERSION")?,
+        get("NVSHMEM_VENDOR_PATCH_VERSION")?,
+    ))
+}
+
+/// `<cache>/nvidia-nvshmem-cu13-<version>/nvidia/nvshmem` for each supported
+/// version: the wanted (else default) one first, then the others newest first.
+fn cache_dirs(cache: &Path, wanted: Option<Version>) -> Vec<PathBuf> {
+    let prefer = wanted.unwrap_or(DEFAULT_VERSION);
+    let mut infos: Vec<_> = crate::SUPPORTED_VERSIONS.iter().collect();
+    infos.sort_by(|a, b| {
+        (b.version == prefer)
+            .cmp(&(a.version == prefer))
+            .then(b.version.cmp(&a.version))
+    });
+    infos
+        .into_iter()
+        .map(|i| wheel_dir(cache, i.wheel).join("nvidia/nvshmem"))
+        .collect()
+}
+
+/// `.deps/nvshmem-<version>/nvidia/nvshmem` in `start` and its ancestors; the
+/// wanted (else default) version first, then the others newest first.
+fn project_cache_dirs(start: &Path, wanted: Option<Version>) -> Vec<PathBuf> {
+    let start = std::fs::canonicalize(start).unwrap_or_else(|_| start.to_path_buf());
+    let prefer = wanted.unwrap_or(DEFAULT_VERSION);
+    for dir in start.ancestors() {
+        let Ok(entries) = std::fs::read_dir(dir.join(".deps")) else {
+            continue;
+        };
+        let mut found: Vec<(Version, PathBuf)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let v: Version = name.strip_prefix("nvshmem-")?.parse().ok()?;
+                Some((v, e.path().join("nvidia/nvshmem")))
+            })
+            .collect();
+        if found.is_empty() {
+            continue;
+        }
+        found.sort_by(|a, b| (b.0 == prefer).cmp(&(a.0 == prefer)).then(b.0.cmp(&a.0)));
+        return found.into_iter().map(|(_, p)| p).collect();
+    }
+    Vec::new()
+}
+
+/// `site-packages/nvidia/nvshmem` of the active virtual environment and of `python3`.
+fn python_dirs(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(venv) = env("VIRTUAL_ENV")
+        && let Ok(libs) = std::fs::read_dir(Path::new(&venv).join("lib"))
+    {
+        for e in libs.flatten() {
+            dirs.push(e.path().join("site-packages/nvidia/nvshmem"));
+        }
+    }
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import site,sys\nfor p in site.getsitepackages()+[site.getusersitepackages()]: print(p)",
+        ])
+        .stderr(std::process::Stdio::null())
+        .output();
+    if let Ok(out) = out {
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            dirs.push(Path::new(line.trim()).join("nvidia/nvshmem"));
+        }
+    }
+    dirs.dedup();
+    dirs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_version_header() {
+        let text = "#define NVSHMEM_VENDOR_MAJOR_VERSION 3\n#define NVSHMEM_VENDOR_MINOR_VERSION 8\n\
+                    #define NVSHMEM_VENDOR_PATCH_VERSION 0\n";
+        assert_eq!(parse_version_header(text), Some(Version::new(3, 8, 0)));
+        assert_eq!(parse_version_header("#define X 1"), None);
+    }
+
+    #[test]
+    fn the_cache_follows_the_environment() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| OsString::from(v))
+            }
+        };
+        assert_eq!(
+            cache_dir_with(&env(&[("NVSHMEM_RS_CACHE", "/a"), ("HOME", "/h")])),
+            Some(PathBuf::from("/a"))
+        );
+        assert_eq!(
+            cache_dir_with(&env(&[("XDG_CACHE_HOME", "/x"), ("HOME", "/h")])),
+            Some(PathBuf::from("/x/nvshmem-rs"))
+        );
+        assert_eq!(
+            cache_dir_with(&env(&[("HOME", "/h")])),
+            Some(PathBuf::from("/h/.cache/nvshmem-rs"))
+        );
+        assert_eq!(cache_dir_with(&env(&[])), None);
+    }
+
+    #[test]
+    fn the_wanted_version_is_looked_for_first() {
+        let dirs = cache_dirs(Path::new("/c"), Some(Version::new(3, 8, 0)));
+        assert_eq!(
+            dirs[0],
+            Path::new("/c/nvidia-nvshmem-cu13-3.8.0/nvidia/nvshmem")
+        );
+        let dirs = cache_dirs(Path::new("/c"), None);
+        assert_eq!(
+            dirs[0],
+            Path::new("/c/nvidia-nvshmem-cu13-3.4.5/nvidia/nvshmem")
+        );
+    }
+}
