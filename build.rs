@@ -23,6 +23,19 @@ const KERNEL_CRATES: &[&str] = &[
     "examples/ag_gemm/kernel",
 ];
 
+/// Kernel crates whose Hopper kernels (`wgmma`, `setmaxnreg`) sit behind
+/// their `sm90a` feature. When the arch is `sm_90` they are built for
+/// `sm_90a` with that feature, into the `sm_90a` folder beside the others
+/// (ptxas refuses those instructions for plain `sm_90`; the cubin runs on any
+/// H100/H200); for other archs, as they are, into the arch's folder. Hosts
+/// find them with `nvshmem_rs::tensor_ptx_dir()`.
+const HOPPER_CRATES: &[&str] = &[
+    "tests/kernels/tensor",
+    "examples/tc_gemm/kernel",
+    "examples/ag_gemm/kernel_tc",
+    "examples/gemm_rs/kernel",
+];
+
 /// Also built against the other NVSHMEM version, when it is installed, so
 /// that the GPU tests can check that the host refuses a mismatched module.
 const MISMATCH_CRATE: &str = "tests/kernels/runtime";
@@ -45,11 +58,15 @@ fn main() {
             .unwrap_or_else(|e| fail("NVSHMEM_RS_DEVICE_LINK", e)),
         Err(_) => DeviceLink::Auto,
     };
-    let builder = |krate: &str, version: Option<Version>| {
-        let b = Builder::new(root.join(krate))
-            .arch(&arch)
+    let builder = |krate: &str, version: Option<Version>, hopper: bool| {
+        let hopper = hopper && (arch == "sm_90" || arch == "sm_90a");
+        let mut b = Builder::new(root.join(krate))
+            .arch(if hopper { "sm_90a" } else { arch.as_str() })
             .device_link(device_link)
             .out_dir(out_dir.join("ptx"));
+        if hopper {
+            b = b.feature("sm90a");
+        }
         match version {
             Some(v) => b.nvshmem_version(v),
             None => b,
@@ -70,9 +87,13 @@ fn main() {
         .find(|v| primary.is_some_and(|p| p != *v));
     let other_installed = other
         .filter(|v| Installation::find(&Query::default().version(*v).project_dir(&root)).is_ok());
-    let mut builders: Vec<Builder> = KERNEL_CRATES.iter().map(|k| builder(k, version)).collect();
+    let mut builders: Vec<Builder> = KERNEL_CRATES
+        .iter()
+        .map(|k| builder(k, version, false))
+        .collect();
+    builders.extend(HOPPER_CRATES.iter().map(|k| builder(k, version, true)));
     if let Some(v) = other_installed {
-        builders.push(builder(MISMATCH_CRATE, Some(v)));
+        builders.push(builder(MISMATCH_CRATE, Some(v), false));
     }
     let outputs = build_all_from_build_script(builders);
 

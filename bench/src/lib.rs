@@ -8,15 +8,18 @@
 //!   reads a CSV back (`nvshmem-bench render`), so the plots can be redrawn
 //!   without a GPU.
 
+pub mod gemm;
 pub mod measure;
 pub mod report;
 
-/// The folder of the benchmark's built kernels: `NVSHMEM_RS_PTX_DIR` at run
-/// time when set (a GPU machine with a copied build), else the one `build.rs` wrote.
+/// The folder of the benchmark's own kernels (`bench-kernels`):
+/// `NVSHMEM_RS_BENCH_PTX_DIR` at run time when set (a GPU machine with a
+/// copied build), else the one `build.rs` wrote. The all-reduce and GEMM
+/// kernels are the root package's: [`nvshmem_rs::ptx_dir`].
 pub fn ptx_dir() -> std::path::PathBuf {
-    std::env::var_os("NVSHMEM_RS_PTX_DIR")
+    std::env::var_os("NVSHMEM_RS_BENCH_PTX_DIR")
         .map(Into::into)
-        .unwrap_or_else(|| env!("NVSHMEM_RS_PTX_DIR").into())
+        .unwrap_or_else(|| env!("NVSHMEM_RS_BENCH_PTX_DIR").into())
 }
 
 /// One measurement.

@@ -4,6 +4,7 @@
 //! nvshmem-bench [run] [--check] [--quick] [--cpp NAME=CUBIN]... [--no-nccl]
 //!               [--reps N] [--warmup N] [--only CASE,...] [--csv PATH] [--plots DIR]
 //! nvshmem-bench render CSV [--plots DIR] [--pes LABEL]
+//! nvshmem-bench gemm [--sizes LIST] [--no-fused] [--no-cublas] [--reps N] [--warmup N] [--csv PATH] [--plots DIR]
 //! ```
 //! Run N PEs with `nvshmem-run -n N -- nvshmem-bench ...`; `bench/run.sh`
 //! builds the C++ cubins and runs everything. `render` redraws the table and
@@ -17,6 +18,8 @@ const USAGE: &str = "\
 usage: nvshmem-bench [run] [--check] [--quick] [--cpp NAME=CUBIN]... [--no-nccl]
                      [--reps N] [--warmup N] [--only CASE,...] [--csv PATH] [--plots DIR]
        nvshmem-bench render CSV [--plots DIR] [--pes LABEL]
+       nvshmem-bench gemm [--sizes LIST] [--no-fused] [--no-cublas] [--reps N] [--warmup N]
+                          [--csv PATH] [--plots DIR]   (bf16 tensor-core GEMMs vs cuBLAS, AG+GEMM, GEMM+RS)
 
   --check        correctness only (small sizes, every check, nothing timed)
   --quick        fewer sizes
@@ -30,6 +33,8 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = if args.first().map(String::as_str) == Some("render") {
         render(&args[1..])
+    } else if args.first().map(String::as_str) == Some("gemm") {
+        gemm(&args[1..])
     } else {
         let rest = if args.first().map(String::as_str) == Some("run") {
             &args[1..]
@@ -147,4 +152,69 @@ fn render(args: &[String]) -> Res<bool> {
         println!("wrote {} plot(s) to {}", files.len(), dir.display());
     }
     Ok(true)
+}
+
+/// `nvshmem-bench gemm`: see `nvshmem_bench::gemm`.
+fn gemm(args: &[String]) -> Res<bool> {
+    use nvshmem_bench::gemm::{self, GemmOptions};
+    let mut o = GemmOptions::default();
+    let (mut csv, mut plots) = (None, None);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || it.next().cloned().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--sizes" => {
+                o.sizes = val()?
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()?
+            }
+            "--no-fused" => o.fused = false,
+            "--no-cublas" => o.cublas = false,
+            "--reps" => o.reps = val()?.parse::<usize>()?.max(1),
+            "--warmup" => o.warmup = val()?.parse()?,
+            "--samples" => o.samples = val()?.parse()?,
+            "--csv" => csv = Some(PathBuf::from(val()?)),
+            "--plots" => plots = Some(PathBuf::from(val()?)),
+            other => return Err(format!("unknown argument `{other}`\n{USAGE}").into()),
+        }
+    }
+    if let Some(bad) = o.sizes.iter().find(|&&s| s == 0 || !s.is_multiple_of(256)) {
+        return Err(format!("--sizes: {bad} is not a positive multiple of 256").into());
+    }
+    let largest = o.sizes.iter().copied().max().unwrap_or(0) as u64;
+    // A, B, C, the gathered A and the f32 partials of the largest size, twice over.
+    let heap = (largest * largest * 16).max(256 << 20) + (256 << 20);
+    let nv = nvshmem_host::Nvshmem::options()
+        .symmetric_size(heap as usize)
+        .init()?;
+    let lead = nv.my_pe().index() == 0;
+    let result = gemm::run(&nv, &o)?;
+    if lead {
+        println!("{}", gemm::table(&result.records));
+        if let Some(path) = csv {
+            let info = vec![("PEs".to_string(), nv.n_pes().to_string())];
+            std::fs::write(&path, report::to_csv(&info, &result.records))?;
+            println!("wrote {}", path.display());
+        }
+        if let Some(dir) = plots {
+            let files = gemm::plots(&result.records, &dir, &format!("{} PE(s)", nv.n_pes()))?;
+            println!("wrote {} plot(s) to {}", files.len(), dir.display());
+        }
+        for f in &result.failures {
+            println!("FAIL: {f}");
+        }
+        println!(
+            "nvshmem-bench gemm: {}",
+            if result.failures.is_empty() {
+                "all checks PASS"
+            } else {
+                "FAIL"
+            }
+        );
+    }
+    let ok = result.failures.is_empty();
+    drop(result);
+    nv.finalize()?;
+    Ok(ok)
 }

@@ -247,6 +247,13 @@ impl Builder {
             .arg(&work_ptx);
         })?;
         let ptx = std::fs::read_to_string(&work_ptx).map_err(io_err(&work_ptx))?;
+        let ptx = if c.p.meta.max_threads.is_empty() {
+            ptx
+        } else {
+            let bounded = ptx::add_maxntid(&ptx, &c.p.meta.max_threads);
+            std::fs::write(&work_ptx, &bounded).map_err(io_err(&work_ptx))?;
+            bounded
+        };
         laps.lap("llc");
         Ok((work_ptx, ptx))
     }
@@ -483,6 +490,7 @@ impl Builder {
             ("ptx_only", s.ptx_only.to_string()),
             ("device_link", s.device_link.to_string()),
             ("out", out_dir.display().to_string()),
+            ("max_threads", format!("{:?}", c.p.meta.max_threads)),
         ]);
         let tools = &c.p.tools;
         for tool in [&tools.llvm_link, &tools.opt, &tools.llc] {

@@ -12,6 +12,38 @@ pub(crate) struct PtxParam {
     pub ty: String,
 }
 
+/// Adds `.maxntid N, 1, 1` (CUDA's `__launch_bounds__(N)`) to each entry of
+/// `bounds` (kernel name → threads per block), after its parameter list.
+/// Names that are not an `.entry` of `ptx` (a cargo feature left the kernel
+/// out of this build) are ignored.
+pub(crate) fn add_maxntid(ptx: &str, bounds: &BTreeMap<String, u32>) -> String {
+    let mut out = String::with_capacity(ptx.len() + 64 * bounds.len());
+    let mut pending: Option<u32> = None;
+    for line in ptx.lines() {
+        out.push_str(line);
+        out.push('\n');
+        if let Some(rest) = line
+            .strip_prefix(".visible .entry ")
+            .or_else(|| line.strip_prefix(".entry "))
+        {
+            let name = rest.split('(').next().unwrap_or("").trim();
+            if let Some(&n) = bounds.get(name) {
+                pending = Some(n);
+            }
+        }
+        // The parameter list ends with a line `)` (or on the entry line: `()`).
+        // (llc may follow it with a `// @name` comment.)
+        let code = line.split("//").next().unwrap_or("").trim_end();
+        if let Some(n) = pending
+            && code.ends_with(')')
+        {
+            out.push_str(&format!(".maxntid {n}, 1, 1\n"));
+            pending = None;
+        }
+    }
+    out
+}
+
 /// The `.entry` kernels of a PTX file with their parameters, in order.
 pub(crate) fn ptx_entries(ptx: &str) -> Vec<(String, Vec<PtxParam>)> {
     let mut out = Vec::new();
@@ -328,6 +360,20 @@ pub(crate) fn ptxas_figures(stderr: &str) -> BTreeMap<String, PtxasFigures> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn maxntid_follows_the_parameter_list() {
+        let ptx = ".visible .entry a(\n\t.param .u64 a_param_0\n)                 // @a\n{\n\tret;\n}\n.visible .entry b()\n{\n\tret;\n}\n";
+        let bounds: BTreeMap<String, u32> = [("a".to_string(), 384), ("b".to_string(), 128)].into();
+        let out = add_maxntid(ptx, &bounds);
+        assert!(
+            out.contains("a_param_0\n)                 // @a\n.maxntid 384, 1, 1\n{"),
+            "{out}"
+        );
+        assert!(out.contains(".entry b()\n.maxntid 128, 1, 1\n{"), "{out}");
+        let absent: BTreeMap<String, u32> = [("c".to_string(), 64)].into();
+        assert_eq!(add_maxntid(ptx, &absent), ptx);
+    }
 
     #[test]
     fn parses_ptx_entries_and_externs() {

@@ -77,6 +77,18 @@
 //! A [`Team`] is valid by construction (see its docs); a [`Pe`] is any
 //! number, so every `unsafe fn` that takes one requires `pe < n_pes()`.
 //!
+//! # Tensor cores, asynchronous copies and TMA
+//! Beside NVSHMEM's API, the crate has what tensor-core kernels need, as
+//! inline PTX behind typed functions (they type-check on the host and panic
+//! there if called):
+//!
+//! | Module | What | Arch |
+//! |---|---|---|
+//! | [`mma`] | `mma.sync` (m16n8k16 / m16n8k8; bf16, f16, tf32) on typed fragments, `ldmatrix` | sm_80+ |
+//! | [`cp_async`] | `cp.async` global → shared copies and their groups; [`cp_async::SharedAddr`] | sm_80+ |
+//! | [`wgmma`] | `wgmma.mma_async` (m64nNk16) with typed shared-memory descriptors, `setmaxnreg`, named barriers | sm_90a |
+//! | [`tma`] | `mbarrier`, TMA tensor copies (`cp.async.bulk.tensor`), proxy fences, `elect.sync` | sm_90 |
+//!
 //! # Features
 //! - `nvshmem-3-8`: NVSHMEM 3.8's extra API (`flush*`, `f32`/`f64`/`f16`
 //!   atomic add, `f32`/`f64` fetch-add, the TMA shared-memory lease, RMA
@@ -153,6 +165,7 @@ mod amo;
 )] // host stubs
 pub mod atomic;
 mod coll;
+pub mod cp_async;
 mod debug;
 #[cfg_attr(feature = "nvshmem-path", allow(dead_code))]
 mod direct;
@@ -163,6 +176,7 @@ mod library;
     allow(unreachable_code, unused, unused_unsafe)
 )] // host stubs
 pub mod math;
+pub mod mma;
 pub mod multimem;
 mod nvvm;
 pub mod panic;
@@ -175,12 +189,16 @@ pub mod shared;
 pub mod symmetric;
 mod sync;
 pub mod thread;
+pub mod tma;
 #[cfg_attr(
     not(target_arch = "nvptx64"),
     allow(unreachable_code, unused, unused_unsafe)
 )] // host stubs
 pub mod warp;
+pub mod wgmma;
 
+#[cfg(test)]
+mod tensor_tests;
 #[cfg(test)]
 mod tests;
 
@@ -299,6 +317,15 @@ macro_rules! with_nvshmem_3_8 {
 #[macro_export]
 macro_rules! with_nvshmem_3_8 {
     ($($item:item)*) => {};
+}
+
+/// What an inline-PTX function does when called on the host, where the crate
+/// only type-checks: there is no GPU instruction to run.
+#[cfg(not(target_arch = "nvptx64"))]
+#[cold]
+#[track_caller]
+pub(crate) fn device_only() -> ! {
+    unreachable!("a GPU instruction (inline PTX) was called on the host")
 }
 
 /// Implementation details that public signatures have to name. Not API.

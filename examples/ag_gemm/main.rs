@@ -36,6 +36,14 @@
 //!   the owner's memory through `nvshmem_ptr` (P2P peers only): no staging,
 //!   no flags, each remote panel read once per column tile.
 //!
+//! # bf16 on the tensor cores (`--dtype bf16`; the default `both` runs it after the f32 half)
+//! The same layer with bf16 operands (B as `n × k`, PyTorch's `Linear`
+//! layout) on the tensor cores: a push all-gather (`put_signal_block` of each
+//! 128-row panel, with a per-panel signal) fused with an `mma.sync` or a
+//! `wgmma` + TMA GEMM that computes its own shard first and waits for each
+//! remote panel's signal, against the unfused all-gather + GEMM; see
+//! `bf16.rs` and `examples/ag_gemm/kernel_tc`.
+//!
 //! # Output and checks
 //! Each PE checks both fused results against the unfused one (max abs
 //! difference; they run the same arithmetic, so they should be identical) and
@@ -57,6 +65,8 @@ use nvshmem_host::{LaunchConfig, Nvshmem, Pe};
 use std::cell::Cell;
 use std::error::Error;
 
+mod bf16;
+
 type Res<T> = std::result::Result<T, Box<dyn Error>>;
 
 // Must match examples/ag_gemm/kernel/src/lib.rs.
@@ -76,9 +86,11 @@ const AG_ROWS: usize = 8;
 const HELP: &str = "\
 ag_gemm: all-gather + GEMM fused in one NVSHMEM kernel, against the unfused version.
 
-Usage: ag_gemm [--m-per-pe ROWS] [--k K] [--n N] [--iters I] [--warmup W] [--samples S]
+Usage: ag_gemm [--dtype f32|bf16|both] [--m-per-pe ROWS] [--k K] [--n N] [--iters I] [--warmup W] [--samples S]
   (as N PEs: nvshmem-run -n N -- ag_gemm ...)
 
+  --dtype D        f32 (CUDA cores), bf16 (tensor cores: mma.sync, and wgmma + TMA on sm_90)
+                   or both (default)
   --m-per-pe ROWS  rows of A on each PE, a multiple of 128 (default 2048); M = n_pes * ROWS
   --k K            inner dimension, a multiple of 8 (default 2048)
   --n N            columns of B and C on each PE, a multiple of 128 (default 2048)
@@ -90,6 +102,8 @@ Exit status: 0 when every check passes, 1 on a mismatch or an error, 2 on bad ar
 
 /// The command line.
 struct Opts {
+    /// Which half to run: `f32`, `bf16` (tensor cores) or `both`.
+    dtype: String,
     m_per_pe: usize,
     k: usize,
     n: usize,
@@ -101,6 +115,7 @@ struct Opts {
 impl Opts {
     fn parse() -> std::result::Result<Opts, String> {
         let mut o = Opts {
+            dtype: "both".into(),
             m_per_pe: 2048,
             k: 2048,
             n: 2048,
@@ -113,6 +128,18 @@ impl Opts {
             if flag == "-h" || flag == "--help" {
                 println!("{HELP}");
                 std::process::exit(0);
+            }
+            if flag == "--dtype" {
+                o.dtype = args
+                    .next()
+                    .ok_or_else(|| "--dtype needs a value".to_string())?;
+                if !["f32", "bf16", "both"].contains(&o.dtype.as_str()) {
+                    return Err(format!(
+                        "--dtype must be f32, bf16 or both, got `{}`",
+                        o.dtype
+                    ));
+                }
+                continue;
             }
             let slot = match flag.as_str() {
                 "--m-per-pe" => &mut o.m_per_pe,
@@ -165,9 +192,21 @@ fn main() {
     }
 }
 
-/// Runs the checks and the timings; `Ok(false)` when a check failed.
+/// Runs the requested halves; `Ok(false)` when a check failed.
 fn run(o: &Opts) -> Res<bool> {
     let nv = Nvshmem::init()?;
+    let mut ok = true;
+    if o.dtype != "bf16" {
+        ok &= run_f32(&nv, o)?;
+    }
+    if o.dtype != "f32" {
+        ok &= bf16::run(&nv, o)?;
+    }
+    Ok(ok)
+}
+
+/// Runs the f32 checks and timings; `Ok(false)` when a check failed.
+fn run_f32(nv: &Nvshmem, o: &Opts) -> Res<bool> {
     let stream = nv.stream();
     let (me, npes) = (nv.my_pe().index() as usize, nv.n_pes() as usize);
     let (m_loc, k, n) = (o.m_per_pe, o.k, o.n);

@@ -68,6 +68,7 @@ mod ops;
 mod rendezvous;
 pub mod sys;
 mod team;
+pub mod tensor_map;
 mod uniqueid;
 
 pub use bootstrap::Bootstrap;

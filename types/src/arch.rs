@@ -66,7 +66,9 @@ impl Arch {
     /// ```
     pub const fn min_ptx_isa(self) -> u32 {
         match (self.number, self.arch_specific) {
-            (90, true) => 80,
+            // 8.3 for TMA kernels' `fence.proxy.tensormap` (and NVSHMEM 3.4.5's
+            // own bitcode asks for it).
+            (90, _) => 83,
             (0..=75, _) => 63,
             (76..=80, _) => 70,
             (81..=86, _) => 71,

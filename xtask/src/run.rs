@@ -20,6 +20,12 @@ pub enum Mode {
     Tests,
     /// tests/compute.rs (1 PE).
     Compute,
+    /// tests/tensor.rs: the tensor-core primitives and GEMMs (1 PE).
+    Tensor,
+    /// bf16 GEMM against cuBLAS at 1 PE, then the fused cases at 2 PEs under MPS (CSV and plots in $OUT).
+    Gemm,
+    /// The fused AG+GEMM and GEMM+RS examples at 1 PE, then at 2 and 4 under MPS.
+    Fused,
     /// tests/collectives.rs under MPS.
     Collectives,
     /// The benchmark's correctness check under MPS.
@@ -45,15 +51,8 @@ impl Mode {
     fn defaults(purpose: &str) -> &'static [Mode] {
         use Mode::*;
         match purpose {
-            "tests" => &[
-                Info,
-                Tests,
-                Compute,
-                Collectives,
-                BenchCheck,
-                Examples,
-                Costs,
-            ],
+            "tests" => &[Info, Tests, Collectives, BenchCheck, Examples, Costs],
+            "compute" => &[Info, Compute, Tensor, Fused, Gemm],
             "variants" => &[Info, NvshmemPath, Separate],
             "mpi" => &[Info, Mpirun],
             "nvshmem38" => &[Info, Nvshmem38, Ucx],
@@ -209,6 +208,46 @@ impl Runner {
                 let c = self.command(&self.bin("test-compute"), &ptx);
                 self.record("compute", c);
             }
+            Mode::Tensor => {
+                let c = self.command(&self.bin("test-tensor"), &ptx);
+                self.record("tensor", c);
+            }
+            Mode::Gemm => {
+                let bench = self.bin("nvshmem-bench");
+                let mut c = self.command(&bench, &ptx);
+                c.env("LD_LIBRARY_PATH", with_cublas())
+                    .args(["gemm", "--csv"])
+                    .arg(self.out.join("gemm-pe1.csv"))
+                    .arg("--plots")
+                    .arg(self.out.join("gemm-pe1"));
+                self.record("gemm-1", c);
+                let _mps = self.mps()?;
+                let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
+                c.env("LD_LIBRARY_PATH", with_cublas())
+                    .args(["-n", "2", "--timeout", "500", "--"])
+                    .arg(&bench)
+                    .args(["gemm", "--sizes", "2048,4096,8192", "--csv"])
+                    .arg(self.out.join("gemm-pe2.csv"))
+                    .arg("--plots")
+                    .arg(self.out.join("gemm-pe2"));
+                self.record("gemm-2-mps", c);
+            }
+            Mode::Fused => {
+                for name in ["ag_gemm", "gemm_rs"] {
+                    let c = self.command(&self.bin(name), &ptx);
+                    self.record(&format!("{name}-1"), c);
+                }
+                let _mps = self.mps()?;
+                for n in ["2", "4"] {
+                    for name in ["ag_gemm", "gemm_rs"] {
+                        let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
+                        c.args(["-n", n, "--timeout", "300", "--"])
+                            .arg(self.bin(name))
+                            .args(["--iters", "5"]);
+                        self.record(&format!("{name}-{n}-mps"), c);
+                    }
+                }
+            }
             Mode::Collectives => {
                 let _mps = self.mps()?;
                 let mut c = self.command(&self.bin("test-collectives"), &ptx);
@@ -335,8 +374,11 @@ impl Runner {
 }
 
 /// The examples every `Examples` run starts: (binary, arguments).
-const EXAMPLES: &[(&str, &[&str])] =
-    &[("ring", &[]), ("allreduce", &["--quick"]), ("ag_gemm", &[])];
+const EXAMPLES: &[(&str, &[&str])] = &[
+    ("ring", &[]),
+    ("allreduce", &["--quick"]),
+    ("ag_gemm", &["--dtype", "f32"]),
+];
 
 /// PASS, FAIL or SKIPPED from a run's exit status and output: a run in which
 /// nothing passed and something said it skipped, or found no GPU, is SKIPPED.
@@ -352,6 +394,19 @@ fn verdict(success: bool, text: &str, secs: u64) -> String {
         (true, true) => format!("SKIPPED ({secs} s)"),
         (true, false) => format!("PASS ({secs} s)"),
         (false, _) => format!("FAIL ({secs} s)"),
+    }
+}
+
+/// `LD_LIBRARY_PATH` with the folder of `libcublas.so.13` (which cudarc opens
+/// by name) from a Python environment's `nvidia-cublas` (PyTorch's).
+fn with_cublas() -> std::ffi::OsString {
+    let found = nvshmem_builder::install::python_site_packages()
+        .into_iter()
+        .flat_map(|site| [site.join("nvidia/cu13/lib"), site.join("nvidia/cublas/lib")])
+        .find(|d| d.join("libcublas.so.13").is_file());
+    match found {
+        Some(dir) => prepend(&dir),
+        None => std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default(),
     }
 }
 

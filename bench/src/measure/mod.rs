@@ -180,9 +180,8 @@ fn load_cpp(nv: &Nvshmem, name: &str, path: &PathBuf, rust: &[&Manifest]) -> Res
 impl<'a> Bench<'a> {
     /// Loads every implementation and allocates every buffer. Collective.
     pub fn new(nv: &'a Nvshmem, opts: Options) -> Res<Bench<'a>> {
-        let dir = crate::ptx_dir();
-        let rust_bench = nv.load_module_in(&dir, "bench-kernels")?;
-        let rust_ar = nv.load_module_in(&dir, "allreduce-kernels")?;
+        let rust_bench = nv.load_module_in(crate::ptx_dir(), "bench-kernels")?;
+        let rust_ar = nv.load_module_in(nvshmem_rs::ptx_dir(), "allreduce-kernels")?;
         let mut impls = vec![Impl {
             name: "rust".into(),
             modules: vec![rust_bench.clone(), rust_ar.clone()],

@@ -1,0 +1,251 @@
+//! The tensor-core kernel crates through the whole pipeline and `ptxas`, no
+//! GPU needed: the primitive test kernels (`tests/kernels/tensor`) for sm_80
+//! (the `mma.sync` / `ldmatrix` / `cp.async` family) and sm_90a (all, with
+//! TMA, mbarrier and wgmma), and the GEMM kernels built on them. Every kernel
+//! must be an `.entry`, assemble without a ptxas warning, and spill nothing.
+//!
+//! Like `tests/build.rs`, a missing NVSHMEM or ptxas prints `SKIPPED` (a
+//! failure with `NVSHMEM_RS_REQUIRE_ALL=1`).
+
+use nvshmem_builder::Builder;
+use nvshmem_builder::Version;
+use nvshmem_builder::install::{Installation, Query};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn skip(reason: &str) {
+    if std::env::var_os("NVSHMEM_RS_REQUIRE_ALL").is_some_and(|v| v == "1") {
+        panic!("NVSHMEM_RS_REQUIRE_ALL=1 but: {reason}");
+    }
+    eprintln!("SKIPPED: {reason}");
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn installed(version: &str) -> Option<Version> {
+    let v: Version = version.parse().unwrap();
+    match Installation::find(&Query::default().version(v).project_dir(root())) {
+        Ok(_) => Some(v),
+        Err(e) => {
+            skip(&format!(
+                "NVSHMEM {version} is not installed ({e}); run ./x setup"
+            ));
+            None
+        }
+    }
+}
+
+/// The ptxas the builder uses: `PTXAS`, else the set-up step's wheel.
+fn ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PTXAS") {
+        return Some(p.into());
+    }
+    let p = root().join(".deps/cuda-nvcc-13.0/nvidia/cu13/bin/ptxas");
+    p.is_file().then_some(p)
+}
+
+/// What one kernel crate must look like after the build.
+struct Expect<'a> {
+    krate: &'a str,
+    arch: &'a str,
+    features: &'a [&'a str],
+    kernels: &'a [&'a str],
+}
+
+/// Builds, checks the manifest and re-runs `ptxas -v` on the PTX for its
+/// warnings (the builder keeps only the figures). Returns the report lines.
+fn build_and_check(e: &Expect, version: Version) -> Vec<String> {
+    let Some(ptxas) = ptxas() else {
+        skip("no ptxas (run ./x setup)");
+        return Vec::new();
+    };
+    let started = std::time::Instant::now();
+    let mut b = Builder::new(root().join(e.krate))
+        .target_dir(root().join("target/nvshmem-kernels"))
+        .out_dir(root().join("target/builder-tests/tensor"))
+        .nvshmem_version(version)
+        .arch(e.arch);
+    for f in e.features {
+        b = b.feature(*f);
+    }
+    let out = b
+        .build()
+        .unwrap_or_else(|err| panic!("{} {}/{}: {err}", e.krate, version, e.arch));
+    let ptx = std::fs::read_to_string(&out.ptx).unwrap();
+    assert!(
+        ptx.contains(&format!(".target {}", e.arch)),
+        "{}: not .target {}",
+        e.krate,
+        e.arch
+    );
+    for k in e.kernels {
+        assert!(
+            ptx.contains(&format!(".visible .entry {k}(")),
+            "{} {}: no .entry {k}",
+            e.krate,
+            e.arch
+        );
+    }
+    assert!(out.cubin.is_some(), "{}: no cubin", e.krate);
+    let asm = Command::new(&ptxas)
+        .args(["-v", &format!("-arch={}", e.arch), "-o", "/dev/null"])
+        .arg(&out.ptx)
+        .output()
+        .expect("ptxas runs");
+    let log = String::from_utf8_lossy(&asm.stderr);
+    assert!(asm.status.success(), "{}: ptxas failed:\n{log}", e.krate);
+    let warnings: Vec<&str> = log.lines().filter(|l| l.contains("warning")).collect();
+    assert!(
+        warnings.is_empty(),
+        "{} {}: ptxas warnings:\n{}",
+        e.krate,
+        e.arch,
+        warnings.join("\n")
+    );
+    let mut lines = Vec::new();
+    for k in &out.manifest.kernels {
+        assert_eq!(
+            (k.spill_stores.unwrap_or(0), k.spill_loads.unwrap_or(0)),
+            (0, 0),
+            "{} {}: kernel {} spills",
+            e.krate,
+            e.arch,
+            k.name
+        );
+        lines.push(format!(
+            "{} {}: {} {} registers, {} B stack",
+            e.krate,
+            e.arch,
+            k.name,
+            k.registers.unwrap_or(0),
+            k.stack_frame.unwrap_or(0)
+        ));
+    }
+    eprintln!(
+        "{} {}: {} kernels, {:.1} s",
+        e.krate,
+        e.arch,
+        out.manifest.kernels.len(),
+        started.elapsed().as_secs_f64()
+    );
+    for l in &lines {
+        eprintln!("  {l}");
+    }
+    lines
+}
+
+const SM80_PRIMITIVES: &[&str] = &[
+    "mma_m16n8k16_bf16_f32",
+    "mma_m16n8k16_f16_f32",
+    "mma_m16n8k16_f16_f16",
+    "mma_m16n8k8_bf16_f32",
+    "mma_m16n8k8_f16_f32",
+    "mma_m16n8k8_f16_f16",
+    "mma_m16n8k8_tf32_f32",
+    "ldmatrix_forms",
+    "frag_loads",
+    "cp_async_copy",
+];
+
+const SM90A_PRIMITIVES: &[&str] = &[
+    "tma_load_box",
+    "tma_store_box",
+    "wgmma_m64n8k16",
+    "wgmma_m64n16k16",
+    "wgmma_m64n64k16",
+    "wgmma_m64n128k16",
+    "wgmma_m64n256k16",
+];
+
+/// Every primitive: the sm_80 family on sm_80 (and on sm_90a with the rest).
+#[test]
+fn tensor_primitives_assemble_for_sm80_and_sm90a() {
+    let Some(v) = installed("3.4.5") else { return };
+    build_and_check(
+        &Expect {
+            krate: "tests/kernels/tensor",
+            arch: "sm_80",
+            features: &[],
+            kernels: SM80_PRIMITIVES,
+        },
+        v,
+    );
+    let all: Vec<&str> = SM80_PRIMITIVES
+        .iter()
+        .chain(SM90A_PRIMITIVES)
+        .copied()
+        .collect();
+    build_and_check(
+        &Expect {
+            krate: "tests/kernels/tensor",
+            arch: "sm_90a",
+            features: &["sm90a"],
+            kernels: &all,
+        },
+        v,
+    );
+}
+
+/// The standalone GEMMs: `mma.sync` on sm_80, both on sm_90a.
+#[test]
+fn gemm_kernels_assemble_for_sm80_and_sm90a() {
+    let Some(v) = installed("3.4.5") else { return };
+    build_and_check(
+        &Expect {
+            krate: "examples/tc_gemm/kernel",
+            arch: "sm_80",
+            features: &[],
+            kernels: &["gemm_bf16_mma"],
+        },
+        v,
+    );
+    build_and_check(
+        &Expect {
+            krate: "examples/tc_gemm/kernel",
+            arch: "sm_90a",
+            features: &["sm90a"],
+            kernels: &["gemm_bf16_mma", "gemm_bf16_wgmma"],
+        },
+        v,
+    );
+}
+
+/// The fused kernels: AG + GEMM and GEMM + RS, linked with NVSHMEM 3.4.5.
+#[test]
+fn fused_kernels_assemble_for_sm80_and_sm90a() {
+    let Some(v) = installed("3.4.5") else { return };
+    for (krate, sm80, hopper) in [
+        (
+            "examples/ag_gemm/kernel_tc",
+            &["ag_push", "ag_gemm_mma_fused"][..],
+            &["ag_gemm_wgmma_fused"][..],
+        ),
+        (
+            "examples/gemm_rs/kernel",
+            &["gemm_rs_partial_mma", "rs_sum", "gemm_rs_mma_fused"][..],
+            &["gemm_rs_partial_wgmma", "gemm_rs_wgmma_fused"][..],
+        ),
+    ] {
+        build_and_check(
+            &Expect {
+                krate,
+                arch: "sm_80",
+                features: &[],
+                kernels: sm80,
+            },
+            v,
+        );
+        let all: Vec<&str> = sm80.iter().chain(hopper).copied().collect();
+        build_and_check(
+            &Expect {
+                krate,
+                arch: "sm_90a",
+                features: &["sm90a"],
+                kernels: &all,
+            },
+            v,
+        );
+    }
+}

@@ -1,0 +1,470 @@
+//! Warpgroup tensor-core MMA for Hopper (`wgmma.mma_async`, **sm_90a**):
+//! shared-memory matrix descriptors, the asynchronous MMA, its fences and
+//! groups, and the warpgroup helpers (`setmaxnreg`, named barriers) that a
+//! warp-specialized GEMM needs.
+//!
+//! A warpgroup is 4 consecutive warps (128 threads, the first warp's index a
+//! multiple of 4). One `wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16`
+//! computes `D(64 × N) += A(64 × 16) · B(16 × N)` with A and B read from shared
+//! memory through 64-bit [`MatDesc`] descriptors, and D in `N / 2` f32
+//! registers per thread ([`Accum`]). Its sequence:
+//!
+//! ```no_run
+//! use nvshmem_device::half::bf16;
+//! use nvshmem_device::wgmma::{self, Accum, KMajor, M64, MatDesc};
+//! # unsafe fn f(a: MatDesc<bf16, KMajor>, b: MatDesc<bf16, KMajor>) {
+//! let mut acc = Accum::<M64<128>>::zero();
+//! wgmma::fence();                                              // wgmma.fence.sync.aligned
+//! unsafe { wgmma::mma_async(&mut acc, a, b, false) };          // D = A·B (scale-d 0)
+//! unsafe { wgmma::mma_async(&mut acc, a.advance(32), b.advance(32), true) }; // next k16: D += A·B
+//! wgmma::commit_group();                                       // wgmma.commit_group.sync.aligned
+//! wgmma::wait_group::<0>();                                    // wgmma.wait_group.sync.aligned 0
+//! wgmma::fence_operand(&mut acc);
+//! # }
+//! ```
+//!
+//! Shapes: `M64<N>` for N in 8, 16, 32, 64, 96, 128, 192, 256; inputs `bf16`
+//! or `f16`, accumulator f32. Descriptors carry the element type and the
+//! major-ness ([`KMajor`], [`MnMajor`]: the instruction's `imm-trans-a/b`), so
+//! an f16 descriptor cannot feed a bf16 MMA.
+//!
+//! PTX built for `sm_90` (without `a`) is refused by ptxas for every
+//! instruction of this module: kernels that use it must be built for
+//! `sm_90a`.
+//!
+//! # Accumulator layout
+//! Thread `t` of the warpgroup (warp `w = t / 32`, lane `l`, `g = l / 4`,
+//! `q = l % 4`) holds, for each 8-column block `j` (0..N/8), registers
+//! `4j..4j+4` = D at (row `16w + g`, col `8j + 2q`), (`16w + g`, `8j + 2q + 1`),
+//! (`16w + g + 8`, `8j + 2q`), (`16w + g + 8`, `8j + 2q + 1`): see [`Accum::coord`].
+
+use crate::cp_async::SharedAddr;
+use core::marker::PhantomData;
+use half::{bf16, f16};
+
+/// A 16-bit input type of `wgmma` (sealed): `bf16` or `f16`.
+pub trait WgElement: Copy + crate::__private::Sealed {}
+impl WgElement for bf16 {}
+impl WgElement for f16 {}
+
+/// Which dimension of an operand is contiguous in shared memory (sealed):
+/// [`KMajor`] (`imm-trans = 0`) or [`MnMajor`] (`imm-trans = 1`, transposed).
+pub trait Major: Copy + crate::__private::Sealed {
+    /// The instruction's `imm-trans-a` / `imm-trans-b` value.
+    const TRANS: u32;
+}
+/// K is contiguous: A stored `M × K` row-major, B stored `N × K` (the
+/// "TN" GEMM, PyTorch's `Linear` weight layout).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KMajor;
+/// M (for A) or N (for B) is contiguous: the transposed operand.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MnMajor;
+impl crate::__private::Sealed for KMajor {}
+impl crate::__private::Sealed for MnMajor {}
+impl Major for KMajor {
+    const TRANS: u32 = 0;
+}
+impl Major for MnMajor {
+    const TRANS: u32 = 1;
+}
+
+/// The swizzle mode of a shared-memory operand (descriptor bits 62–63). It
+/// must match how the data was written: TMA's `CU_TENSOR_MAP_SWIZZLE_*` of
+/// the same width, with the tile's start 8 × (swizzle width) aligned (1024
+/// bytes for 128B).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
+pub enum Swizzle {
+    /// No swizzle: 8 × 16-byte core matrices ("interleave").
+    None = 0,
+    /// 128-byte swizzle: rows of 128 bytes, 16-byte chunks XORed with `row % 8`.
+    B128 = 1,
+    /// 64-byte swizzle.
+    B64 = 2,
+    /// 32-byte swizzle.
+    B32 = 3,
+}
+
+/// A `wgmma` shared-memory matrix descriptor (64 bits): start address,
+/// leading- and stride-dimension byte offsets, swizzle mode. Typed by element
+/// and major-ness.
+#[repr(transparent)]
+pub struct MatDesc<T: WgElement, M: Major> {
+    raw: u64,
+    _t: PhantomData<(T, M)>,
+}
+impl<T: WgElement, M: Major> Clone for MatDesc<T, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: WgElement, M: Major> Copy for MatDesc<T, M> {}
+
+impl<T: WgElement, M: Major> MatDesc<T, M> {
+    /// A descriptor of the matrix at `start` (16-byte aligned), with leading
+    /// byte offset `lbo` and stride byte offset `sbo` (multiples of 16, below
+    /// 256 KiB) and swizzle `swizzle`, as the PTX ISA's "Matrix Descriptor
+    /// Format" defines them: bits 0–13 `start >> 4`, 16–29 `lbo >> 4`, 32–45
+    /// `sbo >> 4`, 49–51 base offset (0 here), 62–63 the swizzle mode.
+    #[inline(always)]
+    pub const fn new(start: SharedAddr, lbo: u32, sbo: u32, swizzle: Swizzle) -> Self {
+        const fn enc(x: u32) -> u64 {
+            ((x & 0x3ffff) >> 4) as u64
+        }
+        MatDesc {
+            raw: enc(start.0) | (enc(lbo) << 16) | (enc(sbo) << 32) | ((swizzle as u64) << 62),
+            _t: PhantomData,
+        }
+    }
+
+    /// The descriptor of a K-major tile written by TMA with 128-byte swizzle,
+    /// 64 16-bit elements (128 bytes) per row: SBO = 1024 bytes (8 rows), LBO
+    /// unused (16). `start` must be 1024-byte aligned; step along K within the
+    /// 64 columns with [`advance`](Self::advance)`(32 · kk)` per k16 step `kk`.
+    #[inline(always)]
+    pub const fn k_major_sw128(start: SharedAddr) -> Self {
+        Self::new(start, 16, 1024, Swizzle::B128)
+    }
+
+    /// The same descriptor with its start address `bytes` further (a multiple
+    /// of 16): the next k16 slice inside a swizzled row (`+32` bytes for
+    /// 16-bit elements), or the next 8-row group.
+    #[inline(always)]
+    pub const fn advance(self, bytes: u32) -> Self {
+        MatDesc {
+            raw: self.raw + (bytes >> 4) as u64,
+            _t: PhantomData,
+        }
+    }
+
+    /// The 64-bit descriptor.
+    #[inline(always)]
+    pub const fn raw(self) -> u64 {
+        self.raw
+    }
+
+    /// A descriptor from its 64 bits.
+    #[inline(always)]
+    pub const fn from_raw(raw: u64) -> Self {
+        MatDesc {
+            raw,
+            _t: PhantomData,
+        }
+    }
+}
+
+/// The `m64nNk16` shape of `wgmma`, `N` in 8, 16, 32, 64, 96, 128, 192, 256.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct M64<const N: usize>;
+
+/// A `wgmma` shape (sealed): its accumulator registers per thread.
+pub trait WgShape: Copy + crate::__private::Sealed {
+    /// Columns of B and D.
+    const N: usize;
+    /// The f32 accumulator registers of one thread (`[f32; N / 2]`).
+    type Regs: Copy + AsRef<[f32]> + AsMut<[f32]>;
+    /// All-zero registers.
+    const ZERO: Self::Regs;
+    /// Calls `f(i, regs[i])` for every register, unrolled (a loop over 128
+    /// registers would not be, and would put the accumulator in local memory).
+    fn each(regs: &Self::Regs, f: impl FnMut(usize, f32));
+    /// Sets every register to `f(i, regs[i])`, unrolled.
+    fn update(regs: &mut Self::Regs, f: impl FnMut(usize, f32) -> f32);
+}
+
+/// One thread's part of a `64 × N` f32 accumulator (see the module docs for
+/// which element each register holds).
+pub struct Accum<S: WgShape> {
+    /// `N / 2` f32 registers.
+    pub regs: S::Regs,
+}
+impl<S: WgShape> Clone for Accum<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<S: WgShape> Copy for Accum<S> {}
+
+impl<S: WgShape> Accum<S> {
+    /// All zeros.
+    #[inline(always)]
+    pub const fn zero() -> Self {
+        Accum { regs: S::ZERO }
+    }
+    /// `(row, col)` in the 64 × N tile of register `i` of warpgroup thread
+    /// `t` (0..128).
+    #[inline(always)]
+    pub const fn coord(t: u32, i: usize) -> (usize, usize) {
+        let (w, l) = ((t / 32) as usize, (t % 32) as usize);
+        let (g, q) = (l / 4, l % 4);
+        let j = i / 4;
+        let r = i % 4;
+        (16 * w + g + 8 * (r / 2), 8 * j + 2 * q + r % 2)
+    }
+    /// Calls `f(row, col, value)` for each register of warpgroup thread `t`.
+    #[inline(always)]
+    pub fn for_each(&self, t: u32, mut f: impl FnMut(usize, usize, f32)) {
+        S::each(&self.regs, |i, v| {
+            let (r, c) = Self::coord(t, i);
+            f(r, c, v)
+        });
+    }
+}
+
+/// `wgmma.mma_async` for inputs `T` on this shape (sealed; see [`mma_async`]).
+pub trait Wgmma<T: WgElement>: WgShape {
+    /// One `wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T`.
+    ///
+    /// # Safety
+    /// As [`mma_async`].
+    unsafe fn mma_async<MA: Major, MB: Major>(
+        acc: &mut Self::Regs,
+        a: MatDesc<T, MA>,
+        b: MatDesc<T, MB>,
+        scale_d: bool,
+    );
+}
+
+/// `D = A · B + (scale_d ? D : 0)` on the warpgroup's tensor cores, started
+/// asynchronously (`wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}`,
+/// both operands from shared memory, `imm-trans` from the descriptors'
+/// major-ness). `acc` must not be read or written until a
+/// [`wait_group`] covers the group this MMA is [committed](commit_group) in;
+/// call [`fence`] before the first `mma_async` of a batch (and after any
+/// register write to `acc`), and [`fence_operand`] after the wait.
+///
+/// # Safety
+/// Every thread of the warpgroup must call it together with the same
+/// descriptors. They must describe this block's shared memory in the layout
+/// (swizzle, offsets) the data was written in, visible to the async proxy
+/// (written by TMA, or followed by `fence.proxy.async` —
+/// [`tma::fence_proxy_async_shared_cta`](crate::tma::fence_proxy_async_shared_cta)),
+/// and not overwritten until the MMA has completed.
+#[inline(always)]
+pub unsafe fn mma_async<T: WgElement, S: Wgmma<T>, MA: Major, MB: Major>(
+    acc: &mut Accum<S>,
+    a: MatDesc<T, MA>,
+    b: MatDesc<T, MB>,
+    scale_d: bool,
+) {
+    // SAFETY: the caller's contract.
+    unsafe { S::mma_async(&mut acc.regs, a, b, scale_d) }
+}
+
+/// The accumulator register list `{%0, %1, ...}` of a `wgmma` template.
+#[cfg_attr(not(target_arch = "nvptx64"), allow(unused_macros))]
+macro_rules! reg_list {
+    ($first:tt $($rest:tt)*) => {
+        concat!("{{{", stringify!($first), "}" $(, ", {", stringify!($rest), "}")*, "}}")
+    };
+}
+
+macro_rules! wgmma_shapes {
+    ($($n:literal => $regs:literal [$($i:tt)*];)*) => {$(
+        impl crate::__private::Sealed for M64<$n> {}
+        impl WgShape for M64<$n> {
+            const N: usize = $n;
+            type Regs = [f32; $regs];
+            const ZERO: [f32; $regs] = [0.0; $regs];
+            #[inline(always)]
+            fn each(regs: &Self::Regs, mut f: impl FnMut(usize, f32)) {
+                $(f($i, regs[$i]);)*
+            }
+            #[inline(always)]
+            fn update(regs: &mut Self::Regs, mut f: impl FnMut(usize, f32) -> f32) {
+                $(regs[$i] = f($i, regs[$i]);)*
+            }
+        }
+        wgmma_impl!(bf16, "bf16", $n, [$($i)*]);
+        wgmma_impl!(f16, "f16", $n, [$($i)*]);
+    )*};
+}
+
+macro_rules! wgmma_impl {
+    ($t:ty, $ptx:literal, $n:literal, [$($i:tt)*]) => {
+        impl Wgmma<$t> for M64<$n> {
+            #[inline(always)]
+            unsafe fn mma_async<MA: Major, MB: Major>(
+                acc: &mut Self::Regs,
+                a: MatDesc<$t, MA>,
+                b: MatDesc<$t, MB>,
+                scale_d: bool,
+            ) {
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: the caller's contract (see `mma_async`).
+                unsafe {
+                    core::arch::asm!(
+                        "{{",
+                        ".reg .pred p;",
+                        "setp.ne.b32 p, {sd}, 0;",
+                        concat!(
+                            "wgmma.mma_async.sync.aligned.m64n", stringify!($n), "k16.f32.", $ptx, ".", $ptx, " ",
+                            reg_list!($($i)*),
+                            ", {da}, {db}, p, 1, 1, {ta}, {tb};"
+                        ),
+                        "}}",
+                        $(inout(reg32) acc[$i],)*
+                        da = in(reg64) a.raw(),
+                        db = in(reg64) b.raw(),
+                        sd = in(reg32) scale_d as u32,
+                        ta = const MA::TRANS,
+                        tb = const MB::TRANS,
+                        options(nostack)
+                    )
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    let _ = (acc, a, b, scale_d);
+                    crate::device_only()
+                }
+            }
+        }
+    };
+}
+
+wgmma_shapes! {
+    8 => 4 [0 1 2 3];
+    16 => 8 [0 1 2 3 4 5 6 7];
+    32 => 16 [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15];
+    64 => 32 [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31];
+    96 => 48 [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47];
+    128 => 64 [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63];
+    192 => 96 [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95];
+    256 => 128 [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127];
+}
+
+/// Orders register and shared-memory accesses before the following
+/// `wgmma.mma_async`s (`wgmma.fence.sync.aligned`). Needed before the first
+/// MMA of a batch and whenever the accumulator registers were touched.
+/// All threads of the warpgroup call it together.
+#[inline(always)]
+pub fn fence() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a fence.
+    unsafe {
+        core::arch::asm!("wgmma.fence.sync.aligned;", options(nostack))
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::device_only()
+}
+
+/// Closes the group of the `wgmma.mma_async`s this warpgroup issued since the
+/// last commit (`wgmma.commit_group.sync.aligned`).
+#[inline(always)]
+pub fn commit_group() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: only groups this warpgroup's asynchronous MMAs.
+    unsafe {
+        core::arch::asm!("wgmma.commit_group.sync.aligned;", options(nostack))
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::device_only()
+}
+
+/// Waits until at most `N` of this warpgroup's `wgmma` groups are pending
+/// (`wgmma.wait_group.sync.aligned N`): the accumulators of the others can be
+/// read, and their shared-memory operands reused.
+#[inline(always)]
+pub fn wait_group<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a wait.
+    unsafe {
+        core::arch::asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack))
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::device_only()
+}
+
+/// A compiler barrier on every accumulator register (an empty `asm!` that
+/// reads and writes each): keeps the compiler from moving accesses to `acc`
+/// across a [`wait_group`] (CUTLASS's `warpgroup_fence_operand`). Emits no
+/// instruction.
+#[inline(always)]
+pub fn fence_operand<S: WgShape>(acc: &mut Accum<S>) {
+    S::update(&mut acc.regs, |_, r| {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let mut r = r;
+            // SAFETY: an empty template.
+            unsafe {
+                core::arch::asm!("/* {r} */", r = inout(reg32) r, options(nomem, nostack, preserves_flags))
+            }
+            r
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        r
+    });
+}
+
+/// Raises this warp's register budget to `N` (`setmaxnreg.inc.sync.aligned.u32 N`,
+/// sm_90a; `N` a multiple of 8 in 24..=256). Every warp of the warpgroup must
+/// call it together; the block must have been launched with enough registers
+/// free (the producer warpgroups having called [`setmaxnreg_dec`]).
+#[inline(always)]
+pub fn setmaxnreg_inc<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a register-budget hint that ptxas checks (N's range).
+    unsafe {
+        core::arch::asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const N, options(nostack))
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::device_only()
+}
+
+/// Lowers this warp's register budget to `N` (`setmaxnreg.dec.sync.aligned.u32 N`,
+/// sm_90a), freeing registers for other warpgroups.
+#[inline(always)]
+pub fn setmaxnreg_dec<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as `setmaxnreg_inc`.
+    unsafe {
+        core::arch::asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const N, options(nostack))
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::device_only()
+}
+
+/// This thread's warpgroup in the block (`thread index / 128`, x only).
+#[inline(always)]
+pub fn warpgroup_index() -> u32 {
+    crate::thread::thread_idx_x() / 128
+}
+
+/// This thread's index in its warpgroup (0..128, x only).
+#[inline(always)]
+pub fn warpgroup_thread() -> u32 {
+    crate::thread::thread_idx_x() % 128
+}
+
+/// Waits at named barrier `id` (1..16; 0 is `sync_threads`'s) until `threads`
+/// threads (a multiple of 32) have arrived (`bar.sync id, threads`). Lets a
+/// subset of the block, such as the consumer warpgroups, synchronize.
+#[inline(always)]
+pub fn named_barrier_sync(id: u32, threads: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a barrier; the caller's warps must agree on `id` and `threads`.
+    unsafe {
+        core::arch::asm!("bar.sync {i}, {n};", i = in(reg32) id, n = in(reg32) threads, options(nostack))
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = (id, threads);
+        crate::device_only()
+    }
+}
+
+/// Arrives at named barrier `id` without waiting (`bar.arrive id, threads`).
+#[inline(always)]
+pub fn named_barrier_arrive(id: u32, threads: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as `named_barrier_sync`.
+    unsafe {
+        core::arch::asm!("bar.arrive {i}, {n};", i = in(reg32) id, n = in(reg32) threads, options(nostack))
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = (id, threads);
+        crate::device_only()
+    }
+}

@@ -1,0 +1,104 @@
+//! Standalone bf16 tensor-core GEMMs, `C = A · Bᵀ` (A `M × K`, B `N × K`, C
+//! `M × N`, all row-major, C in bf16, f32 accumulation): what the benchmark
+//! times against cuBLAS and the GPU tests check.
+//!
+//! | Kernel | Launch |
+//! |---|---|
+//! | [`gemm_bf16_mma`] | grid `(N / 128, M / 128)`, 128 threads, `tc_gemm_tiles::sm80::SMEM_BYTES` |
+//! | `gemm_bf16_wgmma` (feature `sm90a`) | any 1-D grid (persistent; one block per SM), 384 threads, `tc_gemm_tiles::sm90::SMEM_BYTES` |
+#![no_std]
+#![feature(abi_ptx)]
+#![allow(clippy::missing_safety_doc)]
+
+use nvshmem_device::cp_async::SharedAddr;
+use nvshmem_device::half::bf16;
+use nvshmem_device::thread::{block_idx_x, block_idx_y};
+use tc_gemm_tiles::{dyn_smem, pack_bf16x2, sm80};
+
+nvshmem_device::panic_handler!();
+
+/// `C = A · Bᵀ` with `mma.sync`, one 128 × 128 tile per block. `M`, `N`
+/// multiples of 128, `k` of 32.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn gemm_bf16_mma(
+    a: *const bf16,
+    b: *const bf16,
+    c: *mut bf16,
+    n: u32,
+    k: u32,
+) {
+    let (n, k) = (n as usize, k as usize);
+    let (m0, n0) = (
+        block_idx_y() as usize * sm80::BM,
+        block_idx_x() as usize * sm80::BN,
+    );
+    // SAFETY: the grid covers M × N in whole tiles (the host checks the sizes).
+    let acc = unsafe {
+        sm80::mainloop(
+            a.add(m0 * k),
+            k,
+            b.add(n0 * k),
+            k,
+            k,
+            SharedAddr::from_ptr(dyn_smem()),
+        )
+    };
+    sm80::epilogue(&acc, |r, col, v0, v1| {
+        // SAFETY: inside C; `col` is even, so the pair is 4-byte aligned.
+        unsafe { *c.add((m0 + r) * n + n0 + col).cast::<u32>() = pack_bf16x2(v0, v1) };
+    });
+}
+
+#[cfg(feature = "sm90a")]
+mod hopper {
+    use super::*;
+    use nvshmem_device::thread::grid_dim_x;
+    use nvshmem_device::tma::TensorMap;
+    use tc_gemm_tiles::sm90;
+
+    /// `C = A · Bᵀ` with `wgmma` + TMA, persistent: block `b` computes tiles
+    /// `b`, `b + grid`, ... of the `(M / 128) × (N / 256)` tiles, M-fastest.
+    /// `a_map`: A (`m × k`, box 64 × 128), `b_map`: B (`n × k`, box 64 × 256),
+    /// both bf16 with 128-byte swizzle. `m` a multiple of 128, `n` of 256,
+    /// `k` of 64.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn gemm_bf16_wgmma(
+        a_map: *const TensorMap,
+        b_map: *const TensorMap,
+        c: *mut bf16,
+        m: u32,
+        n: u32,
+        k: u32,
+    ) {
+        let (m, n, k) = (m as usize, n as usize, k as usize);
+        let Some(mt) = core::num::NonZeroUsize::new(m / sm90::BM) else {
+            return;
+        };
+        let tiles = mt.get() * (n / sm90::BN);
+        let (first, stride) = (block_idx_x() as usize, grid_dim_x() as usize);
+        let schedule = |j: usize| {
+            let t = first + j * stride;
+            let m0 = (t % mt) * sm90::BM;
+            (t < tiles).then_some(sm90::Tile {
+                a_map,
+                a_row: m0,
+                m0,
+                n0: (t / mt) * sm90::BN,
+                user: 0,
+            })
+        };
+        // SAFETY: the host's maps and sizes.
+        unsafe {
+            sm90::run(
+                [a_map],
+                b_map,
+                k,
+                schedule,
+                |_| {},
+                sm90::Bf16Out { c, ldc: n },
+            )
+        };
+    }
+}
+#[cfg(feature = "sm90a")]
+pub use hopper::*;

@@ -1,0 +1,547 @@
+//! GPU tests of the tensor-core primitives (`nvshmem_device::{mma, cp_async,
+//! tma, wgmma}`) and of the bf16 GEMM kernels built on them, one PE each:
+//! every register or byte a primitive produces is checked against a CPU
+//! model (`tests/kernels/tensor`, `examples/tc_gemm/kernel`). The Hopper
+//! kernels come from `nvshmem_rs::tensor_ptx_dir()` (built for `sm_90a`).
+//!
+//! Without a GPU every test prints `SKIPPED`; `NVSHMEM_RS_REQUIRE_GPU=1`
+//! makes that a failure.
+
+use half::{bf16, f16};
+use nvshmem_device::mma::{FragA, FragB, M16N8K16};
+use nvshmem_host::harness::{self, GpuTest, TestPe, TestResult, check_eq, ensure};
+use nvshmem_host::tensor_map::{self, TensorMap, TmaSwizzle, swizzle128_offset};
+use nvshmem_host::{DevicePtr, LaunchConfig, Module, Nvshmem};
+use std::path::Path;
+
+const ONE: &[u32] = &[1];
+
+/// The Hopper (`sm_90a`) folder beside the harness's, as `tensor_ptx_dir()` picks it.
+fn tensor_module(pe: &TestPe, name: &str) -> nvshmem_host::Result<Module> {
+    let dir = pe.ptx_dir();
+    let dir = match dir.file_name().and_then(|n| n.to_str()) {
+        Some("sm_90") => dir.with_file_name("sm_90a"),
+        _ => dir.to_path_buf(),
+    };
+    pe.nvshmem().load_module_in(Path::new(&dir), name)
+}
+
+/// Small integers (exact in bf16, f16, tf32 and in their f32 sums).
+fn small(i: usize, salt: usize) -> f32 {
+    (((i * 7 + salt * 13) % 9) as f32) - 4.0
+}
+
+fn sync(nv: &Nvshmem) -> TestResult {
+    nv.synchronize(nv.stream())?;
+    Ok(())
+}
+
+/// Every `mma.sync` of the table on small integers: D = A·B + C exactly.
+fn mma_sync_shapes(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let module = tensor_module(pe, "tensor-kernels")?;
+    // (kernel, k, elements: 0 bf16, 1 f16, 2 tf32; accumulator f16?)
+    for (name, k, elem, acc16) in [
+        ("mma_m16n8k16_bf16_f32", 16, 0, false),
+        ("mma_m16n8k16_f16_f32", 16, 1, false),
+        ("mma_m16n8k16_f16_f16", 16, 1, true),
+        ("mma_m16n8k8_bf16_f32", 8, 0, false),
+        ("mma_m16n8k8_f16_f32", 8, 1, false),
+        ("mma_m16n8k8_f16_f16", 8, 1, true),
+        ("mma_m16n8k8_tf32_f32", 8, 2, false),
+    ] {
+        let (m, n) = (16, 8);
+        let a: Vec<f32> = (0..m * k).map(|i| small(i, 1)).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| small(i, 2)).collect();
+        let c: Vec<f32> = (0..m * n).map(|i| small(i, 3) * 3.0).collect();
+        let want: Vec<f32> = (0..m * n)
+            .map(|i| {
+                c[i] + (0..k)
+                    .map(|kk| a[(i / n) * k + kk] * b[kk * n + i % n])
+                    .sum::<f32>()
+            })
+            .collect();
+        let bits16 = |v: &[f32]| -> Vec<u16> {
+            v.iter()
+                .map(|&x| {
+                    if elem == 0 {
+                        bf16::from_f32(x).to_bits()
+                    } else {
+                        f16::from_f32(x).to_bits()
+                    }
+                })
+                .collect()
+        };
+        let kernel = module.kernel(name)?;
+        let got: Vec<f32> = if elem == 2 {
+            let (da, db) = (nv.alloc_from(&a)?, nv.alloc_from(&b)?);
+            let (dc, dd) = (nv.alloc_from(&c)?, nv.alloc_zeroed::<f32>(m * n)?);
+            // SAFETY: the kernel reads M×K, K×N, M×N and writes M×N elements.
+            unsafe {
+                kernel.launch(
+                    nv.stream(),
+                    1,
+                    32,
+                    (
+                        da.device_ptr(),
+                        db.device_ptr(),
+                        dc.device_ptr(),
+                        dd.device_ptr(),
+                    ),
+                )?
+            };
+            sync(nv)?;
+            dd.to_vec(nv.stream())?
+        } else {
+            let (da, db) = (nv.alloc_from(&bits16(&a))?, nv.alloc_from(&bits16(&b))?);
+            if acc16 {
+                let (dc, dd) = (nv.alloc_from(&bits16(&c))?, nv.alloc_zeroed::<u16>(m * n)?);
+                // SAFETY: as above.
+                unsafe {
+                    kernel.launch(
+                        nv.stream(),
+                        1,
+                        32,
+                        (
+                            da.device_ptr(),
+                            db.device_ptr(),
+                            dc.device_ptr(),
+                            dd.device_ptr(),
+                        ),
+                    )?
+                };
+                sync(nv)?;
+                dd.to_vec(nv.stream())?
+                    .into_iter()
+                    .map(|x| f16::from_bits(x).to_f32())
+                    .collect()
+            } else {
+                let (dc, dd) = (nv.alloc_from(&c)?, nv.alloc_zeroed::<f32>(m * n)?);
+                // SAFETY: as above.
+                unsafe {
+                    kernel.launch(
+                        nv.stream(),
+                        1,
+                        32,
+                        (
+                            da.device_ptr(),
+                            db.device_ptr(),
+                            dc.device_ptr(),
+                            dd.device_ptr(),
+                        ),
+                    )?
+                };
+                sync(nv)?;
+                dd.to_vec(nv.stream())?
+            }
+        };
+        check_eq(name, &got, &want)?;
+    }
+    Ok(())
+}
+
+/// The CPU model of `ldmatrix` (see the kernel's docs for the addresses).
+fn ldmatrix_model(src: &[u16], count: usize, trans: bool) -> Vec<u32> {
+    // Matrix i's row r starts at (row, col) = (r + 8·(i%2), 8·(i/2)).
+    let at = |i: usize, r: usize, c: usize| src[(r + 8 * (i % 2)) * 16 + 8 * (i / 2) + c] as u32;
+    let mut out = vec![0u32; 32 * 4];
+    for lane in 0..32 {
+        for i in 0..count {
+            let (r, c) = (lane / 4, 2 * (lane % 4));
+            out[lane * 4 + i] = if trans {
+                at(i, c, r) | (at(i, c + 1, r) << 16)
+            } else {
+                at(i, r, c) | (at(i, r, c + 1) << 16)
+            };
+        }
+    }
+    out
+}
+
+fn ldmatrix_forms(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let k = tensor_module(pe, "tensor-kernels")?.kernel("ldmatrix_forms")?;
+    let src: Vec<u16> = (0..256).map(|i| i as u16 + 1).collect();
+    let (d_src, out) = (nv.alloc_from(&src)?, nv.alloc_zeroed::<u32>(6 * 32 * 4)?);
+    // SAFETY: 256 u16 in, 6·32·4 u32 out, 512 bytes of shared memory.
+    unsafe {
+        k.launch_with(
+            nv.stream(),
+            LaunchConfig::new(1, 32).shared_mem_bytes(512),
+            (d_src.device_ptr(), out.device_ptr()),
+        )?
+    };
+    sync(nv)?;
+    let got = out.to_vec(nv.stream())?;
+    for (f, (count, trans, name)) in [
+        (1, false, "x1"),
+        (2, false, "x2"),
+        (4, false, "x4"),
+        (1, true, "x1.trans"),
+        (2, true, "x2.trans"),
+        (4, true, "x4.trans"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        check_eq(
+            &format!("ldmatrix_forms ({name})"),
+            &got[f * 128..(f + 1) * 128],
+            &ldmatrix_model(&src, count, trans),
+        )?;
+    }
+    Ok(())
+}
+
+fn fragment_loads(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let k = tensor_module(pe, "tensor-kernels")?.kernel("frag_loads")?;
+    let x: Vec<bf16> = (0..256).map(|i| bf16::from_f32(i as f32)).collect();
+    let (dx, out) = (nv.alloc_from(&x)?, nv.alloc_zeroed::<u32>(32 * 24)?);
+    // SAFETY: 256 bf16 in, 32·24 u32 out, 1024 bytes of shared memory.
+    unsafe {
+        k.launch_with(
+            nv.stream(),
+            LaunchConfig::new(1, 32).shared_mem_bytes(1024),
+            (dx.device_ptr(), out.device_ptr()),
+        )?
+    };
+    sync(nv)?;
+    let got = out.to_vec(nv.stream())?;
+    let x_at = |r: usize, c: usize| x[r * 16 + c];
+    let mut want = Vec::new();
+    for lane in 0..32u32 {
+        let a = FragA::<bf16, M16N8K16>::from_fn(lane, x_at).regs;
+        // B is x read as K × N (rows k): the same for the row-major view and
+        // the transposed copy read as column-major.
+        let b0 = FragB::<bf16, M16N8K16>::from_fn(lane, x_at).regs;
+        let b8 = FragB::<bf16, M16N8K16>::from_fn(lane, |kk, n| x_at(kk, n + 8)).regs;
+        // Every B load reads B(k, n) = x(k, n): directly from the row-major
+        // copy (`.trans`), or from the transposed copy, whose stored row n is
+        // column n of x.
+        want.extend(a);
+        want.extend(a);
+        want.extend(b0);
+        want.extend(b8);
+        want.extend(b0);
+        want.extend(b8);
+        want.extend(b0);
+        want.extend(b8);
+        want.extend(b0);
+        want.extend(b8);
+    }
+    check_eq("frag_loads", &got, &want)
+}
+
+fn cp_async_copy(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let k = tensor_module(pe, "tensor-kernels")?.kernel("cp_async_copy")?;
+    let n = 4096usize;
+    let src: Vec<u8> = (0..n).map(|i| (i * 31 % 251) as u8 + 1).collect();
+    let (d_src, dst) = (nv.alloc_from(&src)?, nv.alloc_zeroed::<u8>(n)?);
+    // SAFETY: n bytes each way; n bytes of shared memory.
+    unsafe {
+        k.launch_with(
+            nv.stream(),
+            LaunchConfig::new(1, 128).shared_mem_bytes(n as u32),
+            (d_src.device_ptr(), dst.device_ptr(), n as u32),
+        )?
+    };
+    sync(nv)?;
+    let want: Vec<u8> = (0..n)
+        .map(|i| {
+            let c = i / 16;
+            if c % 6 >= 4 && i % 16 >= c % 17 {
+                0
+            } else {
+                src[i]
+            }
+        })
+        .collect();
+    check_eq("cp_async_copy", &dst.to_vec(nv.stream())?, &want)
+}
+
+/// TMA loads of boxes inside and across the edge (zero fill), unswizzled and
+/// 128-byte swizzled, and a TMA store.
+fn tma_tiles(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let module = tensor_module(pe, "tensor-kernels")?;
+    let (load, store) = (
+        module.kernel("tma_load_box")?,
+        module.kernel("tma_store_box")?,
+    );
+    let (rows, cols) = (200usize, 192usize);
+    let val = |r: usize, c: usize| bf16::from_bits((r * 1000 + c) as u16 | 1);
+    let host: Vec<bf16> = (0..rows * cols).map(|i| val(i / cols, i % cols)).collect();
+    let mat = nv.alloc_from(&host)?;
+    for (bx, by, swizzle) in [
+        (64u32, 128u32, TmaSwizzle::B128),
+        (32, 16, TmaSwizzle::None),
+        (64, 8, TmaSwizzle::B128),
+    ] {
+        let map = tensor_map::encode_2d(
+            mat.device_ptr(),
+            rows as u64,
+            cols as u64,
+            (cols * 2) as u64,
+            (bx, by),
+            swizzle,
+        )?;
+        let dmap = nv.alloc_from(&[map])?;
+        let box_bytes = (bx * by * 2) as usize;
+        for (x, y) in [(0i32, 0i32), (64, 64), (160, 120), (-16, -4)] {
+            let out = nv.alloc_zeroed::<u8>(box_bytes)?;
+            let cfg = LaunchConfig::new(1, 128).shared_mem_bytes(box_bytes as u32 + 1024 + 16);
+            // SAFETY: the map in device memory, box_bytes out.
+            unsafe {
+                load.launch_with(
+                    nv.stream(),
+                    cfg,
+                    (dmap.device_ptr(), x, y, box_bytes as u32, out.device_ptr()),
+                )?
+            };
+            sync(nv)?;
+            let got = out.to_vec(nv.stream())?;
+            let mut want = vec![0u8; box_bytes];
+            for r in 0..by as usize {
+                for c in 0..bx as usize {
+                    let (gr, gc) = (y as i64 + r as i64, x as i64 + c as i64);
+                    let v = if (0..rows as i64).contains(&gr) && (0..cols as i64).contains(&gc) {
+                        val(gr as usize, gc as usize).to_bits()
+                    } else {
+                        0
+                    };
+                    let off = if swizzle == TmaSwizzle::B128 {
+                        swizzle128_offset(r, c, 2)
+                    } else {
+                        (r * bx as usize + c) * 2
+                    };
+                    want[off..off + 2].copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            check_eq(
+                &format!("tma_load_box ({bx}×{by} {swizzle:?} at {x},{y})"),
+                &got,
+                &want,
+            )?;
+        }
+    }
+    // A store of one 64 × 64 swizzled box into a zeroed matrix at (64, 32).
+    let dst = nv.alloc_zeroed::<bf16>(rows * cols)?;
+    let map = tensor_map::encode_2d(
+        dst.device_ptr(),
+        rows as u64,
+        cols as u64,
+        (cols * 2) as u64,
+        (64, 64),
+        TmaSwizzle::B128,
+    )?;
+    let dmap = nv.alloc_from(&[map])?;
+    let mut tile = vec![0u8; 64 * 64 * 2];
+    for r in 0..64 {
+        for c in 0..64 {
+            let off = swizzle128_offset(r, c, 2);
+            tile[off..off + 2].copy_from_slice(&val(r, c).to_bits().to_le_bytes());
+        }
+    }
+    let dtile = nv.alloc_from(&tile)?;
+    let cfg = LaunchConfig::new(1, 128).shared_mem_bytes(64 * 64 * 2 + 1024);
+    // SAFETY: the map over dst, the tile in device memory.
+    unsafe {
+        store.launch_with(
+            nv.stream(),
+            cfg,
+            (
+                dmap.device_ptr(),
+                64i32,
+                32i32,
+                (64 * 64 * 2) as u32,
+                dtile.device_ptr(),
+            ),
+        )?
+    };
+    sync(nv)?;
+    let want: Vec<bf16> = (0..rows * cols)
+        .map(|i| {
+            let (r, c) = (i / cols, i % cols);
+            if (32..96).contains(&r) && (64..128).contains(&c) {
+                val(r - 32, c - 64)
+            } else {
+                bf16::from_bits(0)
+            }
+        })
+        .collect();
+    check_eq("tma_store_box", &dst.to_vec(nv.stream())?, &want)
+}
+
+/// One `64 × N × 64` wgmma product per shape, both shared-memory layouts.
+fn wgmma_tiles(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let module = tensor_module(pe, "tensor-kernels")?;
+    for n in [8usize, 16, 64, 128, 256] {
+        let k = module.kernel(&format!("wgmma_m64n{n}k16"))?;
+        let a: Vec<f32> = (0..64 * 64).map(|i| small(i, 5)).collect();
+        let b: Vec<f32> = (0..n * 64).map(|i| small(i, 6)).collect();
+        let to16 = |v: &[f32]| v.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>();
+        let (da, db) = (nv.alloc_from(&to16(&a))?, nv.alloc_from(&to16(&b))?);
+        let want: Vec<f32> = (0..64 * n)
+            .map(|i| {
+                (0..64)
+                    .map(|kk| a[(i / n) * 64 + kk] * b[(i % n) * 64 + kk])
+                    .sum()
+            })
+            .collect();
+        for swizzle in [0u32, 1] {
+            let out = nv.alloc_zeroed::<f32>(64 * n)?;
+            let cfg = LaunchConfig::new(1, 128).shared_mem_bytes(((64 + n) * 128 + 1024) as u32);
+            // SAFETY: 64×64 and N×64 bf16 in, 64×N f32 out.
+            unsafe {
+                k.launch_with(
+                    nv.stream(),
+                    cfg,
+                    (da.device_ptr(), db.device_ptr(), out.device_ptr(), swizzle),
+                )?
+            };
+            sync(nv)?;
+            check_eq(
+                &format!("wgmma_m64n{n}k16 (swizzle {swizzle})"),
+                &out.to_vec(nv.stream())?,
+                &want,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Deterministic bf16 test data in [-1, 1).
+fn data(len: usize, seed: u64) -> Vec<bf16> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            bf16::from_f32(((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0)
+        })
+        .collect()
+}
+
+/// `C = A · Bᵀ` on the CPU (f64), and the first element off by more than the
+/// bf16 output rounding plus an f32-accumulation allowance.
+fn check_gemm(
+    name: &str,
+    a: &[bf16],
+    b: &[bf16],
+    c: &[bf16],
+    (m, n, k): (usize, usize, usize),
+) -> TestResult {
+    for i in 0..m {
+        for j in 0..n {
+            let (mut s, mut mag) = (0f64, 0f64);
+            for kk in 0..k {
+                let p = a[i * k + kk].to_f64() * b[j * k + kk].to_f64();
+                s += p;
+                mag += p.abs();
+            }
+            let got = c[i * n + j].to_f64();
+            let tol = s.abs() / 128.0 + mag * k as f64 * f32::EPSILON as f64 + 1e-6;
+            ensure((got - s).abs() <= tol, || {
+                format!("kernel `{name}`: C[{i}][{j}] = {got}, expected {s} (±{tol:.3e})")
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The standalone GEMMs (mma.sync, and wgmma + TMA) on a 256 × 512 × 320 problem.
+fn gemm_kernels(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let module = tensor_module(pe, "tc-gemm-kernels")?;
+    let (m, n, k) = (256usize, 512usize, 320usize);
+    let (a, b) = (data(m * k, 1), data(n * k, 2));
+    let (da, db) = (nv.alloc_from(&a)?, nv.alloc_from(&b)?);
+    let c = nv.alloc_zeroed::<bf16>(m * n)?;
+    let mma = module.kernel("gemm_bf16_mma")?;
+    let cfg = LaunchConfig::new(((n / 128) as u32, (m / 128) as u32), 128)
+        .shared_mem_bytes(4 * 256 * 32 * 2);
+    // SAFETY: M×K, N×K in, M×N out; sizes multiples of the tile.
+    unsafe {
+        mma.launch_with(
+            nv.stream(),
+            cfg,
+            (
+                da.device_ptr(),
+                db.device_ptr(),
+                c.device_ptr(),
+                n as u32,
+                k as u32,
+            ),
+        )?
+    };
+    sync(nv)?;
+    check_gemm("gemm_bf16_mma", &a, &b, &c.to_vec(nv.stream())?, (m, n, k))?;
+    let Ok(wg) = module.kernel("gemm_bf16_wgmma") else {
+        return Ok(()); // not an sm_90 build
+    };
+    let am = tensor_map::encode_2d(
+        da.device_ptr(),
+        m as u64,
+        k as u64,
+        (k * 2) as u64,
+        (64, 128),
+        TmaSwizzle::B128,
+    )?;
+    let bm = tensor_map::encode_2d(
+        db.device_ptr(),
+        n as u64,
+        k as u64,
+        (k * 2) as u64,
+        (64, 256),
+        TmaSwizzle::B128,
+    )?;
+    let maps = nv.alloc_from(&[am, bm])?;
+    let map_ptr =
+        |i: usize| DevicePtr::<TensorMap>::new(maps.device_ptr().addr() + (i * 128) as u64);
+    let c2 = nv.alloc_zeroed::<bf16>(m * n)?;
+    let smem = nvshmem_rs::tensor::wgmma::SMEM_BYTES;
+    // Fewer blocks than tiles: the persistent loop and the pipeline across tiles.
+    let cfg = LaunchConfig::new(3, 384).shared_mem_bytes(smem);
+    // SAFETY: the maps over A and B, C M×N; sizes multiples of the tile.
+    unsafe {
+        wg.launch_with(
+            nv.stream(),
+            cfg,
+            (
+                map_ptr(0),
+                map_ptr(1),
+                c2.device_ptr(),
+                m as u32,
+                n as u32,
+                k as u32,
+            ),
+        )?
+    };
+    sync(nv)?;
+    check_gemm(
+        "gemm_bf16_wgmma",
+        &a,
+        &b,
+        &c2.to_vec(nv.stream())?,
+        (m, n, k),
+    )
+}
+
+fn main() {
+    harness::main(
+        env!("NVSHMEM_RS_PTX_DIR"),
+        &[
+            GpuTest::new("mma_sync_shapes", mma_sync_shapes).pes(ONE),
+            GpuTest::new("ldmatrix_forms", ldmatrix_forms).pes(ONE),
+            GpuTest::new("fragment_loads", fragment_loads).pes(ONE),
+            GpuTest::new("cp_async_copy", cp_async_copy).pes(ONE),
+            GpuTest::new("tma_tiles", tma_tiles).pes(ONE),
+            GpuTest::new("wgmma_tiles", wgmma_tiles).pes(ONE),
+            GpuTest::new("gemm_kernels", gemm_kernels).pes(ONE),
+        ],
+    );
+}
