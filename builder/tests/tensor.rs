@@ -9,7 +9,6 @@
 
 use nvshmem_builder::Builder;
 use nvshmem_builder::Version;
-use nvshmem_builder::install::{Installation, Query};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -24,26 +23,24 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The NVSHMEM version to build against (the builder downloads it when missing).
 fn installed(version: &str) -> Option<Version> {
-    let v: Version = version.parse().unwrap();
-    match Installation::find(&Query::default().version(v).project_dir(root())) {
-        Ok(_) => Some(v),
-        Err(e) => {
-            skip(&format!(
-                "NVSHMEM {version} is not installed ({e}); run ./x setup"
-            ));
-            None
-        }
-    }
+    Some(version.parse().unwrap())
 }
 
-/// The ptxas the builder uses: `PTXAS`, else the set-up step's wheel.
+/// The ptxas the builder uses: `PTXAS`, else the nvcc wheel's (downloaded
+/// into the per-user cache when missing).
 fn ptxas() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("PTXAS") {
         return Some(p.into());
     }
-    let p = root().join(".deps/cuda-nvcc-13.0/nvidia/cu13/bin/ptxas");
-    p.is_file().then_some(p)
+    match nvshmem_builder::wheels::ensure(nvshmem_builder::wheels::NVCC_WHEEL, "ptxas") {
+        Ok(dir) => Some(dir.join("nvidia/cu13/bin/ptxas")).filter(|p| p.is_file()),
+        Err(e) => {
+            skip(&format!("no ptxas: {e}"));
+            None
+        }
+    }
 }
 
 /// What one kernel crate must look like after the build.
@@ -58,7 +55,6 @@ struct Expect<'a> {
 /// warnings (the builder keeps only the figures). Returns the report lines.
 fn build_and_check(e: &Expect, version: Version) -> Vec<String> {
     let Some(ptxas) = ptxas() else {
-        skip("no ptxas (run ./x setup)");
         return Vec::new();
     };
     let started = std::time::Instant::now();

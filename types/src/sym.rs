@@ -123,8 +123,11 @@ impl<T> SymPtr<T> {
 
 /// A processing element: one member of the NVSHMEM job, numbered from 0.
 ///
-/// Any number can be written down; the device functions that take a `Pe`
-/// check it against the job's size before NVSHMEM indexes a table with it.
+/// Any number can be written down. The safe device functions that take a
+/// `Pe` (`ptr`, `team_translate_pe`) check it against the job's size; the
+/// `unsafe` ones require `pe < n_pes()` (NVSHMEM indexes its peer tables
+/// with it unchecked), and with `nvshmem-device`'s `debug-checks` feature
+/// trap instead.
 ///
 /// ```
 /// use nvshmem_types::Pe;

@@ -5,8 +5,10 @@
 //!   `.gpu-<purpose>/` (each under the device tool's 64 MiB);
 //! - `gpu-run`: on that machine, from the pack, the GPU suites of its modes,
 //!   with a PASS/FAIL/SKIPPED table last. It runs here too, where every mode
-//!   goes as far as it can without a GPU.
+//!   goes as far as it can without a GPU;
+//! - `clippy-kernels`: clippy on the kernel crates for the GPU target.
 
+mod lint;
 mod pack;
 mod ptx;
 mod run;
@@ -29,6 +31,8 @@ enum Task {
     GpuPack(pack::Args),
     /// Run a pack's GPU suites (on the GPU machine, from the pack; here, as far as they go).
     GpuRun(run::Args),
+    /// Clippy on every kernel crate for the GPU target (nvptx64), with the pinned nightly.
+    ClippyKernels(lint::Args),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +40,7 @@ fn main() -> ExitCode {
         Task::Ptx(args) => ptx::run(args),
         Task::GpuPack(args) => pack::run(args),
         Task::GpuRun(args) => run::run(args),
+        Task::ClippyKernels(args) => lint::run(args),
     };
     match result {
         Ok(code) => code,

@@ -198,10 +198,12 @@ impl Runner {
             Mode::Tests => {
                 // Without MPS, 4 PEs skip for want of it: no REQUIRE_GPU there.
                 let mut c = self.command(&test_gpu, &ptx);
-                c.env_remove("NVSHMEM_RS_REQUIRE_GPU");
+                c.env_remove("NVSHMEM_RS_REQUIRE_GPU")
+                    .env("NVSHMEM_RS_EXPECT_RMA_PATH", "direct");
                 self.record("gpu-no-mps", c);
                 let _mps = self.mps()?;
-                let c = self.command(&test_gpu, &ptx);
+                let mut c = self.command(&test_gpu, &ptx);
+                c.env("NVSHMEM_RS_EXPECT_RMA_PATH", "direct");
                 self.record("gpu-mps", c);
             }
             Mode::Compute => {
@@ -300,7 +302,10 @@ impl Runner {
                     ("gpu-separate-mps", "ptx-separate")
                 };
                 let _mps = self.mps()?;
-                let c = self.command(&test_gpu, &self.ptx(folder, "3.4.5"));
+                let mut c = self.command(&test_gpu, &self.ptx(folder, "3.4.5"));
+                if mode == Mode::NvshmemPath {
+                    c.env("NVSHMEM_RS_EXPECT_RMA_PATH", "nvshmem");
+                }
                 self.record(name, c);
             }
             Mode::Mpirun => {

@@ -1,0 +1,31 @@
+//! The kernel's multi-PE test: `cargo test` runs it on 1 and 2 PEs through
+//! the harness, which starts the PEs itself. Without a GPU it prints SKIPPED
+//! (with `NVSHMEM_RS_REQUIRE_GPU=1`, as on a GPU runner, that is a failure).
+
+use nvshmem_host::harness::{self, GpuTest, TestPe, TestResult, check_eq};
+
+fn scale_to_next(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let (me, n_pes) = (nv.my_pe(), nv.n_pes());
+    let n = 1000;
+    let input: Vec<f32> = (0..n).map(|i| (me.index() + 1) as f32 * i as f32).collect();
+    let src = nv.alloc_from(&input)?;
+    let dest = nv.alloc_zeroed::<f32>(n)?;
+    let staging = nv.alloc_zeroed::<f32>(n)?;
+    let signal = nv.alloc_zeroed::<u64>(1)?;
+    let k = pe.module("my-kernels")?.kernel("scale_to_next")?;
+    let args = (dest.sym_ptr(), staging.sym_ptr(), src.device_ptr(), n as u64, 2.0f32, signal.sym_ptr());
+    // SAFETY: n floats per buffer and one zeroed u64 signal, one block per PE.
+    unsafe { k.launch(nv.stream(), 1, 128, args)? };
+    nv.barrier_all_on_stream(nv.stream())?;
+    let prev = me.ring_prev(n_pes).index();
+    let want: Vec<f32> = (0..n).map(|i| (prev + 1) as f32 * i as f32 * 2.0).collect();
+    check_eq("scale_to_next", &dest.to_vec(nv.stream())?, &want)
+}
+
+fn main() {
+    harness::main(
+        env!("KERNELS_DIR"),
+        &[GpuTest::new("scale_to_next", scale_to_next).pes(&[1, 2])],
+    );
+}

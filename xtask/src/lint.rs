@@ -1,0 +1,35 @@
+//! `cargo xtask clippy-kernels`: clippy on every kernel crate for the GPU
+//! target (`nvptx64-nvidia-cuda`, with the builder's pinned nightly), where
+//! their `cfg(target_arch = "nvptx64")` code is what compiles. On the host
+//! they are covered by the workspace's own `cargo clippy`.
+
+use nvshmem_builder::toolchain::Toolchain;
+use std::process::{Command, ExitCode};
+
+#[derive(clap::Args)]
+pub struct Args {}
+
+pub fn run(_: Args) -> Result<ExitCode, String> {
+    let root = crate::repo_root();
+    let tc = Toolchain::pinned().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(tc.cargo());
+    cmd.current_dir(&root)
+        .env("RUSTUP_TOOLCHAIN", tc.name())
+        .args(["clippy", "--release", "--target", "nvptx64-nvidia-cuda"])
+        .args(["-Zbuild-std=core", "--target-dir"])
+        .arg(root.join("target/clippy-nvptx"));
+    // Every kernel crate by package name, in one invocation.
+    let meta = cargo_metadata::MetadataCommand::new()
+        .current_dir(&root)
+        .no_deps()
+        .exec()
+        .map_err(|e| format!("cargo metadata: {e}"))?;
+    for p in meta.workspace_packages() {
+        if p.dependencies.iter().any(|d| d.name == "nvshmem-device") {
+            cmd.args(["-p", p.name.as_str()]);
+        }
+    }
+    cmd.args(["--", "-D", "warnings"]);
+    crate::check(&mut cmd)?;
+    Ok(ExitCode::SUCCESS)
+}
