@@ -47,6 +47,31 @@ impl Purpose {
         }
     }
 
+    /// The kernel crates (manifest names) its programs load, from the root
+    /// package's build; every version and arch folder of each is copied.
+    fn kernels(self) -> &'static [&'static str] {
+        match self {
+            Purpose::Tests => &[
+                "runtime-kernels",
+                "collectives-kernels",
+                "ring-kernels",
+                "allreduce-kernels",
+                "ag-gemm-kernels",
+            ],
+            Purpose::Compute => &[
+                "compute-kernels",
+                "tensor-kernels",
+                "tc-gemm-kernels",
+                "ag-gemm-kernels",
+                "ag-gemm-tc-kernels",
+                "gemm-rs-kernels",
+                "allreduce-kernels",
+            ],
+            Purpose::Variants | Purpose::Nvshmem38 => &["runtime-kernels"],
+            Purpose::Mpi => &["runtime-kernels", "ring-kernels", "allreduce-kernels"],
+        }
+    }
+
     /// The other binaries (`target/release/<name>`, or `examples/<name>`).
     fn binaries(self) -> &'static [&'static str] {
         match self {
@@ -109,10 +134,20 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         let name = Path::new(b).file_name().expect("a name");
         strip_into(&release.join(b), &bin.join(name))?;
     }
-    strip_into(&release.join("xtask"), &bin.join("xtask"))?;
-    copy_kernels(&built.root_ptx, &pack.join("ptx"))?;
+    // This tool needs no symbols where it runs.
+    check(
+        Command::new("objcopy")
+            .arg("--strip-all")
+            .arg(release.join("xtask"))
+            .arg(bin.join("xtask")),
+    )?;
+    copy_kernels(&built.root_ptx, &pack.join("ptx"), args.purpose.kernels())?;
     match args.purpose {
-        Purpose::Tests => copy_kernels(&built.bench_ptx, &pack.join("ptx-bench"))?,
+        Purpose::Tests => copy_kernels(
+            &built.bench_ptx,
+            &pack.join("ptx-bench"),
+            &["bench-kernels"],
+        )?,
         Purpose::Compute => {}
         Purpose::Variants => variants(&root, &pack)?,
         Purpose::Mpi => {
@@ -253,13 +288,14 @@ fn variants(root: &Path, pack: &Path) -> Result<(), String> {
             .build()
             .map_err(|e| format!("{name}: {e}"))?;
         println!("{name}: {} kernels", o.manifest.kernels.len());
-        copy_kernels(&out(name), &pack.join(name))?;
+        copy_kernels(&out(name), &pack.join(name), &["runtime-kernels"])?;
     }
     // The version-mismatch test looks for the other version's build beside each.
     for name in ["ptx-nvshmem-path", "ptx-separate"] {
         copy_kernels(
             &pack.join("ptx/nvshmem-3.8.0"),
             &pack.join(name).join("nvshmem-3.8.0"),
+            &["runtime-kernels"],
         )?;
     }
     Ok(())
@@ -284,6 +320,11 @@ fn nvshmem38(pack: &Path) -> Result<(), String> {
             std::fs::copy(f.path(), lib.join(&name)).map_err(|e| e.to_string())?;
         }
     }
+    // The host library is most of the pack (47 MiB): xz takes 9 MiB off,
+    // enough to keep the pack under what a device call carries. `gpu-run`
+    // unpacks it.
+    let host = lib.join(format!("libnvshmem_host.so.{}", v.major));
+    check(Command::new("xz").args(["-T0", "-6"]).arg(&host))?;
     let header = Path::new("include/non_abi/nvshmem_version.h");
     std::fs::create_dir_all(pack.join("nvshmem/include/non_abi")).map_err(|e| e.to_string())?;
     std::fs::copy(nv.root.join(header), pack.join("nvshmem").join(header))
@@ -325,12 +366,15 @@ fn strip_into(from: &Path, to: &Path) -> Result<(), String> {
 }
 
 /// The manifests, headers, cubins and PTX (under 4 MiB: a module whose PTX is
-/// left out loads from its cubin) of every `nvshmem-*/<arch>/` under `from`.
-fn copy_kernels(from: &Path, to: &Path) -> Result<(), String> {
+/// left out loads from its cubin) of the kernel crates named `crates`, in
+/// every `nvshmem-*/<arch>/` under `from`.
+fn copy_kernels(from: &Path, to: &Path, crates: &[&str]) -> Result<(), String> {
     let kept = |p: &Path| {
         let ext = p.extension().and_then(|x| x.to_str()).unwrap_or_default();
-        matches!(ext, "json" | "h" | "cubin")
-            || (ext == "ptx" && std::fs::metadata(p).is_ok_and(|m| m.len() < 4 << 20))
+        let stem = p.file_stem().and_then(|x| x.to_str()).unwrap_or_default();
+        crates.contains(&stem)
+            && (matches!(ext, "json" | "h" | "cubin")
+                || (ext == "ptx" && std::fs::metadata(p).is_ok_and(|m| m.len() < 4 << 20)))
     };
     copy_filtered(from, to, &kept)
 }

@@ -324,6 +324,15 @@ impl Runner {
             }
             Mode::Nvshmem38 | Mode::Ucx => {
                 let nv = self.pack.join("nvshmem");
+                // The pack carries the host library compressed.
+                let host = nv.join("lib/libnvshmem_host.so.3");
+                if !host.exists() && host.with_extension("3.xz").exists() {
+                    crate::check(
+                        Command::new("xz")
+                            .args(["-dk"])
+                            .arg(host.with_extension("3.xz")),
+                    )?;
+                }
                 let ptx38 = self.ptx("ptx", "3.8.0");
                 let _mps = self.mps()?;
                 let mut c = self.command(&test_gpu, &ptx38);
