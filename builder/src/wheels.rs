@@ -20,6 +20,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+pub use crate::libdevice::NVVM_WHEEL;
 pub use crate::toolchain::NVCC_WHEEL;
 
 /// The requirement of the pip wheel with `cuda.h` (the C header's launch helpers need it).
