@@ -326,9 +326,13 @@ impl Builder {
         // Everything below is a pure function of the key's inputs: when none
         // changed since the last build, reuse its outputs instead of
         // re-running link, opt, llc and ptxas.
-        let key = self.inputs_key(&c, ptxas.as_deref(), &out_dir)?;
+        let key = self.inputs_key(&c, ptxas.as_deref())?;
         let key_path = reuse::key_path(&c.work, &out_dir);
-        if let Some(out) = reuse::reuse(&key_path, &key, &out_dir, &c.p.meta.name, &c.p.nv) {
+        let reused =
+            reuse::reuse(&key_path, &key, &out_dir, &c.p.meta.name, &c.p.nv).or_else(|| {
+                reuse::from_stash(&c.work, &key_path, &key, &out_dir, &c.p.meta.name, &c.p.nv)
+            });
+        if let Some(out) = reused {
             laps.lap("reused (inputs unchanged)");
             self.announce_ptx_only(s);
             return Ok(BuildOutput {
@@ -398,6 +402,7 @@ impl Builder {
         write_if_changed(&header_path, header::render(&manifest, &structs).as_bytes())?;
         laps.lap("manifest");
         reuse::record(&key_path, &key, &out_dir, &manifest)?;
+        reuse::stash(&c.work, &key, &out_dir, &manifest)?;
 
         Ok(BuildOutput {
             ptx: ptx_path,
@@ -481,7 +486,7 @@ impl Builder {
 
     /// The inputs of steps 3-8: the settings, the exact rlibs and device
     /// libraries, and the tools.
-    fn inputs_key(&self, c: &Compiled, ptxas: Option<&Path>, out_dir: &Path) -> Result<Key> {
+    fn inputs_key(&self, c: &Compiled, ptxas: Option<&Path>) -> Result<Key> {
         let s = &c.p.settings;
         let mut key = Key::new(&[
             ("arch", s.arch.to_string()),
@@ -489,7 +494,6 @@ impl Builder {
             ("features", format!("{:?}", c.features)),
             ("ptx_only", s.ptx_only.to_string()),
             ("device_link", s.device_link.to_string()),
-            ("out", out_dir.display().to_string()),
             ("max_threads", format!("{:?}", c.p.meta.max_threads)),
         ]);
         let tools = &c.p.tools;

@@ -61,15 +61,8 @@ pub(crate) fn key_path(work: &Path, out_dir: &Path) -> PathBuf {
 /// The identity of every file a build wrote to `out_dir`, so that a reuse
 /// notices outputs deleted or edited since.
 fn outputs_identity(out_dir: &Path, manifest: &Manifest) -> Result<String> {
-    let name = &manifest.crate_name;
-    let mut files = vec![
-        out_dir.join(format!("{name}.ptx")),
-        out_dir.join(format!("{name}.json")),
-        out_dir.join(format!("{name}.h")),
-    ];
-    files.extend(manifest.cubin.as_ref().map(|c| out_dir.join(c)));
     let mut s = String::from("outputs\n");
-    for f in files {
+    for f in output_files(out_dir, manifest) {
         s += &file_identity(&f)?;
     }
     Ok(s)
@@ -112,6 +105,60 @@ pub(crate) fn reuse(
         sources: Vec::new(),
         timings: Vec::new(),
     })
+}
+
+/// The files of a build in `out_dir`: PTX, manifest, header, and the cubin.
+fn output_files(out_dir: &Path, manifest: &Manifest) -> Vec<PathBuf> {
+    let name = &manifest.crate_name;
+    let mut files = vec![
+        out_dir.join(format!("{name}.ptx")),
+        out_dir.join(format!("{name}.json")),
+        out_dir.join(format!("{name}.h")),
+    ];
+    files.extend(manifest.cubin.as_ref().map(|c| out_dir.join(c)));
+    files
+}
+
+/// Keeps a copy of a build's outputs in the work folder with its key, so that
+/// a build of the same inputs into another output folder (a `cargo clippy`
+/// or `cargo doc` run, whose build scripts have other `OUT_DIR`s) copies them
+/// instead of running link, opt, llc and ptxas again.
+pub(crate) fn stash(work: &Path, key: &Key, out_dir: &Path, manifest: &Manifest) -> Result<()> {
+    let dir = work.join("stash");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    for f in output_files(out_dir, manifest) {
+        let to = dir.join(f.file_name().expect("a file name"));
+        std::fs::copy(&f, &to).map_err(io_err(&to))?;
+    }
+    let key_file = work.join("stash.key");
+    std::fs::write(&key_file, &key.0).map_err(io_err(&key_file))
+}
+
+/// The stashed outputs of a build with exactly `key`, copied into `out_dir`
+/// (and recorded there, as a build would).
+pub(crate) fn from_stash(
+    work: &Path,
+    key_path: &Path,
+    key: &Key,
+    out_dir: &Path,
+    crate_name: &str,
+    nv: &Installation,
+) -> Option<BuildOutput> {
+    if std::fs::read_to_string(work.join("stash.key")).ok()? != key.0 {
+        return None;
+    }
+    let dir = work.join("stash");
+    let manifest: Manifest =
+        serde_json::from_slice(&std::fs::read(dir.join(format!("{crate_name}.json"))).ok()?)
+            .ok()?;
+    std::fs::create_dir_all(out_dir).ok()?;
+    for f in output_files(&dir, &manifest) {
+        let bytes = std::fs::read(&f).ok()?;
+        write_if_changed(&out_dir.join(f.file_name()?), &bytes).ok()?;
+    }
+    record(key_path, key, out_dir, &manifest).ok()?;
+    reuse(key_path, key, out_dir, crate_name, nv)
 }
 
 /// Writes only when the contents differ, so dependents don't rebuild needlessly.

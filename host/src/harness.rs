@@ -26,6 +26,13 @@
 //! }
 //! ```
 //!
+//! # Under mpirun, srun or torchrun
+//! Started by an outside launcher (`mpirun -n 2 target/release/deps/gpu-*`),
+//! the binary is one PE of that job: NVSHMEM starts once through the
+//! launcher's bootstrap, and every test whose PE counts include the job's
+//! size runs on every rank in turn. Each rank prints `[rank R]` lines and its
+//! own summary, and exits 1 when a test failed on it.
+//!
 //! # Without a GPU
 //! Every run is reported `SKIPPED` with the reason, never passed, and the
 //! binary exits 0 — unless `NVSHMEM_RS_REQUIRE_GPU=1`, which makes a missing
@@ -218,6 +225,10 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
     if let Ok(name) = std::env::var(WORKER) {
         std::process::exit(run_worker(&name, tests, &ptx_dir));
     }
+    let env = |name: &str| std::env::var(name).ok();
+    if let Some((launcher, rank, size)) = crate::bootstrap::outside_job(&env) {
+        std::process::exit(run_in_job(launcher, rank, size, tests, &ptx_dir));
+    }
     let filters: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -345,6 +356,104 @@ fn run_orchestrated(test: &GpuTest, n: u32, ptx_dir: &Path) -> Verdict {
         }
         Err(e) => Verdict::Failed(format!("launch failed: {e}")),
     }
+}
+
+/// This process is rank `rank` of `size` started by an outside launcher
+/// (`mpirun -n 2 test-binary`): NVSHMEM is initialized once, through the
+/// launcher's bootstrap, and every selected test with `size` among its PE
+/// counts runs in turn on every rank, with a barrier after each. Each rank
+/// prints its own lines and summary, and exits 1 if a test failed on it (the
+/// launcher then fails). Tests that need environment variables this job was
+/// not started with are skipped, saying which.
+fn run_in_job(launcher: &str, rank: u32, size: u32, tests: &[GpuTest], ptx_dir: &Path) -> i32 {
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let require_gpu = std::env::var_os("NVSHMEM_RS_REQUIRE_GPU").is_some_and(|v| v == "1");
+    let say = |line: String| println!("[rank {rank}] {line}");
+    say(format!("{size} PEs started by {launcher}"));
+    let nv = match Nvshmem::init() {
+        Ok(nv) => nv,
+        Err(e) if crate::gpu_count().is_err() && !require_gpu => {
+            say(format!("SKIPPED: no GPU: {}", first_line(&e.to_string())));
+            return 0;
+        }
+        Err(e) => {
+            say(format!("FAILED: NVSHMEM init: {e}"));
+            return 1;
+        }
+    };
+    let mut pe = TestPe {
+        nv,
+        ptx_dir: ptx_dir.to_path_buf(),
+    };
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    for test in tests {
+        let wanted = filters.is_empty() || filters.iter().any(|f| test.name.contains(f.as_str()));
+        if !wanted || !test.pes.contains(&size) {
+            continue;
+        }
+        let missing = test
+            .env
+            .iter()
+            .find(|(k, v)| std::env::var(k).ok().as_deref() != Some(*v));
+        if let Some((k, v)) = missing {
+            skipped += 1;
+            say(format!(
+                "test {} [{size} PE] ... SKIPPED: needs {k}={v} in the job's environment",
+                test.name
+            ));
+            continue;
+        }
+        let started = Instant::now();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (test.run)(&mut pe)));
+        let secs = started.elapsed().as_secs_f64();
+        let failure = match result {
+            Ok(Ok(())) => None,
+            Ok(Err(f)) => Some(f.0),
+            Err(_) => Some("panicked".to_string()),
+        };
+        match failure {
+            None => {
+                passed += 1;
+                say(format!(
+                    "test {} [{size} PE] ... ok ({secs:.2} s)",
+                    test.name
+                ));
+            }
+            Some(why) => {
+                failed += 1;
+                say(format!(
+                    "test {} [{size} PE] ... FAILED ({secs:.2} s)\n    {why}",
+                    test.name
+                ));
+            }
+        }
+        if pe.nv.is_poisoned() {
+            say("the CUDA context is unusable after that test: stopping".into());
+            failed += 1;
+            break;
+        }
+        let stream = pe.nv.stream().clone();
+        if let Err(e) = pe
+            .nv
+            .barrier_all_on_stream(&stream)
+            .and_then(|()| pe.nv.synchronize(&stream))
+        {
+            say(format!("barrier after {} failed: {e}", test.name));
+            failed += 1;
+            break;
+        }
+    }
+    if let Err(e) = pe.nv.finalize() {
+        say(format!("finalize: {e}"));
+        failed += 1;
+    }
+    say(format!(
+        "{passed} passed, {failed} failed, {skipped} skipped"
+    ));
+    i32::from(failed > 0)
 }
 
 /// One PE: initialize, run the test, record the verdict, finalize.

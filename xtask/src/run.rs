@@ -38,7 +38,7 @@ pub enum Mode {
     NvshmemPath,
     /// tests/gpu.rs on runtime kernels compiled separately (ptxas -c + nvlink).
     Separate,
-    /// The ring and the all-reduce under `mpirun -n 2` and `-n 4` (Open MPI from the pack).
+    /// The ring, the all-reduce and tests/gpu.rs under `mpirun -n 2` and `-n 4` (Open MPI from the pack).
     Mpirun,
     /// tests/gpu.rs against NVSHMEM 3.8.0 (from the pack).
     Nvshmem38,
@@ -310,18 +310,15 @@ impl Runner {
                 self.record(name, c);
             }
             Mode::Mpirun => {
-                let ompi = self.pack.join("openmpi");
                 let _mps = self.mps()?;
                 for n in ["2", "4"] {
-                    for (name, args) in &EXAMPLES[..2] {
-                        let mut c = self.command(&ompi.join("bin/mpirun"), &ptx);
-                        c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-                            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-                            .env("LD_LIBRARY_PATH", prepend(&ompi.join("lib")))
-                            .args(["--oversubscribe", "-n", n])
-                            .args(forwarded_env())
-                            .arg(self.bin(name))
-                            .args(*args);
+                    let programs: [(&str, PathBuf, &[&str]); 3] = [
+                        ("ring", self.bin("ring"), &[]),
+                        ("allreduce", self.bin("allreduce"), &["--quick"]),
+                        ("gpu-tests", test_gpu.clone(), &[]),
+                    ];
+                    for (name, program, args) in programs {
+                        let c = self.mpirun(n, &program, args, &ptx);
                         self.record(&format!("mpirun-{n}-{name}"), c);
                     }
                 }
@@ -405,6 +402,28 @@ impl Runner {
         self.table.push((name.to_string(), verdict));
     }
 
+    /// `mpirun -n <n> <program> <args>` from the pack's Open MPI, as root if
+    /// need be, forwarding the settings every rank needs.
+    fn mpirun(&self, n: &str, program: &Path, args: &[&str], ptx: &Path) -> Command {
+        let ompi = self.pack.join("openmpi");
+        let mut c = self.command(&ompi.join("bin/mpirun"), ptx);
+        c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("LD_LIBRARY_PATH", prepend(&ompi.join("lib")))
+            .args(["--oversubscribe", "-n", n]);
+        // Every variable set for mpirun reaches the ranks (`-x NAME`).
+        let names: Vec<String> = c
+            .get_envs()
+            .filter(|(k, v)| v.is_some() && !k.to_string_lossy().starts_with("OMPI_"))
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        for name in names {
+            c.args(["-x", &name]);
+        }
+        c.arg(program).args(args);
+        c
+    }
+
     /// CUDA MPS for the life of the guard (several PEs per GPU need it), when a GPU is here.
     fn mps(&self) -> Result<Option<Mps>, String> {
         if !self.gpu {
@@ -467,22 +486,6 @@ fn prepend(dir: &Path) -> std::ffi::OsString {
         v.push(old);
     }
     v
-}
-
-/// `-x NAME` for every variable Open MPI's ranks must see.
-fn forwarded_env() -> Vec<String> {
-    let mut names: Vec<&str> = BASE_ENV.iter().map(|(k, _)| *k).collect();
-    names.extend([
-        "NVSHMEM_RS_PTX_DIR",
-        "NVSHMEM_RS_REQUIRE_GPU",
-        "LD_LIBRARY_PATH",
-        "CUDA_MPS_PIPE_DIRECTORY",
-        "NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
-    ]);
-    names
-        .iter()
-        .flat_map(|n| ["-x".to_string(), n.to_string()])
-        .collect()
 }
 
 /// A running MPS control daemon, stopped on drop.

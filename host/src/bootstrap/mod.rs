@@ -186,6 +186,22 @@ fn rank_of(launcher: Launcher, rank: u32, size: u32) -> Result<(u32, u32)> {
     Ok((rank, size))
 }
 
+/// This process's rank and the job's process count when an outside launcher
+/// (torchrun, Open MPI, Slurm, MPICH) started it, and the launcher's name;
+/// `None` under `nvshmem-run` or no launcher.
+pub(crate) fn outside_job(env: Lookup) -> Option<(&'static str, u32, u32)> {
+    let num = |var: &str| env(var).and_then(|v| v.trim().parse::<u32>().ok());
+    let launcher = detect(env);
+    let (rank, size) = match launcher {
+        Launcher::Torchrun => (num("RANK")?, num("WORLD_SIZE")?),
+        Launcher::OpenMpi => (num("OMPI_COMM_WORLD_RANK")?, num("OMPI_COMM_WORLD_SIZE")?),
+        Launcher::Slurm => (num("SLURM_PROCID")?, num("SLURM_NTASKS")?),
+        Launcher::Hydra => (num("PMI_RANK")?, num("PMI_SIZE")?),
+        Launcher::NvshmemRun | Launcher::Pmix | Launcher::None => return None,
+    };
+    (rank < size).then_some((launcher.name(), rank, size))
+}
+
 /// Which launcher started this process: the innermost one whose variables are set.
 pub(crate) fn detect(env: Lookup) -> Launcher {
     let has = |var: &str| env(var).is_some_and(|v| !v.is_empty());
