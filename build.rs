@@ -78,15 +78,15 @@ fn main() {
         Some(v) => q.version(v),
         None => q,
     };
-    let primary = Installation::find(&with_version(Query::default().project_dir(&root)))
+    let primary = Installation::find(&with_version(Query::default()))
         .ok()
         .map(|nv| nv.version);
     let other = OTHER_VERSIONS
         .iter()
         .map(|v| v.parse::<Version>().expect("a version"))
         .find(|v| primary.is_some_and(|p| p != *v));
-    let other_installed = other
-        .filter(|v| Installation::find(&Query::default().version(*v).project_dir(&root)).is_ok());
+    let other_installed =
+        other.filter(|v| Installation::find(&Query::default().version(*v)).is_ok());
     let mut builders: Vec<Builder> = KERNEL_CRATES
         .iter()
         .map(|k| builder(k, version, false))
@@ -122,7 +122,7 @@ fn main() {
         (Some(other), None) => {
             println!("cargo:rustc-env=NVSHMEM_RS_OTHER_PTX_DIR=");
             println!(
-                "cargo:warning=NVSHMEM {other} is not installed, so the GPU test of a version mismatch will fail: `./x setup` installs every supported version"
+                "cargo:warning=NVSHMEM {other} is not installed, so the GPU test of a version mismatch will fail: `./x setup` downloads every supported version into the per-user cache"
             );
         }
         _ => {}

@@ -1,23 +1,25 @@
 //! Bakes the NVSHMEM host library found at build time into the crate, as the
 //! run-time fallback after `NVSHMEM_HOME` (see `src/library.rs`).
 
-use nvshmem_types::install::{Installation, Query};
-use std::path::PathBuf;
+use nvshmem_types::install::{Installation, Query, cache_dir};
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-env-changed=NVSHMEM_HOME");
-    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    // The project cache is `.deps/` in the workspace root; watch it so that a
-    // later `./x setup` is picked up.
-    for dir in manifest_dir.ancestors() {
-        let deps = dir.join(".deps");
-        if deps.is_dir() {
-            println!("cargo:rerun-if-changed={}", deps.display());
-            break;
-        }
+    for var in [
+        "NVSHMEM_HOME",
+        "NVSHMEM_RS_CACHE",
+        "XDG_CACHE_HOME",
+        "VIRTUAL_ENV",
+    ] {
+        println!("cargo:rerun-if-env-changed={var}");
     }
-    let found = Installation::find(&Query::default().project_dir(&manifest_dir)).ok();
+    // The per-user cache that nvshmem-builder fills: a wheel unpacked there
+    // later (by a kernel build) is picked up. Watched only when it exists:
+    // cargo reruns a script on every build for a path that does not.
+    if let Some(cache) = cache_dir().filter(|d| d.is_dir()) {
+        println!("cargo:rerun-if-changed={}", cache.display());
+    }
+    let found = Installation::find(&Query::default()).ok();
     let (library, version) = match &found {
         Some(nv) => (
             nv.host_library().display().to_string(),

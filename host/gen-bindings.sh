@@ -13,26 +13,30 @@
 #   mod.rs      the list of the version modules and their rows.
 #
 # Versions: the arguments, else every version of nvshmem_types::SUPPORTED_VERSIONS
-# (types/src/version.rs). Adding NVSHMEM 3.9: add its row there, fetch its wheel
-# (./x setup, or set NVSHMEM_ROOT_3_9_0), run this script, `cargo test -p nvshmem-host`.
+# (types/src/version.rs). Adding NVSHMEM 3.9: add its row there, run this
+# script, `cargo test -p nvshmem-host`.
 #
-# Needs: bindgen (cargo install bindgen-cli), libclang, a C++ compiler, nm, and
-# the NVSHMEM wheels in the project cache (`./x setup` puts them in .deps/).
-# Not needed: the CUDA toolkit. bindgen/shim/ stands in for cuda.h and
-# cuda_runtime.h; the bindings use cudarc's types for the CUDA handles.
+# Where each version is comes from the builder's own discovery: `nvshmem-build
+# setup` prints `nvshmem-<version>\t<root>` for each (python3's pip package, or
+# the per-user cache, which it fills from the pip wheel when needed).
+# Needs: bindgen (cargo install bindgen-cli), libclang, a C++ compiler, nm,
+# python3 with pip (once). Not needed: the CUDA toolkit. bindgen/shim/ stands
+# in for cuda.h and cuda_runtime.h; the bindings use cudarc's types for the
+# CUDA handles.
 #
 #   NVSHMEM_ROOT_<maj>_<min>_<patch>=DIR overrides where a version's include/
-#   and lib/ are (default .deps/nvshmem-<version>/nvidia/nvshmem).
+#   and lib/ are.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 out=$here/src/sys/vendor
-versions=("$@")
-if [ ${#versions[@]} -eq 0 ]; then
-  mapfile -t versions < <(sed -n 's/.*version: Version::new(\([0-9]*\), *\([0-9]*\), *\([0-9]*\)).*/\1.\2.\3/p' \
-    "$root/types/src/version.rs")
-fi
-[ ${#versions[@]} -gt 0 ] || { echo "no versions found in types/src/version.rs" >&2; exit 1; }
+# `nvshmem-<version>\t<root>` for the versions asked for (default: every supported one).
+setup_args=(--no-toolchain)
+for v in "$@"; do setup_args+=(--nvshmem-version "$v"); done
+roots=$(cd "$root" && cargo run -q -p nvshmem-builder --features cli --bin nvshmem-build -- \
+  setup "${setup_args[@]}" | grep '^nvshmem-')
+mapfile -t versions < <(cut -f1 <<<"$roots" | sed 's/^nvshmem-//')
+[ ${#versions[@]} -gt 0 ] || { echo "nvshmem-build setup named no NVSHMEM version" >&2; exit 1; }
 BINDGEN=${BINDGEN:-$(command -v bindgen || echo "$HOME/.cargo/bin/bindgen")}
 CXX=${CXX:-$(command -v g++ || command -v clang++)}
 
@@ -96,9 +100,9 @@ newest=""
 mods=()
 for v in "${versions[@]}"; do
   var="NVSHMEM_ROOT_${v//./_}"
-  nv=${!var:-$root/.deps/nvshmem-$v/nvidia/nvshmem}
+  nv=${!var:-$(awk -F'\t' -v k="nvshmem-$v" '$1 == k {print $2}' <<<"$roots")}
   lib=$nv/lib/libnvshmem_host.so.3
-  [ -f "$lib" ] || { echo "no $lib: run ./x setup, or set $var" >&2; exit 1; }
+  [ -f "$lib" ] || { echo "no $lib: set $var to NVSHMEM $v's folder" >&2; exit 1; }
   exports=$(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//')
   for f in "${functions[@]}"; do
     grep -qx "$f" <<<"$exports" || { echo "$f is not exported by NVSHMEM $v ($lib)" >&2; exit 1; }

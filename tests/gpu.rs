@@ -466,7 +466,7 @@ fn version_mismatch(pe: &mut TestPe) -> TestResult {
     let Some(other) = other else {
         return Err(format!(
             "no runtime-kernels built for another NVSHMEM version under {} (the root build.rs builds one when \
-             NVSHMEM 3.8.0 is installed: run ./x setup)",
+             NVSHMEM 3.8.0 is installed: `nvshmem-build setup` downloads it into the per-user cache)",
             root.display()
         )
         .into());

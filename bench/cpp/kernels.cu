@@ -7,7 +7,7 @@
 //   nvcc -rdc=true -arch=sm_90 -O3 -c kernels.cu -o kernels.o
 //   nvcc -dlink -cubin -arch=sm_90 kernels.o -L$NVSHMEM_HOME/lib -lnvshmem_device -o cpp.cubin
 //
-// (bench/run.sh; and the same with -dlto). The bench host loads the cubin as
+// (`cargo xtask bench`; and the same with -dlto). The bench host loads the cubin as
 // a module, registers it with nvshmemx_cumodule_init and times it beside the
 // Rust PTX with the same grid and block.
 #include <nvshmem.h>

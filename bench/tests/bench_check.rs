@@ -1,6 +1,6 @@
 //! `nvshmem-bench --check` as a GPU test, on 1 and 2 PEs through the harness:
 //! every benchmark kernel (Rust; C++ too when `NVSHMEM_BENCH_CPP_CUBIN` names
-//! a cubin built by bench/run.sh) runs once on fresh data and is checked.
+//! a cubin built by `cargo xtask bench`) runs once on fresh data and is checked.
 //! Nothing is timed and no timing is asserted. Without a GPU it prints
 //! SKIPPED (a failure with NVSHMEM_RS_REQUIRE_GPU=1).
 

@@ -13,11 +13,14 @@
 
 use crate::error::{Error, Result, io_err};
 use crate::settings::Progress;
+use nvshmem_types::Version;
+use nvshmem_types::install::{Installation, Query, Source};
 pub use nvshmem_types::install::{cache_dir, wheel_dir};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+pub use crate::libdevice::NVVM_WHEEL;
 pub use crate::toolchain::NVCC_WHEEL;
 
 /// The requirement of the pip wheel with `cuda.h` (the C header's launch helpers need it).
@@ -41,6 +44,32 @@ pub fn ensure(requirement: &str, what: &str) -> Result<PathBuf> {
         crate::settings::offline()?,
         Progress::Stderr,
     )
+}
+
+/// NVSHMEM `version`: the installation [`Installation::find`] finds for it
+/// without `NVSHMEM_HOME` (python3's pip package, the per-user cache), else
+/// its pip wheel downloaded into the per-user cache as [`ensure`] does. For
+/// tools and tests that need a given version installed.
+///
+/// ```no_run
+/// let nv = nvshmem_builder::wheels::nvshmem("3.8.0".parse().unwrap())?;
+/// println!("{}", nv.host_library().display());
+/// # Ok::<(), nvshmem_builder::Error>(())
+/// ```
+pub fn nvshmem(version: Version) -> Result<Installation> {
+    let info = version
+        .info()
+        .ok_or(Error::UnsupportedVersion { version })?;
+    match Installation::find(&Query::default().ignore_env().version(version)) {
+        Ok(nv) => Ok(nv),
+        Err(_) => {
+            let dir = ensure(info.wheel, &format!("NVSHMEM {version}"))?;
+            Ok(Installation::at(
+                &dir.join("nvidia/nvshmem"),
+                Source::UserCache,
+            )?)
+        }
+    }
 }
 
 pub(crate) fn ensure_with(

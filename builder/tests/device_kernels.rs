@@ -8,20 +8,16 @@
 
 use nvshmem_builder::Builder;
 use nvshmem_builder::Version;
-use nvshmem_builder::install::{Installation, Query};
 use std::path::Path;
 
-/// The version, when it is installed; else a skip (a failure under
-/// `NVSHMEM_RS_REQUIRE_ALL=1`).
+/// The version, when it is installed or can be downloaded into the per-user
+/// cache; else a skip (a failure under `NVSHMEM_RS_REQUIRE_ALL=1`).
 fn installed(version: &str) -> Option<Version> {
     let v: Version = version.parse().unwrap();
-    let query = Query::default()
-        .version(v)
-        .project_dir(env!("CARGO_MANIFEST_DIR"));
-    match Installation::find(&query) {
+    match nvshmem_builder::wheels::nvshmem(v) {
         Ok(_) => Some(v),
         Err(e) => {
-            let reason = format!("NVSHMEM {version} is not installed ({e}); run ./x setup");
+            let reason = format!("NVSHMEM {version} is not installed: {e}");
             if std::env::var_os("NVSHMEM_RS_REQUIRE_ALL").is_some_and(|v| v == "1") {
                 panic!("NVSHMEM_RS_REQUIRE_ALL=1 but: {reason}");
             }

@@ -19,7 +19,7 @@
 //! `NVSHMEM_RS_REQUIRE_ALL=1` turns that into a failure.
 
 use nvshmem_builder::Version;
-use nvshmem_builder::install::{Installation as Nvshmem, Query};
+use nvshmem_builder::install::Installation as Nvshmem;
 use nvshmem_builder::toolchain::Toolchain;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -132,10 +132,10 @@ fn skip(what: &str, reason: &str) {
     say!("SKIPPED: {what}: {reason}");
 }
 
+/// NVSHMEM `version`, found or downloaded into the per-user cache.
 fn find_nvshmem(version: &str) -> Result<Nvshmem, String> {
     let v: Version = version.parse().unwrap();
-    Nvshmem::find(&Query::default().project_dir(device_dir()).version(v))
-        .map_err(|e| format!("NVSHMEM {version} not found ({e})"))
+    nvshmem_builder::wheels::nvshmem(v).map_err(|e| format!("NVSHMEM {version} not found ({e})"))
 }
 
 fn toolchain() -> &'static Toolchain {

@@ -1,17 +1,26 @@
 // C++ drop-in host: Rust NVSHMEM kernels driven from an ordinary CUDA C++
 // NVSHMEM program.
 //
-// It includes the C headers that nvshmem-builder writes beside each PTX
-// (ptx/nvshmem-<version>/<arch>/<crate>.h), initializes NVSHMEM the ordinary
-// C++ way, loads the Rust kernels' cubin (or PTX) with the driver API,
-// registers the module with nvshmemx_cumodule_init, launches the kernels
-// through the headers' launch helpers, and checks the results:
+// It includes the C header that nvshmem-builder writes beside each PTX
+// (<out>/nvshmem-<version>/<arch>/<crate>.h) of one kernel crate, chosen
+// when it is built:
 //
-//   - ag-gemm-kernels.h (examples/ag_gemm/kernel): the unfused all-gather +
+//   nvcc ... -DCPP_HOST_HEADER='"ring-kernels.h"' -DCPP_HOST_KERNELS=RING_KERNELS
+//
+// (the header's file name and its macro prefix: the crate name in upper
+// case, '-' as '_'; default ag-gemm-kernels.h and AG_GEMM_KERNELS). For any
+// crate it initializes NVSHMEM the ordinary C++ way, checks that the host
+// library is the NVSHMEM version the PTX was linked for, loads the crate's
+// cubin (or PTX) with the driver API, registers the module with
+// nvshmemx_cumodule_init, and checks that the module holds the header's
+// kernels. For two crates it also launches kernels through the header's
+// launch helpers and checks the results:
+//
+//   - ag-gemm-kernels (examples/ag_gemm/kernel): the unfused all-gather +
 //     GEMM, the fused staged kernel and, where every peer is P2P-reachable,
 //     the fused direct kernel, each against a full CPU GEMM;
-//   - ring-kernels.h (examples/ring/kernel), when it is there and has
-//     ring_pass: a token passed around every PE with put-with-signal.
+//   - ring-kernels (examples/ring/kernel): a token passed around every PE
+//     with put-with-signal.
 //
 // Bootstrap: under nvshmem-run (NVSHMEM_RUN_RANK, NVSHMEM_RUN_NRANKS,
 // NVSHMEM_RUN_UNIQUEID set) it uses the unique id the launcher made
@@ -22,7 +31,7 @@
 // Usage: cpp_host [PTX_DIR] [--m-per-pe ROWS] [--k K] [--n N]
 // PTX_DIR defaults to $NVSHMEM_RS_PTX_DIR, else the folder given at build time
 // with -DNVSHMEM_RS_PTX_DIR=..., else ../../ptx/nvshmem-3.4.5/sm_90.
-// Build and run: see README.md (exact nvcc command) and run.sh.
+// Build and run: `cargo xtask cpp-host` (README.md has the nvcc commands).
 // Prints "cpp_host PE i/n: PASS" or "FAIL" per PE; exit status 1 on FAIL.
 
 #include <cuda.h>
@@ -40,20 +49,20 @@
 #include <string>
 #include <vector>
 
-#include "ag-gemm-kernels.h"
-#if defined(__has_include)
-#if __has_include("ring-kernels.h")
-#include "ring-kernels.h"
+#ifndef CPP_HOST_HEADER
+#define CPP_HOST_HEADER "ag-gemm-kernels.h"
+#define CPP_HOST_KERNELS AG_GEMM_KERNELS
 #endif
-#endif
+#include CPP_HOST_HEADER
+
+// KERNELS(_PTX_FILE) is the chosen header's <PREFIX>_PTX_FILE, and so on.
+#define CPP_HOST_CAT2(a, b) a##b
+#define CPP_HOST_CAT(a, b) CPP_HOST_CAT2(a, b)
+#define KERNELS(suffix) CPP_HOST_CAT(CPP_HOST_KERNELS, suffix)
 
 #ifndef NVSHMEM_RS_PTX_DIR
 #define NVSHMEM_RS_PTX_DIR "../../ptx/nvshmem-3.4.5/sm_90"
 #endif
-
-// Must match examples/ag_gemm/kernel/src/lib.rs (BM, BN, BK, THREADS, SMEM_BYTES, AG_ROWS).
-static const unsigned BM = 128, BN = 128, BK = 8, THREADS = 256, AG_ROWS = 8;
-static const unsigned SMEM_BYTES = 2 * (BK * BM + BK * BN) * 4 + 16;
 
 #define CU_CHECK(call)                                                                     \
     do {                                                                                   \
@@ -109,38 +118,45 @@ static bool parse_uniqueid(const char* hex, nvshmemx_uniqueid_t* id) {
     return true;
 }
 
-// The same inputs as examples/ag_gemm/main.rs.
-static uint64_t splitmix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-static float unit(uint64_t h) { return (float)((int32_t)(h >> 40) - (1 << 23)) / (float)(1 << 23); }
-static float a_val(size_t row, size_t col) { return unit(splitmix(((uint64_t)row << 32) | col)); }
-static float b_val(int pe, size_t row, size_t col) {
-    return unit(splitmix(splitmix(0xb0b00000ull + pe) ^ ((uint64_t)row << 32) ^ col));
-}
-
-// Loads <dir>/<cubin> if it loads on this GPU, else <dir>/<ptx> (JIT).
-static CUmodule load_module(const std::string& dir, const char* cubin, const char* ptx) {
+// Loads the crate's cubin from <dir> if it loads on this GPU, else its PTX (JIT).
+// The cubin is the PTX file's name with .cubin (the builder writes both).
+static CUmodule load_module(const std::string& dir, const char* ptx) {
     CUmodule mod = nullptr;
-    if (cubin) {
-        std::string path = dir + "/" + cubin;
-        if (cuModuleLoad(&mod, path.c_str()) == CUDA_SUCCESS) return mod;
-    }
-    std::string path = dir + "/" + ptx;
-    CUresult r = cuModuleLoad(&mod, path.c_str());
+    std::string ptx_path = dir + "/" + ptx;
+    std::string cubin_path = ptx_path.substr(0, ptx_path.size() - 4) + ".cubin";
+    if (cuModuleLoad(&mod, cubin_path.c_str()) == CUDA_SUCCESS) return mod;
+    CUresult r = cuModuleLoad(&mod, ptx_path.c_str());
     if (r != CUDA_SUCCESS) {
         const char* s = nullptr;
         cuGetErrorString(r, &s);
         fprintf(stderr,
-                "cpp_host: cannot load %s: %s. Build the kernels first (cargo build --release in "
+                "cpp_host: cannot load %s: %s. Build the kernels first (cargo xtask cpp-host in "
                 "the repository), or pass their folder as the first argument.\n",
-                path.c_str(), s ? s : "?");
+                ptx_path.c_str(), s ? s : "?");
         exit(1);
     }
     return mod;
+}
+
+// Every kernel of the module, with its registers; false when the module does not
+// hold the header's kernel count.
+static bool list_kernels(CUmodule mod, int me) {
+    unsigned count = 0;
+    CU_CHECK(cuModuleGetFunctionCount(&count, mod));
+    std::vector<CUfunction> fns(count);
+    CU_CHECK(cuModuleEnumerateFunctions(fns.data(), count, mod));
+    for (CUfunction f : fns) {
+        const char* name = nullptr;
+        int regs = 0;
+        CU_CHECK(cuFuncGetName(&name, f));
+        CU_CHECK(cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
+        if (me == 0) printf("cpp_host: kernel %s, %d registers\n", name, regs);
+    }
+    const bool ok = count == (unsigned)KERNELS(_KERNEL_COUNT);
+    if (me == 0)
+        printf("cpp_host PE %d: %u kernels in the module, %d in %s: %s\n", me, count,
+               KERNELS(_KERNEL_COUNT), CPP_HOST_HEADER, ok ? "ok" : "MISMATCH");
+    return ok;
 }
 
 struct Opts {
@@ -167,11 +183,12 @@ static Opts parse_args(int argc, char** argv) {
             }
             return (size_t)v;
         };
-        if (a == "--m-per-pe") o.m_loc = value(BM);
-        else if (a == "--k") o.k = value(BK);
-        else if (a == "--n") o.n = value(BN);
+        if (a == "--m-per-pe") o.m_loc = value(128);
+        else if (a == "--k") o.k = value(8);
+        else if (a == "--n") o.n = value(128);
         else if (a == "-h" || a == "--help") {
-            printf("Usage: cpp_host [PTX_DIR] [--m-per-pe ROWS (x128)] [--k K (x8)] [--n N (x128)]\n");
+            printf("Usage: cpp_host [PTX_DIR] [--m-per-pe ROWS (x128)] [--k K (x8)] [--n N (x128)]\n"
+                   "(the sizes are those of the ag-gemm-kernels check)\n");
             exit(0);
         } else if (!a.empty() && a[0] != '-') o.dir = a;
         else {
@@ -180,6 +197,24 @@ static Opts parse_args(int argc, char** argv) {
         }
     }
     return o;
+}
+
+#if defined(AG_GEMM_KERNELS_KERNEL_AG_GEMM_FUSED_P2P)
+// Must match examples/ag_gemm/kernel/src/lib.rs (BM, BN, BK, THREADS, SMEM_BYTES, AG_ROWS).
+static const unsigned BM = 128, BN = 128, BK = 8, THREADS = 256, AG_ROWS = 8;
+static const unsigned SMEM_BYTES = 2 * (BK * BM + BK * BN) * 4 + 16;
+
+// The same inputs as examples/ag_gemm/main.rs.
+static uint64_t splitmix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+static float unit(uint64_t h) { return (float)((int32_t)(h >> 40) - (1 << 23)) / (float)(1 << 23); }
+static float a_val(size_t row, size_t col) { return unit(splitmix(((uint64_t)row << 32) | col)); }
+static float b_val(int pe, size_t row, size_t col) {
+    return unit(splitmix(splitmix(0xb0b00000ull + pe) ^ ((uint64_t)row << 32) ^ col));
 }
 
 // Max |got - want| over C, and whether every entry is within k * eps * sum|a*b|.
@@ -197,69 +232,16 @@ static bool check_c(const std::vector<float>& got, const std::vector<double>& wa
     return ok;
 }
 
-int main(int argc, char** argv) {
-    Opts o = parse_args(argc, argv);
-
-    // 1. The GPU first: NVSHMEM initializes on the current device.
-    int gpu = (int)env_int("NVSHMEM_RUN_GPU", 0);
-    CUDA_CHECK(cudaSetDevice(gpu));
-    CUDA_CHECK(cudaFree(0));  // create the primary context, current for the driver API too
-
-    // 2. NVSHMEM, the ordinary way: the launcher's unique id, else nvshmem_init().
-    const char* uid_hex = getenv("NVSHMEM_RUN_UNIQUEID");
-    static nvshmemx_uniqueid_t uid;  // must outlive init: attr points to it
-    if (uid_hex && *uid_hex) {
-        long rank = env_int("NVSHMEM_RUN_RANK", -1), nranks = env_int("NVSHMEM_RUN_NRANKS", -1);
-        if (rank < 0 || nranks <= 0 || rank >= nranks || !parse_uniqueid(uid_hex, &uid)) {
-            fprintf(stderr,
-                    "cpp_host: NVSHMEM_RUN_UNIQUEID needs NVSHMEM_RUN_RANK < NVSHMEM_RUN_NRANKS and "
-                    "256 hex digits (start the PEs with nvshmem-run)\n");
-            return 2;
-        }
-        nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
-        if (nvshmemx_set_attr_uniqueid_args((int)rank, (int)nranks, &uid, &attr) != 0) {
-            fprintf(stderr, "cpp_host: nvshmemx_set_attr_uniqueid_args failed\n");
-            return 1;
-        }
-        nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr);  // exits on failure
-    } else {
-        nvshmem_init();  // exits on failure
-    }
+// All-gather + GEMM three ways, each C against a full f64 CPU GEMM.
+static bool ag_gemm(CUmodule mod, const Opts& o, int gpu, cudaStream_t stream) {
     const int me = nvshmem_my_pe(), npes = nvshmem_n_pes();
-
-    // 3. The PTX must be linked against this NVSHMEM's version.
-    int vmaj = 0, vmin = 0, vpatch = 0;
-    nvshmemx_vendor_get_version_info(&vmaj, &vmin, &vpatch);
-    if (vmaj != AG_GEMM_KERNELS_NVSHMEM_VERSION_MAJOR ||
-        vmin != AG_GEMM_KERNELS_NVSHMEM_VERSION_MINOR ||
-        vpatch != AG_GEMM_KERNELS_NVSHMEM_VERSION_PATCH) {
-        fprintf(stderr,
-                "cpp_host: the kernels were linked against NVSHMEM %s, but this is NVSHMEM "
-                "%d.%d.%d. Rebuild them against it (see README.md), in the repository:\n"
-                "  NVSHMEM_HOME=/path/to/nvshmem cargo build --release\n"
-                "then build this program with -I ptx/nvshmem-%d.%d.%d/<arch>.\n",
-                AG_GEMM_KERNELS_NVSHMEM_VERSION, vmaj, vmin, vpatch, vmaj, vmin, vpatch);
-        nvshmem_finalize();
-        return 1;
-    }
-
-    // 4. Load the Rust kernels and register them with NVSHMEM.
-    CUmodule mod = load_module(o.dir, AG_GEMM_KERNELS_CUBIN_FILE, AG_GEMM_KERNELS_PTX_FILE);
-    if (nvshmemx_cumodule_init(mod) != 0) {
-        fprintf(stderr, "cpp_host: nvshmemx_cumodule_init failed\n");
-        return 1;
-    }
     CUfunction f_ag, f_gemm, f_fused, f_p2p;
     CU_CHECK(cuModuleGetFunction(&f_ag, mod, AG_GEMM_KERNELS_KERNEL_AG_ALLGATHER));
     CU_CHECK(cuModuleGetFunction(&f_gemm, mod, AG_GEMM_KERNELS_KERNEL_GEMM));
     CU_CHECK(cuModuleGetFunction(&f_fused, mod, AG_GEMM_KERNELS_KERNEL_AG_GEMM_FUSED));
     CU_CHECK(cuModuleGetFunction(&f_p2p, mod, AG_GEMM_KERNELS_KERNEL_AG_GEMM_FUSED_P2P));
-
-    cudaStream_t stream;
-    CUDA_CHECK(cudaStreamCreate(&stream));
     bool ok = true;
 
-    // ---- All-gather + GEMM.
     const size_t m_loc = o.m_loc, k = o.k, n = o.n, m = m_loc * npes;
     std::vector<float> a_host(m_loc * k), b_host(k * n);
     for (size_t i = 0; i < m_loc * k; i++) a_host[i] = a_val(me * m_loc + i / k, i % k);
@@ -272,7 +254,7 @@ int main(int argc, char** argv) {
     float* c = (float*)nvshmem_malloc(m * n * sizeof(float));
     if (!a_shard || !a_full || !flags || !b || !c) {
         fprintf(stderr, "cpp_host: nvshmem_malloc failed (raise NVSHMEM_SYMMETRIC_SIZE)\n");
-        return 1;
+        exit(1);
     }
     CUDA_CHECK(cudaMemcpy(a_shard, a_host.data(), a_host.size() * 4, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(b, b_host.data(), b_host.size() * 4, cudaMemcpyHostToDevice));
@@ -350,48 +332,112 @@ int main(int argc, char** argv) {
                k, n, err, pass ? "ok" : "MISMATCH");
     }
 
-    // ---- The ring, when its header is there.
-#if defined(RING_KERNELS_KERNEL_RING_PASS)
-    {
-        CUmodule ring = load_module(o.dir, RING_KERNELS_CUBIN_FILE, RING_KERNELS_PTX_FILE);
-        if (nvshmemx_cumodule_init(ring) != 0) {
-            fprintf(stderr, "cpp_host: nvshmemx_cumodule_init (ring) failed\n");
-            return 1;
-        }
-        CUfunction f_ring;
-        CU_CHECK(cuModuleGetFunction(&f_ring, ring, RING_KERNELS_KERNEL_RING_PASS));
-        uint64_t* words = (uint64_t*)nvshmem_calloc(4, sizeof(uint64_t));  // token, send, signal, out
-        const uint64_t laps = 100;
-        nvshmem_barrier_all();
-        CU_CHECK(ring_kernels_launch_ring_pass(f_ring, dim3_t{1, 1, 1}, dim3_t{1, 1, 1}, 0, stream,
-                                               words, words + 1, words + 2, laps, words + 3));
-        CUDA_CHECK(cudaStreamSynchronize(stream));
-        nvshmem_barrier_all();
-        if (me == 0) {
-            uint64_t token = 0;
-            CUDA_CHECK(cudaMemcpy(&token, words + 3, 8, cudaMemcpyDeviceToHost));
-            bool pass = token == laps * (uint64_t)npes;
-            ok = ok && pass;
-            printf("cpp_host PE %d: ring_pass, %llu laps: token %llu (expected %llu): %s\n", me,
-                   (unsigned long long)laps, (unsigned long long)token,
-                   (unsigned long long)(laps * npes), pass ? "ok" : "MISMATCH");
-        }
-        nvshmem_free(words);
-        nvshmemx_cumodule_finalize(ring);
-        CU_CHECK(cuModuleUnload(ring));
-    }
-#else
-    if (me == 0) printf("cpp_host: no ring-kernels.h with ring_pass in the include path; ring skipped\n");
-#endif
-
-    printf("cpp_host PE %d/%d: %s\n", me, npes, ok ? "PASS" : "FAIL");
-
     nvshmem_barrier_all();
     nvshmem_free(c);
     nvshmem_free(b);
     nvshmem_free(flags);
     nvshmem_free(a_full);
     nvshmem_free(a_shard);
+    return ok;
+}
+#endif
+
+#if defined(RING_KERNELS_KERNEL_RING_PASS)
+// A token passed around every PE, `laps` times.
+static bool ring(CUmodule mod, cudaStream_t stream) {
+    const int me = nvshmem_my_pe(), npes = nvshmem_n_pes();
+    bool ok = true;
+    CUfunction f_ring;
+    CU_CHECK(cuModuleGetFunction(&f_ring, mod, RING_KERNELS_KERNEL_RING_PASS));
+    uint64_t* words = (uint64_t*)nvshmem_calloc(4, sizeof(uint64_t));  // token, send, signal, out
+    const uint64_t laps = 100;
+    nvshmem_barrier_all();
+    CU_CHECK(ring_kernels_launch_ring_pass(f_ring, dim3_t{1, 1, 1}, dim3_t{1, 1, 1}, 0, stream,
+                                           words, words + 1, words + 2, laps, words + 3));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    nvshmem_barrier_all();
+    if (me == 0) {
+        uint64_t token = 0;
+        CUDA_CHECK(cudaMemcpy(&token, words + 3, 8, cudaMemcpyDeviceToHost));
+        bool pass = token == laps * (uint64_t)npes;
+        ok = ok && pass;
+        printf("cpp_host PE %d: ring_pass, %llu laps: token %llu (expected %llu): %s\n", me,
+               (unsigned long long)laps, (unsigned long long)token,
+               (unsigned long long)(laps * npes), pass ? "ok" : "MISMATCH");
+    }
+    nvshmem_free(words);
+    return ok;
+}
+#endif
+
+int main(int argc, char** argv) {
+    Opts o = parse_args(argc, argv);
+
+    // 1. The GPU first: NVSHMEM initializes on the current device.
+    int gpu = (int)env_int("NVSHMEM_RUN_GPU", 0);
+    CUDA_CHECK(cudaSetDevice(gpu));
+    CUDA_CHECK(cudaFree(0));  // create the primary context, current for the driver API too
+
+    // 2. NVSHMEM, the ordinary way: the launcher's unique id, else nvshmem_init().
+    const char* uid_hex = getenv("NVSHMEM_RUN_UNIQUEID");
+    static nvshmemx_uniqueid_t uid;  // must outlive init: attr points to it
+    if (uid_hex && *uid_hex) {
+        long rank = env_int("NVSHMEM_RUN_RANK", -1), nranks = env_int("NVSHMEM_RUN_NRANKS", -1);
+        if (rank < 0 || nranks <= 0 || rank >= nranks || !parse_uniqueid(uid_hex, &uid)) {
+            fprintf(stderr,
+                    "cpp_host: NVSHMEM_RUN_UNIQUEID needs NVSHMEM_RUN_RANK < NVSHMEM_RUN_NRANKS and "
+                    "256 hex digits (start the PEs with nvshmem-run)\n");
+            return 2;
+        }
+        nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
+        if (nvshmemx_set_attr_uniqueid_args((int)rank, (int)nranks, &uid, &attr) != 0) {
+            fprintf(stderr, "cpp_host: nvshmemx_set_attr_uniqueid_args failed\n");
+            return 1;
+        }
+        nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr);  // exits on failure
+    } else {
+        nvshmem_init();  // exits on failure
+    }
+    const int me = nvshmem_my_pe(), npes = nvshmem_n_pes();
+
+    // 3. The PTX must be linked against this NVSHMEM's version.
+    int vmaj = 0, vmin = 0, vpatch = 0;
+    nvshmemx_vendor_get_version_info(&vmaj, &vmin, &vpatch);
+    if (vmaj != KERNELS(_NVSHMEM_VERSION_MAJOR) || vmin != KERNELS(_NVSHMEM_VERSION_MINOR) ||
+        vpatch != KERNELS(_NVSHMEM_VERSION_PATCH)) {
+        fprintf(stderr,
+                "cpp_host: the kernels were linked against NVSHMEM %s, but this is NVSHMEM "
+                "%d.%d.%d. Rebuild them against it (see README.md), in the repository:\n"
+                "  NVSHMEM_HOME=/path/to/nvshmem cargo xtask cpp-host --build-only\n",
+                KERNELS(_NVSHMEM_VERSION), vmaj, vmin, vpatch);
+        nvshmem_finalize();
+        return 1;
+    }
+
+    // 4. Load the Rust kernels and register them with NVSHMEM.
+    CUmodule mod = load_module(o.dir, KERNELS(_PTX_FILE));
+    if (nvshmemx_cumodule_init(mod) != 0) {
+        fprintf(stderr, "cpp_host: nvshmemx_cumodule_init failed\n");
+        return 1;
+    }
+    bool ok = list_kernels(mod, me);
+
+    // 5. What this crate's kernels compute, for the crates this program knows.
+    cudaStream_t stream;
+    CUDA_CHECK(cudaStreamCreate(&stream));
+#if defined(AG_GEMM_KERNELS_KERNEL_AG_GEMM_FUSED_P2P)
+    ok = ag_gemm(mod, o, gpu, stream) && ok;
+#elif defined(RING_KERNELS_KERNEL_RING_PASS)
+    ok = ring(mod, stream) && ok;
+#else
+    if (me == 0)
+        printf("cpp_host: no launch check for %s (only ag-gemm-kernels and ring-kernels have one)\n",
+               CPP_HOST_HEADER);
+#endif
+
+    printf("cpp_host PE %d/%d: %s\n", me, npes, ok ? "PASS" : "FAIL");
+
+    nvshmem_barrier_all();
     CUDA_CHECK(cudaStreamDestroy(stream));
     nvshmemx_cumodule_finalize(mod);
     CU_CHECK(cuModuleUnload(mod));

@@ -10,7 +10,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The install hint repeated by the errors about a missing or unusable NVSHMEM.
 const INSTALL_HINT: &str = "Fix: `pip install nvidia-nvshmem-cu13==3.4.5` (or the version your \
-                            kernels were built against), or run `./x setup` in this repository, or \
+                            kernels were built against), or build your kernels with \
+                            nvshmem-builder, which downloads NVSHMEM into the per-user cache \
+                            ($NVSHMEM_RS_CACHE, else ~/.cache/nvshmem-rs) where it is found, or \
                             set NVSHMEM_HOME to the folder that holds NVSHMEM's include/ and lib/";
 
 /// Everything that can go wrong in the host runtime.

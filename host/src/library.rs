@@ -8,9 +8,9 @@
 //!    hold NVSHMEM: it is never skipped silently);
 //! 3. the library found when this crate was built (`host/build.rs` runs the
 //!    builder's discovery and bakes the path in), if that file still exists;
-//! 4. run-time discovery ([`nvshmem_types::install`]): the project cache
-//!    `.deps/nvshmem-*` above the current folder or the executable, Python's
-//!    `site-packages/nvidia/nvshmem` (the `nvidia-nvshmem-cu13` wheel), system folders.
+//! 4. run-time discovery ([`nvshmem_types::install`]): Python's
+//!    `site-packages/nvidia/nvshmem` (the `nvidia-nvshmem-cu13` wheel), then the
+//!    per-user cache that `nvshmem-builder` fills (`~/.cache/nvshmem-rs`).
 //!
 //! When a version is requested ([`LibraryRequest::version`]), candidates of
 //! other versions are skipped (an explicit home of another version is an error).
@@ -92,26 +92,19 @@ pub struct Located {
 /// # Ok::<(), nvshmem_host::Error>(())
 /// ```
 pub fn locate(request: &LibraryRequest) -> Result<Located> {
-    let cwd = std::env::current_dir().ok();
-    let exe_dir = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(Path::to_path_buf));
-    let start_dirs: Vec<PathBuf> = cwd.into_iter().chain(exe_dir).collect();
     locate_with(
         request,
         &crate::env::process,
         (BUILD_LIBRARY, BUILD_VERSION),
-        &start_dirs,
     )
 }
 
-/// [`locate`] with its inputs explicit: the environment, the build-time library
-/// `(path, version)`, and the folders to search for the project cache from.
+/// [`locate`] with its inputs explicit: the environment and the build-time
+/// library `(path, version)`.
 pub(crate) fn locate_with(
     request: &LibraryRequest,
     env: Lookup,
     build: (&str, &str),
-    start_dirs: &[PathBuf],
 ) -> Result<Located> {
     let not_found = |source| Error::NvshmemNotFound { source };
     let with_version = |q: Query| match request.version {
@@ -152,31 +145,13 @@ pub(crate) fn locate_with(
         });
     }
 
-    let mut first_err = None;
-    let dirs: Vec<Option<&PathBuf>> = if start_dirs.is_empty() {
-        vec![None]
-    } else {
-        start_dirs.iter().map(Some).collect()
-    };
-    for dir in dirs {
-        let mut query = with_version(Query::default().ignore_env());
-        if let Some(dir) = dir {
-            query = query.project_dir(dir);
-        }
-        match Installation::find(&query) {
-            Ok(install) => {
-                return Ok(Located {
-                    path: install.host_library(),
-                    version: Some(install.version),
-                    source: LibrarySource::Discovered(install.source),
-                });
-            }
-            Err(e) => {
-                first_err.get_or_insert(e);
-            }
-        }
-    }
-    Err(not_found(first_err.expect("at least one search ran")))
+    let install =
+        Installation::find(&with_version(Query::default().ignore_env())).map_err(not_found)?;
+    Ok(Located {
+        path: install.host_library(),
+        version: Some(install.version),
+        source: LibrarySource::Discovered(install.source),
+    })
 }
 
 /// A loaded NVSHMEM host library. There is at most one per process.
@@ -422,22 +397,33 @@ impl HostLibrary {
     }
 }
 
+/// NVSHMEM `version` for a test: found, else downloaded into the per-user
+/// cache; `None` (after a `SKIPPED` line) when neither works, a panic instead
+/// under `NVSHMEM_RS_REQUIRE_ALL=1`.
+#[cfg(test)]
+pub(crate) fn installed_for_test(version: &str) -> Option<Installation> {
+    match nvshmem_builder::wheels::nvshmem(version.parse().expect("a version")) {
+        Ok(nv) => Some(nv),
+        Err(e) => {
+            let reason = format!("NVSHMEM {version} is not installed: {e}");
+            if std::env::var_os("NVSHMEM_RS_REQUIRE_ALL").is_some_and(|v| v == "1") {
+                panic!("NVSHMEM_RS_REQUIRE_ALL=1 but: {reason}");
+            }
+            eprintln!("SKIPPED: {reason}");
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::env::of as env_of;
 
-    fn repo_deps(version: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("..")
-            .join(".deps")
-            .join(format!("nvshmem-{version}/nvidia/nvshmem"))
-    }
-
     #[test]
     fn nvshmem_home_pointing_nowhere_is_not_found_with_the_install_hint() {
         let env = env_of(&[("NVSHMEM_HOME", "/nonexistent/nvshmem")]);
-        let err = locate_with(&LibraryRequest::default(), &env, ("", ""), &[]).unwrap_err();
+        let err = locate_with(&LibraryRequest::default(), &env, ("", "")).unwrap_err();
         assert!(matches!(err, Error::NvshmemNotFound { .. }), "{err:?}");
         let msg = err.to_string();
         assert!(msg.contains("/nonexistent/nvshmem"), "{msg}");
@@ -446,14 +432,11 @@ mod tests {
 
     #[test]
     fn an_explicit_home_wins_over_nvshmem_home() {
-        let home = repo_deps("3.4.5");
-        if !home.is_dir() {
-            eprintln!("SKIPPED: {} is missing (run ./x setup)", home.display());
+        let Some(nv) = installed_for_test("3.4.5") else {
             return;
-        }
+        };
         let env = env_of(&[("NVSHMEM_HOME", "/nonexistent")]);
-        let found =
-            locate_with(&LibraryRequest::default().home(&home), &env, ("", ""), &[]).unwrap();
+        let found = locate_with(&LibraryRequest::default().home(&nv.root), &env, ("", "")).unwrap();
         assert_eq!(found.source, LibrarySource::Explicit);
         assert_eq!(found.version, Some("3.4.5".parse().unwrap()));
         assert!(found.path.ends_with("lib/libnvshmem_host.so.3"));
@@ -461,73 +444,62 @@ mod tests {
 
     #[test]
     fn an_explicit_home_of_another_version_is_an_error() {
-        let home = repo_deps("3.8.0");
-        if !home.is_dir() {
-            eprintln!("SKIPPED: {} is missing (run ./x setup)", home.display());
+        let Some(nv) = installed_for_test("3.8.0") else {
             return;
-        }
+        };
         let req = LibraryRequest::default()
-            .home(&home)
+            .home(&nv.root)
             .version("3.4.5".parse().unwrap());
-        let err = locate_with(&req, &env_of(&[]), ("", ""), &[]).unwrap_err();
+        let err = locate_with(&req, &env_of(&[]), ("", "")).unwrap_err();
         assert!(err.to_string().contains("3.4.5"), "{err}");
     }
 
     #[test]
     fn the_build_time_library_is_used_when_it_exists_and_matches() {
-        let lib = repo_deps("3.4.5").join("lib/libnvshmem_host.so.3");
-        if !lib.is_file() {
-            eprintln!("SKIPPED: {} is missing (run ./x setup)", lib.display());
+        let (Some(nv), Some(_)) = (installed_for_test("3.4.5"), installed_for_test("3.8.0")) else {
             return;
-        }
+        };
+        let lib = nv.host_library();
         let lib_str = lib.to_str().unwrap();
-        let found = locate_with(
-            &LibraryRequest::default(),
-            &env_of(&[]),
-            (lib_str, "3.4.5"),
-            &[],
-        )
-        .unwrap();
+        let found =
+            locate_with(&LibraryRequest::default(), &env_of(&[]), (lib_str, "3.4.5")).unwrap();
         assert_eq!(found.source, LibrarySource::BuildTime);
-        // Asking for another version skips it and discovers from the start folder.
+        // Asking for another version skips it and discovers it.
         let req = LibraryRequest::default().version("3.8.0".parse().unwrap());
-        let start = [PathBuf::from(env!("CARGO_MANIFEST_DIR"))];
-        let found = locate_with(&req, &env_of(&[]), (lib_str, "3.4.5"), &start).unwrap();
-        assert_eq!(
-            found.source,
-            LibrarySource::Discovered(Source::ProjectCache)
+        let found = locate_with(&req, &env_of(&[]), (lib_str, "3.4.5")).unwrap();
+        assert!(
+            matches!(found.source, LibrarySource::Discovered(_)),
+            "{found:?}"
         );
         assert_eq!(found.version, Some("3.8.0".parse().unwrap()));
     }
 
     #[test]
     fn a_missing_build_time_library_falls_back_to_discovery() {
-        if !repo_deps("3.4.5").is_dir() {
-            eprintln!("SKIPPED: the project cache is missing (run ./x setup)");
+        if installed_for_test("3.4.5").is_none() {
             return;
         }
-        let start = [PathBuf::from(env!("CARGO_MANIFEST_DIR"))];
         let found = locate_with(
             &LibraryRequest::default(),
             &env_of(&[]),
             ("/gone/libnvshmem_host.so.3", "3.4.5"),
-            &start,
         )
         .unwrap();
-        assert_eq!(
-            found.source,
-            LibrarySource::Discovered(Source::ProjectCache)
+        assert!(
+            matches!(found.source, LibrarySource::Discovered(_)),
+            "{found:?}"
         );
     }
 
     #[test]
-    fn a_version_found_nowhere_names_it_and_how_to_install_it() {
+    fn an_unsupported_version_names_it_and_the_supported_ones() {
         let req = LibraryRequest::default().version("9.9.9".parse().unwrap());
-        let start = [PathBuf::from(env!("CARGO_MANIFEST_DIR"))];
-        let err = locate_with(&req, &env_of(&[]), ("", ""), &start).unwrap_err();
+        let err = locate_with(&req, &env_of(&[]), ("", "")).unwrap_err();
         let msg = err.to_string();
         assert!(
-            msg.contains("9.9.9") && msg.contains("pip install nvidia-nvshmem-cu13==9.9.9"),
+            msg.contains("9.9.9")
+                && msg.contains(&SupportedVersions.to_string())
+                && !msg.contains("==9.9.9"),
             "{msg}"
         );
     }
@@ -543,20 +515,15 @@ mod tests {
         );
     }
 
-    /// Every supported version's library in the project cache, opened
-    /// (without registering it as the process's library).
+    /// Every supported version's library, opened (without registering it as
+    /// the process's library).
     fn bundled_libraries() -> Vec<(String, HostLibrary)> {
         let mut libs = Vec::new();
         for info in nvshmem_types::SUPPORTED_VERSIONS {
             let v = info.version.to_string();
-            let path = repo_deps(&v).join("lib/libnvshmem_host.so.3");
-            if path.is_file() {
-                libs.push((
-                    v,
-                    HostLibrary::open(&path, LibrarySource::Explicit).unwrap(),
-                ));
-            } else {
-                eprintln!("SKIPPED: {} is missing (run ./x setup)", path.display());
+            if let Some(nv) = installed_for_test(&v) {
+                let lib = HostLibrary::open(&nv.host_library(), LibrarySource::Explicit).unwrap();
+                libs.push((v, lib));
             }
         }
         libs

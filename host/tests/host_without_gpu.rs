@@ -6,15 +6,24 @@
 //! loaded NVSHMEM library are process-wide.
 
 use nvshmem_host::{Error, Nvshmem, UniqueId};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn nvshmem_root(version: &str) -> PathBuf {
-    repo_root().join(format!(".deps/nvshmem-{version}/nvidia/nvshmem"))
+/// NVSHMEM `version`'s folder: found, else downloaded into the per-user
+/// cache; `None` (after a `SKIPPED` line) when neither works, a panic instead
+/// under `NVSHMEM_RS_REQUIRE_ALL=1`.
+fn nvshmem_root(version: &str) -> Option<PathBuf> {
+    match nvshmem_builder::wheels::nvshmem(version.parse().unwrap()) {
+        Ok(nv) => Some(nv.root),
+        Err(e) => {
+            let reason = format!("NVSHMEM {version} is not installed: {e}");
+            if std::env::var_os("NVSHMEM_RS_REQUIRE_ALL").is_some_and(|v| v == "1") {
+                panic!("NVSHMEM_RS_REQUIRE_ALL=1 but: {reason}");
+            }
+            eprintln!("SKIPPED: {reason}");
+            None
+        }
+    }
 }
 
 fn has_driver() -> bool {
@@ -71,8 +80,7 @@ fn init_without_a_driver_is_no_cuda_driver_in_one_line() {
 
 #[test]
 fn unique_ids_are_generated_without_a_gpu() {
-    if !nvshmem_root("3.4.5").is_dir() {
-        eprintln!("SKIPPED: run ./x setup to fetch NVSHMEM");
+    if nvshmem_root("3.4.5").is_none() {
         return;
     }
     let a = UniqueId::generate().unwrap();
@@ -115,11 +123,9 @@ fn child_nvshmem_home_nowhere() {
 
 #[test]
 fn nvshmem_3_8_is_loaded_with_its_own_bindings() {
-    let home = nvshmem_root("3.8.0");
-    if !home.is_dir() {
-        eprintln!("SKIPPED: run ./x setup to fetch NVSHMEM 3.8.0");
+    let Some(home) = nvshmem_root("3.8.0") else {
         return;
-    }
+    };
     let out = run_child(
         "child_nvshmem_3_8",
         &[("NVSHMEM_HOME", home.to_str().unwrap())],
@@ -149,11 +155,10 @@ fn child_nvshmem_3_8() {
 
 #[test]
 fn a_builder_version_request_selects_the_installation() {
-    if !nvshmem_root("3.8.0").is_dir() {
-        eprintln!("SKIPPED: run ./x setup to fetch NVSHMEM 3.8.0");
+    if nvshmem_root("3.8.0").is_none() {
         return;
     }
-    // Without NVSHMEM_HOME, run from the repository so the project cache is found.
+    // Without NVSHMEM_HOME: discovery finds 3.8.0 (python3's, or the per-user cache).
     let out = run_child("child_version_request", &[("NVSHMEM_HOME", "")]);
     assert!(out.contains("child checks passed"), "{out}");
 }
@@ -165,7 +170,7 @@ fn child_version_request() {
         .nvshmem_version("3.8.0".parse().unwrap())
         .init()
         .unwrap_err();
-    // The 3.8.0 library loads (from the project cache), then the missing driver stops init.
+    // The 3.8.0 library loads (as discovered), then the missing driver stops init.
     if !has_driver() {
         assert!(matches!(err, Error::NoCudaDriver), "{err:?}");
     }

@@ -642,12 +642,13 @@ fn passes_a_unique_id_where_it_can_load_nvshmem() {
         .trim_end()
         .strip_prefix("[0] ")
         .expect("a prefixed line");
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.deps");
-    if cache.is_dir() {
+    // The launcher finds NVSHMEM where the runtime does: python3's, or the per-user cache.
+    use nvshmem_types::install::{Installation, Query};
+    if Installation::find(&Query::default()).is_ok() {
         assert_eq!(id.len(), 256, "{id}");
         assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
     } else {
-        eprintln!("SKIPPED: no NVSHMEM in .deps; got {id}");
+        eprintln!("SKIPPED: no NVSHMEM installed; got {id}");
     }
     let r = run(launcher(&[
         "-n",

@@ -13,9 +13,6 @@
 //! and a per-user cache that has it is taken without asking `python3` (the
 //! same version's bitcode and library are the same files wherever they
 //! are). Without one, the cache prefers [`DEFAULT_VERSION`].
-//!
-//! A project-local `.deps/` folder is no longer searched: the per-user cache
-//! replaced it.
 
 use crate::version::{DEFAULT_VERSION, SupportedVersions};
 use crate::{Arch, BitcodeLayout, Version};
@@ -32,10 +29,6 @@ use std::vec::Vec;
 pub enum Source {
     /// [`Query::home`] or `NVSHMEM_HOME`.
     Explicit,
-    /// Formerly a project-local `.deps/` folder. No longer produced by
-    /// [`Installation::find`] (the per-user cache replaced it); kept so that
-    /// callers matching on it still compile.
-    ProjectCache,
     /// A pip package that `python3` (or the active virtual environment) has.
     Python,
     /// The per-user cache ([`cache_dir`]).
@@ -55,7 +48,6 @@ pub struct Query {
     version: Option<Version>,
     ignore_env: bool,
     skip_python: bool,
-    project_dir: Option<PathBuf>,
 }
 
 impl Query {
@@ -68,14 +60,6 @@ impl Query {
     /// Accept only this version.
     pub fn version(mut self, v: Version) -> Self {
         self.version = Some(v);
-        self
-    }
-
-    /// The project the search is for. No longer changes the search (a
-    /// project-local `.deps/` is not looked at any more: the per-user cache
-    /// replaced it); kept so that callers still compile.
-    pub fn project_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.project_dir = Some(dir.into());
         self
     }
 

@@ -6,9 +6,16 @@
 //! - `gpu-run`: on that machine, from the pack, the GPU suites of its modes,
 //!   with a PASS/FAIL/SKIPPED table last. It runs here too, where every mode
 //!   goes as far as it can without a GPU;
-//! - `clippy-kernels`: clippy on the kernel crates for the GPU target.
+//! - `clippy-kernels`: clippy on the kernel crates for the GPU target;
+//! - `bench`: the benchmark's C++ twins built with nvcc, their SASS, and
+//!   `nvshmem-bench` on each PE count (results in `bench/results/`);
+//! - `cpp-host`: the C++ drop-in host built with nvcc (from pip wheels when
+//!   no CUDA is installed) against a kernel crate's header, and run.
 
+mod bench;
+mod cpp_host;
 mod lint;
+mod nvcc;
 mod pack;
 mod ptx;
 mod run;
@@ -33,6 +40,10 @@ enum Task {
     GpuRun(run::Args),
     /// Clippy on every kernel crate for the GPU target (nvptx64), with the pinned nightly.
     ClippyKernels(lint::Args),
+    /// Build the benchmark's C++ twins with nvcc, dump SASS, and run nvshmem-bench on each PE count.
+    Bench(bench::Args),
+    /// Build examples/cpp_host/main.cu with nvcc against kernel crates' headers, and run it on 1 and 2 PEs.
+    CppHost(cpp_host::Args),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +52,8 @@ fn main() -> ExitCode {
         Task::GpuPack(args) => pack::run(args),
         Task::GpuRun(args) => run::run(args),
         Task::ClippyKernels(args) => lint::run(args),
+        Task::CppHost(args) => cpp_host::run(args),
+        Task::Bench(args) => bench::run(args),
     };
     match result {
         Ok(code) => code,

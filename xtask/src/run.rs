@@ -44,6 +44,10 @@ pub enum Mode {
     Nvshmem38,
     /// tests/gpu.rs at 2 and 4 PEs over NVSHMEM 3.8.0's UCX transport, P2P off.
     Ucx,
+    /// examples/cpp_host built with this machine's nvcc against the pack's kernels, run on 1 and 2 PEs (not a default).
+    CppHost,
+    /// The benchmark: the C++ twins built with this machine's nvcc, SASS, 1 and 2 PEs; results in $OUT/bench (not a default).
+    Bench,
 }
 
 impl Mode {
@@ -72,7 +76,7 @@ pub struct Args {
 }
 
 /// The settings every program here starts with. NVLink multicast stays off.
-const BASE_ENV: &[(&str, &str)] = &[
+pub(crate) const BASE_ENV: &[(&str, &str)] = &[
     ("NVSHMEM_DISABLE_NVLS", "1"),
     ("NCCL_NVLS_ENABLE", "0"),
     ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
@@ -113,10 +117,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     };
     let out = std::env::var_os("OUT").map_or_else(|| PathBuf::from("/tmp/gpu-out"), PathBuf::from);
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let gpu = Command::new("nvidia-smi")
-        .arg("-L")
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let gpu = gpu_present();
     let mut r = Runner {
         pack,
         out,
@@ -322,6 +323,30 @@ impl Runner {
                     }
                 }
             }
+            Mode::CppHost => {
+                let mut c = self.xtask("cpp-host");
+                c.arg("--ptx-dir")
+                    .arg(&ptx)
+                    .arg("--launcher")
+                    .arg(self.bin("nvshmem-run"))
+                    .arg("--out")
+                    .arg(self.out.join("cpp_host"));
+                self.record("cpp-host", c);
+            }
+            Mode::Bench => {
+                let mut c = self.xtask("bench");
+                c.arg("--ptx-dir")
+                    .arg(&ptx)
+                    .arg("--bench-ptx-dir")
+                    .arg(self.ptx("ptx-bench", "3.4.5"))
+                    .arg("--bench")
+                    .arg(self.bin("nvshmem-bench"))
+                    .arg("--launcher")
+                    .arg(self.bin("nvshmem-run"))
+                    .arg("--results")
+                    .arg(self.out.join("bench"));
+                self.record("bench", c);
+            }
             Mode::Nvshmem38 | Mode::Ucx => {
                 let nv = self.pack.join("nvshmem");
                 // The pack carries the host library compressed.
@@ -353,6 +378,17 @@ impl Runner {
             }
         }
         Ok(())
+    }
+
+    /// This pack's `xtask TASK`, run in the checkout above the pack (whose
+    /// CUDA C++ sources it builds).
+    fn xtask(&self, task: &str) -> Command {
+        let mut c = Command::new(self.bin("xtask"));
+        c.arg(task);
+        if let Some(checkout) = self.pack.parent() {
+            c.current_dir(checkout);
+        }
+        c
     }
 
     /// Runs `c`, logs to `$OUT/<name>.log`, and records PASS, FAIL or SKIPPED.
@@ -406,6 +442,14 @@ impl Runner {
     }
 }
 
+/// Whether `nvidia-smi -L` lists a GPU.
+pub(crate) fn gpu_present() -> bool {
+    Command::new("nvidia-smi")
+        .arg("-L")
+        .output()
+        .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
+}
+
 /// The examples every `Examples` run starts: (binary, arguments).
 const EXAMPLES: &[(&str, &[&str])] = &[
     ("ring", &[]),
@@ -454,13 +498,13 @@ fn prepend(dir: &Path) -> std::ffi::OsString {
 }
 
 /// A running MPS control daemon, stopped on drop.
-struct Mps {
+pub(crate) struct Mps {
     on: Rc<Cell<bool>>,
 }
 
 impl Mps {
     /// The variables of the daemon's clients (and of the daemon).
-    fn env() -> [(&'static str, PathBuf); 3] {
+    pub(crate) fn env() -> [(&'static str, PathBuf); 3] {
         let tmp = std::env::temp_dir();
         [
             ("CUDA_MPS_PIPE_DIRECTORY", tmp.join("nvshmem-rs-mps")),
@@ -472,7 +516,7 @@ impl Mps {
         ]
     }
 
-    fn start(on: Rc<Cell<bool>>) -> Result<Mps, String> {
+    pub(crate) fn start(on: Rc<Cell<bool>>) -> Result<Mps, String> {
         for (_, dir) in &Self::env()[..2] {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }

@@ -8,7 +8,6 @@
 //! ```
 
 use clap::{Args, Parser, Subcommand};
-use nvshmem_builder::install::{Installation, Query};
 use nvshmem_builder::toolchain::Toolchain;
 use nvshmem_builder::{Builder, DeviceLink, ENV_VARS, SUPPORTED_VERSIONS, Version, wheels};
 use std::path::PathBuf;
@@ -166,14 +165,7 @@ fn setup(a: &SetupArgs) -> nvshmem_builder::Result<()> {
         a.versions.clone()
     };
     for v in versions {
-        let info = v
-            .info()
-            .ok_or(nvshmem_builder::Error::UnsupportedVersion { version: v })?;
-        let root = match Installation::find(&Query::default().version(v)) {
-            Ok(nv) => nv.root,
-            Err(_) => wheels::ensure(info.wheel, &format!("NVSHMEM {v}"))?.join("nvidia/nvshmem"),
-        };
-        println!("nvshmem-{v}\t{}", root.display());
+        println!("nvshmem-{v}\t{}", wheels::nvshmem(v)?.root.display());
     }
     let nvcc = wheels::ensure(wheels::NVCC_WHEEL, "ptxas and nvlink")?;
     println!("ptxas\t{}", nvcc.join("nvidia/cu13/bin/ptxas").display());
