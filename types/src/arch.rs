@@ -60,7 +60,7 @@ impl Arch {
     ///
     /// ```
     /// use nvshmem_types::Arch;
-    /// assert_eq!("sm_90".parse::<Arch>().unwrap().min_ptx_isa(), 78);
+    /// assert_eq!("sm_90".parse::<Arch>().unwrap().min_ptx_isa(), 83);
     /// assert_eq!("sm_90a".parse::<Arch>().unwrap().min_ptx_isa(), 80);
     /// assert_eq!("sm_110".parse::<Arch>().unwrap().min_ptx_isa(), 90);
     /// ```
