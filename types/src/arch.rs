@@ -54,14 +54,16 @@ impl Arch {
         self.arch_specific
     }
 
-    /// The lowest PTX ISA version that can target this architecture, as
-    /// `major * 10 + minor` (`78` for PTX 7.8). Each was checked with the
-    /// pinned `llc` and `ptxas` 13.0: a lower `+ptxNN` fails for that arch.
+    /// The lowest PTX ISA version the builder emits for this architecture, as
+    /// `major * 10 + minor` (`78` for PTX 7.8): the lowest that `llc` and
+    /// `ptxas` 13.0 accept for it (each checked), raised to 8.3 on sm_90 for
+    /// the tensor-map fence of TMA kernels.
     ///
     /// ```
     /// use nvshmem_types::Arch;
     /// assert_eq!("sm_90".parse::<Arch>().unwrap().min_ptx_isa(), 83);
-    /// assert_eq!("sm_90a".parse::<Arch>().unwrap().min_ptx_isa(), 80);
+    /// assert_eq!("sm_90a".parse::<Arch>().unwrap().min_ptx_isa(), 83);
+    /// assert_eq!("sm_80".parse::<Arch>().unwrap().min_ptx_isa(), 70);
     /// assert_eq!("sm_110".parse::<Arch>().unwrap().min_ptx_isa(), 90);
     /// ```
     pub const fn min_ptx_isa(self) -> u32 {
