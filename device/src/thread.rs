@@ -147,6 +147,30 @@ pub fn warp_id() -> u32 {
     block_thread_rank() / WARP_SIZE
 }
 
+/// `clock64()`: the SM's cycle counter (`%clock64`), for timing and spin
+/// waits. Each SM has its own; compare readings of one thread (or one SM).
+/// Every call reads the register anew (the compiler neither merges nor
+/// hoists two reads).
+///
+/// ```no_run
+/// let start = nvshmem_device::thread::clock64();
+/// while nvshmem_device::thread::clock64().wrapping_sub(start) < 1000 {}
+/// ```
+#[inline(always)]
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(unreachable_code, unused, unused_unsafe)
+)] // host stub
+pub fn clock64() -> u64 {
+    let t: u64;
+    // SAFETY: reads a special register. Not `pure`, so that the compiler
+    // keeps every read (a `pure` one could be merged or hoisted out of a loop).
+    unsafe {
+        crate::nvvm::ptx!("mov.u64 {0}, %clock64;", out(reg64) t, options(nomem, nostack));
+    }
+    t
+}
+
 /// `__syncwarp()`: waits until every thread of the warp reaches it, and orders
 /// their memory accesses before it against those after it.
 ///
