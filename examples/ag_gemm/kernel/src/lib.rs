@@ -31,9 +31,10 @@
 //!
 //! The hand-off of a fetched panel is between blocks of one PE, so it uses
 //! the CUTLASS semaphore pattern on a local flag word: the fetching block
-//! writes the panel, `bar.sync`, then one thread stores the flag with release
-//! semantics; a waiting block's thread 0 spins with acquire loads, then
-//! `bar.sync`, and only then does the block read the panel. Flags count launch
+//! writes the panel, a block barrier (`sync_threads`), then one thread
+//! stores the flag with release semantics; a waiting block's thread 0 spins
+//! with acquire loads, then a block barrier, and only then does the block
+//! read the panel. Flags count launch
 //! epochs (`2e - 1` claimed, `2e` ready in epoch `e`), so they never need a
 //! reset. A block only ever waits for a panel that a *running* block has
 //! claimed, so the kernel cannot deadlock, whatever the grid size and however
