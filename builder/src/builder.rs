@@ -208,7 +208,8 @@ impl Builder {
 
     /// The cargo target folder for the nvptx64 build. Default: `nvshmem-kernels`
     /// inside the outer build's target folder, else `<crate>/target`. Sharing
-    /// one between kernel crates shares the build of `core`.
+    /// one between kernel crates shares the build of `core`. A relative path
+    /// is relative to the current folder.
     pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.target_dir = Some(dir.into());
         self

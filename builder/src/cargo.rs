@@ -23,10 +23,6 @@ pub(crate) struct CrateMeta {
     /// Its library target's root file (`src/lib.rs`).
     pub lib_root: PathBuf,
     pub depends_on_device: bool,
-    /// `[package.metadata.nvshmem.max-threads]`: kernel → the most threads
-    /// per block it is launched with (CUDA's `__launch_bounds__`), emitted as
-    /// `.maxntid` so that ptxas budgets registers for it.
-    pub max_threads: std::collections::BTreeMap<String, u32>,
 }
 
 impl CrateMeta {
@@ -96,14 +92,17 @@ impl CrateMeta {
         let depends_on_device = pkg.dependencies.iter().any(|d| {
             d.name == "nvshmem-device" && d.kind == cargo_metadata::DependencyKind::Normal
         });
-        let max_threads = pkg.metadata["nvshmem"]["max-threads"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), u32::try_from(v.as_u64()?).ok()?)))
-                    .collect()
-            })
-            .unwrap_or_default();
+        // The old place of launch bounds: refused rather than ignored, so a
+        // crate that still has it does not silently lose its `.maxntid`.
+        if let Some(bounds) = pkg.metadata["nvshmem"]["max-threads"].as_object() {
+            return Err(Error::MaxThreadsInMetadata {
+                crate_name: pkg.name.to_string(),
+                kernels: bounds
+                    .iter()
+                    .map(|(k, v)| format!("#[kernel(max_threads = {v})] on `{k}`"))
+                    .collect(),
+            });
+        }
         let root = want.parent().unwrap_or(crate_dir);
         let meta_out = CrateMeta {
             name: pkg.name.to_string(),
@@ -111,7 +110,6 @@ impl CrateMeta {
             lib_name: lib.name.replace('-', "_"),
             lib_root: lib.src_path.clone().into_std_path_buf(),
             depends_on_device,
-            max_threads,
         };
         // A member of an outer workspace is also built for the host by that
         // workspace's `cargo build`: fine for `#[kernel]` functions, not for

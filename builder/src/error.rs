@@ -143,6 +143,20 @@ pub enum Error {
         raw_kernels: Vec<String>,
     },
 
+    /// The kernel crate still sets launch bounds in
+    /// `[package.metadata.nvshmem.max-threads]`, which the builder no longer reads.
+    #[error(
+        "the kernel crate `{crate_name}` sets `[package.metadata.nvshmem.max-threads]`, which \
+         the builder no longer reads. Fix: remove that table and put the bound on each kernel: {}",
+        kernels.join(", ")
+    )]
+    MaxThreadsInMetadata {
+        /// The kernel crate's name.
+        crate_name: String,
+        /// The attribute that replaces each entry of the table.
+        kernels: Vec<String>,
+    },
+
     /// The kernel crate has no library target.
     #[error(
         "the kernel crate `{crate_name}` has no library target: kernels live in its src/lib.rs \

@@ -68,6 +68,9 @@ struct Compiled {
     _lock: std::fs::File,
     features: Vec<String>,
     rlibs: Vec<PathBuf>,
+    /// Kernel → its `#[kernel(max_threads = N)]` (CUDA's `__launch_bounds__`),
+    /// emitted as `.maxntid` so that ptxas budgets registers for it.
+    max_threads: BTreeMap<String, u32>,
 }
 
 impl Builder {
@@ -138,6 +141,10 @@ impl Builder {
             .target_dir
             .clone()
             .unwrap_or_else(|| default_target_dir(&self.crate_dir));
+        // Relative to this process's folder, as the caller meant it: the
+        // nested cargo runs in the crate's folder and would put a relative
+        // one there (where the signature reader then walks it).
+        let target_dir = std::path::absolute(&target_dir).map_err(io_err(&target_dir))?;
         let work = target_dir
             .join("nvshmem-link")
             .join(&p.meta.name)
@@ -155,6 +162,17 @@ impl Builder {
             features.push("nvshmem-device/nvshmem-3-8".into());
         }
         let rlibs = cargo::build(&p.tc, &target_dir, &p.meta, &features, self.progress)?;
+        // Read after the build, which has checked the attribute's arguments.
+        let sources = signature::read(&p.meta.src_dir());
+        if sources.max_threads_in_macros > 0 {
+            self.progress.say(&format!(
+                "{}: warning: {} `#[kernel(max_threads = ..)]` inside macros get no `.maxntid`: \
+                 the builder reads launch bounds from the source without expanding macros; \
+                 write those kernels outside a macro",
+                p.meta.name, sources.max_threads_in_macros
+            ));
+        }
+        let max_threads = sources.max_threads();
         laps.lap("cargo build (nvptx64)");
         Ok(Compiled {
             p,
@@ -163,6 +181,7 @@ impl Builder {
             _lock: lock,
             features,
             rlibs,
+            max_threads,
         })
     }
 
@@ -247,10 +266,10 @@ impl Builder {
             .arg(&work_ptx);
         })?;
         let ptx = std::fs::read_to_string(&work_ptx).map_err(io_err(&work_ptx))?;
-        let ptx = if c.p.meta.max_threads.is_empty() {
+        let ptx = if c.max_threads.is_empty() {
             ptx
         } else {
-            let bounded = ptx::add_maxntid(&ptx, &c.p.meta.max_threads);
+            let bounded = ptx::add_maxntid(&ptx, &c.max_threads);
             std::fs::write(&work_ptx, &bounded).map_err(io_err(&work_ptx))?;
             bounded
         };
@@ -494,7 +513,7 @@ impl Builder {
             ("features", format!("{:?}", c.features)),
             ("ptx_only", s.ptx_only.to_string()),
             ("device_link", s.device_link.to_string()),
-            ("max_threads", format!("{:?}", c.p.meta.max_threads)),
+            ("max_threads", format!("{:?}", c.max_threads)),
         ]);
         let tools = &c.p.tools;
         for tool in [&tools.llvm_link, &tools.opt, &tools.llc] {

@@ -11,6 +11,9 @@ pub(crate) struct SourceKernel {
     pub name: String,
     /// (parameter name, its type)
     pub params: Vec<(String, syn::Type)>,
+    /// `#[kernel(max_threads = N)]`: the most threads per block it is
+    /// launched with (CUDA's `__launch_bounds__(N)`), emitted as `.maxntid`.
+    pub max_threads: Option<u32>,
 }
 
 /// A `#[repr(C)]` struct of the source, without generics: its fields, in order
@@ -29,6 +32,10 @@ pub(crate) struct Sources {
     pub raw_ptx_kernels: Vec<String>,
     /// `#[repr(C)]` structs by name (the last one wins when two share a name).
     pub structs: BTreeMap<String, SourceStruct>,
+    /// `#[kernel(max_threads = ..)]` attributes inside macros (`macro_rules!`
+    /// bodies, macro calls), which this reader does not expand: their
+    /// kernels get no `.maxntid`.
+    pub max_threads_in_macros: usize,
 }
 
 impl Sources {
@@ -39,6 +46,35 @@ impl Sources {
             .find(|k| k.name == name)
             .filter(|k| k.params.len() == count)
     }
+
+    /// Kernel → its `#[kernel(max_threads = N)]`, for the kernels that have one.
+    pub(crate) fn max_threads(&self) -> BTreeMap<String, u32> {
+        self.kernels
+            .iter()
+            .filter_map(|k| Some((k.name.clone(), k.max_threads?)))
+            .collect()
+    }
+}
+
+/// The `N` of `#[kernel(max_threads = N)]` (any path ending in `kernel`).
+/// Anything else in the parentheses is the proc macro's to refuse; here it
+/// reads as no bound.
+fn max_threads_arg(attr: &syn::Attribute) -> Option<u32> {
+    let syn::Meta::List(list) = &attr.meta else {
+        return None;
+    };
+    let mut bound = None;
+    list.parse_nested_meta(|m| {
+        if m.path.is_ident("max_threads") {
+            let lit: syn::LitInt = m.value()?.parse()?;
+            bound = Some(lit.base10_parse::<u32>()?);
+            Ok(())
+        } else {
+            Err(m.error("not a #[kernel] argument"))
+        }
+    })
+    .ok()?;
+    bound
 }
 
 /// Every `#[kernel]` or `extern "ptx-kernel"` fn and `#[repr(C)]` struct in the `.rs` files under `src`.
@@ -94,14 +130,13 @@ impl<'ast> Visit<'ast> for Sources {
         if raw {
             self.raw_ptx_kernels.push(f.sig.ident.to_string());
         }
-        let is_kernel = raw
-            || f.attrs.iter().any(|a| {
-                a.path()
-                    .segments
-                    .last()
-                    .is_some_and(|s| s.ident == "kernel")
-            });
-        if is_kernel {
+        let attr = f.attrs.iter().find(|a| {
+            a.path()
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "kernel")
+        });
+        if raw || attr.is_some() {
             let params = f
                 .sig
                 .inputs
@@ -121,9 +156,15 @@ impl<'ast> Visit<'ast> for Sources {
             self.kernels.push(SourceKernel {
                 name: f.sig.ident.to_string(),
                 params,
+                max_threads: attr.and_then(max_threads_arg),
             });
         }
         syn::visit::visit_item_fn(self, f);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.max_threads_in_macros += bounds_in_tokens(m.tokens.clone());
+        syn::visit::visit_macro(self, m);
     }
 
     fn visit_item_struct(&mut self, s: &'ast syn::ItemStruct) {
@@ -146,6 +187,37 @@ impl<'ast> Visit<'ast> for Sources {
         }
         syn::visit::visit_item_struct(self, s);
     }
+}
+
+/// How many `#[... kernel(max_threads ...)]` attributes a macro's tokens hold.
+fn bounds_in_tokens(tokens: proc_macro2::TokenStream) -> usize {
+    use proc_macro2::{Delimiter, TokenTree};
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut count = 0;
+    for (i, t) in trees.iter().enumerate() {
+        let TokenTree::Group(g) = t else { continue };
+        let is_attr = g.delimiter() == Delimiter::Bracket
+            && i > 0
+            && matches!(&trees[i - 1], TokenTree::Punct(p) if p.as_char() == '#');
+        let inner: Vec<TokenTree> = g.stream().into_iter().collect();
+        let bounded = is_attr
+            && inner.windows(2).any(|w| match (&w[0], &w[1]) {
+                (TokenTree::Ident(k), TokenTree::Group(args)) => {
+                    k == "kernel"
+                        && args.delimiter() == Delimiter::Parenthesis
+                        && args
+                            .stream()
+                            .into_iter()
+                            .any(|a| matches!(a, TokenTree::Ident(m) if m == "max_threads"))
+                }
+                _ => false,
+            });
+        count += usize::from(bounded);
+        if !bounded {
+            count += bounds_in_tokens(g.stream());
+        }
+    }
+    count
 }
 
 /// The type as a reader writes it: `SymPtr<f32>`, `*const u8`.
@@ -283,6 +355,55 @@ mod tests {
             assert_eq!(c_type(&ty(src)), c, "{src}");
             assert_eq!(rust_type(&ty(src)), rust, "{src}");
         }
+    }
+
+    #[test]
+    fn reads_max_threads_from_the_kernel_attribute() {
+        let file: syn::File = syn::parse_str(
+            "#[kernel(max_threads = 384)] pub unsafe fn a() {}\n\
+             #[nvshmem_device::kernel(max_threads = 0x80)] pub unsafe fn b(x: u32) {}\n\
+             #[kernel] pub unsafe fn c() {}\n\
+             #[kernel(max_threads = \"many\")] pub unsafe fn d() {}\n\
+             #[kernel(min_threads = 2)] pub unsafe fn e() {}\n\
+             #[unsafe(no_mangle)] pub unsafe extern \"ptx-kernel\" fn f() {}",
+        )
+        .unwrap();
+        let mut s = Sources::default();
+        s.visit_file(&file);
+        let bounds: Vec<(&str, Option<u32>)> = s
+            .kernels
+            .iter()
+            .map(|k| (k.name.as_str(), k.max_threads))
+            .collect();
+        assert_eq!(
+            bounds,
+            [
+                ("a", Some(384)),
+                ("b", Some(128)),
+                ("c", None),
+                ("d", None),
+                ("e", None),
+                ("f", None)
+            ]
+        );
+        assert_eq!(
+            s.max_threads(),
+            BTreeMap::from([("a".to_string(), 384), ("b".to_string(), 128)])
+        );
+        assert_eq!(s.max_threads_in_macros, 0);
+
+        // Kernels that macros make are not seen, but their bounds are counted.
+        let file: syn::File = syn::parse_str(
+            "macro_rules! k { ($n:ident) => { #[kernel(max_threads = 64)] pub unsafe fn $n() {} }; }\n\
+             with_nvshmem_3_8! { #[nvshmem_device::kernel(max_threads = 32)] pub unsafe fn g() {} }\n\
+             /// `#[kernel(max_threads = 1)]` in a doc comment is no attribute.\n\
+             #[kernel] pub unsafe fn h() {}",
+        )
+        .unwrap();
+        let mut s = Sources::default();
+        s.visit_file(&file);
+        assert_eq!(s.max_threads_in_macros, 2);
+        assert!(s.max_threads().is_empty());
     }
 
     #[test]

@@ -232,6 +232,32 @@ fn a_missing_kernel_crate_is_named() {
     );
 }
 
+/// Launch bounds moved from `[package.metadata.nvshmem.max-threads]` to
+/// `#[kernel(max_threads = N)]`: a crate that still has the table is refused
+/// with the attribute to write, not built without its `.maxntid`.
+#[test]
+fn max_threads_in_cargo_metadata_is_refused() {
+    let dir = target().join("builder-tests/old-max-threads");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"old-bounds\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\
+         [package.metadata.nvshmem.max-threads]\ngemm = 384\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "").unwrap();
+    match Builder::new(&dir).check() {
+        Err(e @ Error::MaxThreadsInMetadata { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("#[kernel(max_threads = 384)] on `gemm`"),
+                "{msg}"
+            );
+        }
+        other => panic!("expected MaxThreadsInMetadata, got {other:?}"),
+    }
+}
+
 /// The coverage kernels (`tests/kernels/coverage`, which call every public
 /// device function) build for 3.4.5 on sm_90 and sm_80 and for 3.8.0 on sm_90
 /// and sm_100: ptxas accepts them, every kernel of the source is an `.entry`,

@@ -2,7 +2,8 @@
 //! GPU needed: the primitive test kernels (`tests/kernels/tensor`) for sm_80
 //! (the `mma.sync` / `ldmatrix` / `cp.async` family) and sm_90a (all, with
 //! TMA, mbarrier and wgmma), and the GEMM kernels built on them. Every kernel
-//! must be an `.entry`, assemble without a ptxas warning, and spill nothing.
+//! must be an `.entry`, assemble without a ptxas warning, and spill nothing;
+//! the GEMMs' `#[kernel(max_threads = N)]` must be `.maxntid N` in the PTX.
 //!
 //! Like `tests/build.rs`, a missing NVSHMEM or ptxas prints `SKIPPED` (a
 //! failure with `NVSHMEM_RS_REQUIRE_ALL=1`).
@@ -49,6 +50,18 @@ struct Expect<'a> {
     arch: &'a str,
     features: &'a [&'a str],
     kernels: &'a [&'a str],
+    /// `#[kernel(max_threads = N)]` of these kernels: `.maxntid N, 1, 1` in the PTX.
+    max_threads: &'a [(&'a str, u32)],
+}
+
+/// The `.maxntid` of `kernel`'s entry: between its `.entry` line and its body.
+fn maxntid(ptx: &str, kernel: &str) -> Option<u32> {
+    let entry = format!(".visible .entry {kernel}(");
+    ptx.lines()
+        .skip_while(|l| !l.starts_with(&entry))
+        .take_while(|l| !l.starts_with('{'))
+        .find_map(|l| l.trim().strip_prefix(".maxntid "))
+        .and_then(|rest| rest.split(',').next()?.trim().parse().ok())
 }
 
 /// Builds, checks the manifest and re-runs `ptxas -v` on the PTX for its
@@ -82,6 +95,21 @@ fn build_and_check(e: &Expect, version: Version) -> Vec<String> {
             "{} {}: no .entry {k}",
             e.krate,
             e.arch
+        );
+    }
+    for k in &out.manifest.kernels {
+        let want = e
+            .max_threads
+            .iter()
+            .find(|(name, _)| *name == k.name)
+            .map(|(_, n)| *n);
+        assert_eq!(
+            maxntid(&ptx, &k.name),
+            want,
+            "{} {}: the .maxntid of {}",
+            e.krate,
+            e.arch,
+            k.name
         );
     }
     assert!(out.cubin.is_some(), "{}: no cubin", e.krate);
@@ -165,6 +193,7 @@ fn tensor_primitives_assemble_for_sm80_and_sm90a() {
             arch: "sm_80",
             features: &[],
             kernels: SM80_PRIMITIVES,
+            max_threads: &[],
         },
         v,
     );
@@ -179,6 +208,7 @@ fn tensor_primitives_assemble_for_sm80_and_sm90a() {
             arch: "sm_90a",
             features: &["sm90a"],
             kernels: &all,
+            max_threads: &[],
         },
         v,
     );
@@ -194,6 +224,7 @@ fn gemm_kernels_assemble_for_sm80_and_sm90a() {
             arch: "sm_80",
             features: &[],
             kernels: &["gemm_bf16_mma"],
+            max_threads: &[("gemm_bf16_mma", 128)],
         },
         v,
     );
@@ -203,6 +234,7 @@ fn gemm_kernels_assemble_for_sm80_and_sm90a() {
             arch: "sm_90a",
             features: &["sm90a"],
             kernels: &["gemm_bf16_mma", "gemm_bf16_wgmma"],
+            max_threads: &[("gemm_bf16_mma", 128), ("gemm_bf16_wgmma", 384)],
         },
         v,
     );
@@ -212,24 +244,38 @@ fn gemm_kernels_assemble_for_sm80_and_sm90a() {
 #[test]
 fn fused_kernels_assemble_for_sm80_and_sm90a() {
     let Some(v) = installed("3.4.5") else { return };
-    for (krate, sm80, hopper) in [
+    // (crate, sm_80 kernels, sm_90a-only kernels, their `max_threads`).
+    for (krate, sm80, hopper, bounds) in [
         (
             "examples/ag_gemm/kernel_tc",
             &["ag_push", "ag_gemm_mma_fused"][..],
             &["ag_gemm_wgmma_fused"][..],
+            &[("ag_gemm_mma_fused", 128), ("ag_gemm_wgmma_fused", 384)][..],
         ),
         (
             "examples/gemm_rs/kernel",
             &["gemm_rs_partial_mma", "rs_sum", "gemm_rs_mma_fused"][..],
             &["gemm_rs_partial_wgmma", "gemm_rs_wgmma_fused"][..],
+            &[
+                ("gemm_rs_partial_mma", 128),
+                ("gemm_rs_mma_fused", 128),
+                ("gemm_rs_partial_wgmma", 384),
+                ("gemm_rs_wgmma_fused", 384),
+            ][..],
         ),
     ] {
+        let sm80_bounds: Vec<(&str, u32)> = bounds
+            .iter()
+            .filter(|(k, _)| sm80.contains(k))
+            .copied()
+            .collect();
         build_and_check(
             &Expect {
                 krate,
                 arch: "sm_80",
                 features: &[],
                 kernels: sm80,
+                max_threads: &sm80_bounds,
             },
             v,
         );
@@ -240,6 +286,7 @@ fn fused_kernels_assemble_for_sm80_and_sm90a() {
                 arch: "sm_90a",
                 features: &["sm90a"],
                 kernels: &all,
+                max_threads: bounds,
             },
             v,
         );

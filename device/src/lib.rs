@@ -250,6 +250,45 @@ pub use sync::{flush, flush_block, flush_warp, signal_counted_reset};
 ///
 /// Writing `#[unsafe(no_mangle)] pub unsafe extern "ptx-kernel" fn` by hand
 /// (with `#![feature(abi_ptx)]`) still works, for the GPU only.
+///
+/// # Launch bounds: `max_threads`
+/// `#[kernel(max_threads = N)]` is CUDA's `__launch_bounds__(N)`: a promise
+/// that the kernel is never launched with more than `N` threads per block
+/// (`N` from 1 to 1024). `nvshmem-builder` emits it as `.maxntid N, 1, 1`,
+/// so `ptxas` keeps the kernel within the registers that `N` threads can
+/// have (65536 / `N` each, at most 255): a launch of up to `N` threads never
+/// fails for lack of registers, and `wgmma::setmaxnreg_*` gets the bound it
+/// needs. The driver refuses a launch of more than `N` threads.
+///
+/// ```no_run
+/// use nvshmem_device::kernel;
+///
+/// /// One tile per block of 384 threads (three warpgroups).
+/// #[kernel(max_threads = 384)]
+/// pub unsafe fn gemm_tile(c: *mut f32) {
+///     # let _ = c;
+/// }
+/// ```
+///
+/// `N` must be an integer literal: the builder reads it from the source
+/// (without expanding macros, so a kernel that a `macro_rules!` macro
+/// defines gets no `.maxntid`; the builder warns). Anything else is refused:
+///
+/// ```compile_fail
+/// #[nvshmem_device::kernel(max_threads = 2048)] // more than a block can have
+/// pub unsafe fn too_many() {}
+/// ```
+///
+/// ```compile_fail
+/// const THREADS: u32 = 256;
+/// #[nvshmem_device::kernel(max_threads = THREADS)] // not a literal
+/// pub unsafe fn named() {}
+/// ```
+///
+/// ```compile_fail
+/// #[nvshmem_device::kernel(min_blocks = 2)] // no such argument
+/// pub unsafe fn occupancy() {}
+/// ```
 pub use nvshmem_device_macros::kernel;
 
 /// The GPU form of a [`kernel`]: what `#[kernel]` expands to on `nvptx64`.

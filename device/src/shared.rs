@@ -46,7 +46,8 @@
 //! The dynamic shared memory is an `extern` array, `nvshmem_rs_dynamic_shared`,
 //! that the builder moves to `addrspace(3)` the same way
 //! (`.extern .shared .align 16 .b8 nvshmem_rs_dynamic_shared[]`); its size is
-//! `%dynamic_smem_size`.
+//! `%dynamic_smem_size`. [`dynamic_base`] is its address,
+//! [`DynamicShared`] a typed view.
 //!
 //! # Uninitialized and shared by the block
 //! Shared memory starts uninitialized (the PTX state space has no
@@ -285,6 +286,29 @@ unsafe extern "C" {
     static DYNAMIC_SHARED: [u8; 0];
 }
 
+/// The start of the launch's dynamic shared memory, as a generic pointer:
+/// CUDA's `extern __shared__ __align__(16) char smem[]`. Aligned to 16
+/// bytes; [`dynamic_size`] bytes follow, uninitialized.
+///
+/// For kernels that lay the memory out themselves (a GEMM's stages, say);
+/// [`DynamicShared`] carves it into typed, bounds-checked slices instead.
+/// The builder declares it as `.extern .shared .align 16 .b8
+/// nvshmem_rs_dynamic_shared[]`, so accesses through it become
+/// `ld.shared`/`st.shared`. More alignment (1024 bytes for TMA's 128-byte
+/// swizzle) is the kernel's to add, with the launch's bytes to spare.
+///
+/// ```no_run
+/// use nvshmem_device::{shared, thread};
+/// // One f32 per thread, launched with 4 · block size bytes.
+/// let tile = shared::dynamic_base().cast::<f32>();
+/// let t = thread::thread_idx_x() as usize;
+/// unsafe { tile.add(t).write(0.0) };
+/// ```
+#[inline(always)]
+pub fn dynamic_base() -> *mut u8 {
+    (&raw const DYNAMIC_SHARED).cast::<u8>().cast_mut()
+}
+
 /// The launch's dynamic shared memory, carved into typed slices front to
 /// back. Every thread that carves the same sequence gets the same slices.
 ///
@@ -314,7 +338,7 @@ impl DynamicShared {
     #[inline(always)]
     pub fn get() -> Self {
         DynamicShared {
-            base: (&raw const DYNAMIC_SHARED).cast::<u8>().cast_mut(),
+            base: dynamic_base(),
             size: dynamic_size(),
             offset: 0,
         }

@@ -34,8 +34,8 @@ mod arch {
         pub fn _grid_dim_x() -> i32;
         pub fn _grid_dim_y() -> i32;
         pub fn _grid_dim_z() -> i32;
-        pub fn _syncthreads();
         pub fn bar_warp_sync(mask: u32);
+        pub fn barrier_cta_sync_all(id: u32);
     }
 }
 
@@ -44,6 +44,10 @@ unsafe extern "C" {
     /// `bar.warp.sync` (`__syncwarp(mask)`); `core::arch::nvptx` has no wrapper.
     #[link_name = "llvm.nvvm.bar.warp.sync"]
     fn bar_warp_sync(mask: u32);
+    /// `barrier.sync id`: the barrier without `.aligned` (LLVM 22's name;
+    /// `core::arch::nvptx::_syncthreads` is the aligned `bar.sync 0`).
+    #[link_name = "llvm.nvvm.barrier.cta.sync.all"]
+    fn barrier_cta_sync_all(id: u32);
 }
 
 /// Threads per warp on every NVIDIA GPU.
@@ -147,6 +151,30 @@ pub fn warp_id() -> u32 {
     block_thread_rank() / WARP_SIZE
 }
 
+/// `clock64()`: the SM's cycle counter (`%clock64`), for timing and spin
+/// waits. Each SM has its own; compare readings of one thread (or one SM).
+/// Every call reads the register anew (the compiler neither merges nor
+/// hoists two reads).
+///
+/// ```no_run
+/// let start = nvshmem_device::thread::clock64();
+/// while nvshmem_device::thread::clock64().wrapping_sub(start) < 1000 {}
+/// ```
+#[inline(always)]
+#[cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(unreachable_code, unused, unused_unsafe)
+)] // host stub
+pub fn clock64() -> u64 {
+    let t: u64;
+    // SAFETY: reads a special register. Not `pure`, so that the compiler
+    // keeps every read (a `pure` one could be merged or hoisted out of a loop).
+    unsafe {
+        crate::nvvm::ptx!("mov.u64 {0}, %clock64;", out(reg64) t, options(nomem, nostack));
+    }
+    t
+}
+
 /// `__syncwarp()`: waits until every thread of the warp reaches it, and orders
 /// their memory accesses before it against those after it.
 ///
@@ -166,13 +194,46 @@ pub fn sync_warp() {
     }
 }
 
-/// `__syncthreads()`: waits until every thread of the block reaches it.
+#[cfg(not(target_arch = "nvptx64"))]
+use arch::barrier_cta_sync_all;
+
+/// `__syncthreads()`: waits until every thread of the block has reached a
+/// `sync_threads`, and orders their memory accesses (global and shared)
+/// before it against those after it.
 ///
 /// ```no_run
 /// nvshmem_device::thread::sync_threads();
 /// ```
+///
+/// # Divergent calls hang; they are not undefined behaviour
+/// This is PTX's `barrier.sync 0`, **not** CUDA's `bar.sync 0`
+/// (`barrier.sync.aligned 0`, what `__syncthreads()` and
+/// `core::arch::nvptx::_syncthreads` emit). The `.aligned` form promises
+/// that every thread of the block executes the *same* barrier instruction,
+/// and the PTX ISA makes it undefined behaviour otherwise, which no safe
+/// function could rule out, and an `unsafe` one could not honestly ask
+/// for: the source may be uniform while the machine code is not, since
+/// Rust does not model convergent operations (core's `_syncthreads` docs
+/// say so; rust-lang/rust#137086 was a MIR pass that copied a barrier into
+/// both arms of a branch), and inline PTX is not even `convergent` to LLVM.
+/// CUDA's cooperative groups sync a block with `barrier.sync` for the same
+/// reason, and CCCL calls its aligned cluster barriers undefined behaviour.
+///
+/// Without `.aligned` the barrier counts threads, not instructions: threads
+/// may arrive from different `sync_threads` calls, and from divergent code
+/// (on sm_70 and later; every arch this crate supports). The block's other
+/// threads still have to arrive: a thread that waits for threads that never
+/// come hangs the kernel (threads that have exited are not waited for). A hang, not
+/// undefined behaviour, so the function is safe.
+///
+/// The cost is `ptxas`'s: where it can prove the call block-uniform (the
+/// GEMM main loops of this repository) the machine code is the same as
+/// `bar.sync 0`'s. Where it cannot (a barrier after a thread-0-only branch
+/// or a branch on a value read from shared memory), it first reconverges
+/// the warp (`WARPSYNC`, `BSSY`/`BSYNC`): 2 % more instructions in
+/// `ag_gemm_fused` (examples/ag_gemm), and 155 registers instead of 128.
 #[inline(always)]
 pub fn sync_threads() {
-    // SAFETY: a barrier; the caller's control flow must be block-uniform, as in CUDA.
-    unsafe { arch::_syncthreads() }
+    // SAFETY: a barrier; wrong use hangs (see above), it touches no memory of the caller's.
+    unsafe { barrier_cta_sync_all(0) }
 }

@@ -20,8 +20,22 @@ pub struct Args {
     out: PathBuf,
 }
 
+/// Members that depend on `nvshmem-device` but are not built to `ptx/`:
+/// (folder, why).
+const NOT_BUILT: &[(&str, &str)] = &[
+    (
+        "examples/tc_gemm/tiles",
+        "a library of the GEMM kernel crates, with no kernels of its own",
+    ),
+    (
+        "tests/kernels/coverage_collectives",
+        "~500 collective instances: over an hour of code generation (the builder tests link-check it)",
+    ),
+];
+
 /// The workspace's kernel crates: its members that depend on `nvshmem-device`
-/// (the host side depends on `nvshmem-types` only).
+/// (the host side depends on `nvshmem-types` only; the root package only as
+/// a dev-dependency), less [`NOT_BUILT`].
 pub fn kernel_crates(root: &Path) -> Result<Vec<PathBuf>, String> {
     let meta = cargo_metadata::MetadataCommand::new()
         .current_dir(root)
@@ -31,12 +45,17 @@ pub fn kernel_crates(root: &Path) -> Result<Vec<PathBuf>, String> {
     let members: Vec<_> = meta.workspace_packages();
     let mut crates: Vec<PathBuf> = members
         .iter()
-        .filter(|p| p.dependencies.iter().any(|d| d.name == "nvshmem-device"))
+        .filter(|p| {
+            p.dependencies.iter().any(|d| {
+                d.name == "nvshmem-device" && d.kind == cargo_metadata::DependencyKind::Normal
+            })
+        })
         .filter_map(|p| {
             p.manifest_path
                 .parent()
                 .map(|d| d.as_std_path().to_path_buf())
         })
+        .filter(|d| !NOT_BUILT.iter().any(|(skip, _)| d.ends_with(skip)))
         .collect();
     crates.sort();
     Ok(crates)

@@ -9,16 +9,59 @@ use syn::{ItemFn, ReturnType, parse_macro_input};
 /// Marks a function as a GPU kernel entry point. See `nvshmem_device::kernel`.
 #[proc_macro_attribute]
 pub fn kernel(args: TokenStream, item: TokenStream) -> TokenStream {
-    if !args.is_empty() {
-        let args = proc_macro2::TokenStream::from(args);
-        return syn::Error::new(args.span(), "#[kernel] takes no arguments")
-            .to_compile_error()
-            .into();
-    }
+    let mut max_threads = None;
+    let parser = syn::meta::parser(|m| parse_arg(m, &mut max_threads));
+    parse_macro_input!(args with parser);
     let f = parse_macro_input!(item as ItemFn);
     match expand(f) {
         Ok(tokens) => tokens.into(),
         Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// The most threads per block a GPU can launch.
+const MAX_BLOCK_THREADS: u32 = 1024;
+
+/// One argument of `#[kernel(...)]`: only `max_threads = <integer literal>`.
+/// The macro checks it and leaves it out of the expansion: `nvshmem-builder`
+/// reads it from the source and emits `.maxntid`.
+fn parse_arg(m: syn::meta::ParseNestedMeta, max_threads: &mut Option<u32>) -> syn::Result<()> {
+    if !m.path.is_ident("max_threads") {
+        let name = m
+            .path
+            .get_ident()
+            .map_or_else(|| "this".to_string(), |i| format!("`{i}`"));
+        return Err(m.error(format!(
+            "{name} is not a #[kernel] argument: the only one is `max_threads = N` \
+             (CUDA's __launch_bounds__(N))"
+        )));
+    }
+    if max_threads.is_some() {
+        return Err(m.error("`max_threads` is given twice"));
+    }
+    let expr: syn::Expr = m.value()?.parse()?;
+    let n = match &expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(lit),
+            ..
+        }) => lit.base10_parse::<u32>().ok(),
+        _ => {
+            return Err(syn::Error::new(
+                expr.span(),
+                "`max_threads` takes an integer literal (`max_threads = 256`): the builder \
+                 reads it from the source, so it cannot be a constant or an expression",
+            ));
+        }
+    };
+    match n {
+        Some(n @ 1..=MAX_BLOCK_THREADS) => {
+            *max_threads = Some(n);
+            Ok(())
+        }
+        _ => Err(syn::Error::new(
+            expr.span(),
+            format!("`max_threads` must be 1 to {MAX_BLOCK_THREADS} (threads per block)"),
+        )),
     }
 }
 

@@ -17,13 +17,11 @@
 //! | [`ag_gemm_fused`] | `M/BM · n/BN` (1-D) | Fused, staged: blocks compute this PE's own shard's tiles first, then the other shards' in ring order. Block `t` first prefetches remote 128-row panel `t` (if `t` < their number) with `get_block` into `a_full` and publishes it with a flag, so the panels arrive while the local tiles are computed; a block whose tile needs a panel that is not there yet fetches it itself or waits for the block that claimed it. |
 //! | [`ag_gemm_fused_p2p`] | `M/BM · n/BN` (1-D) | Fused, direct: the GEMM loads remote panels straight from the owner's memory through `nvshmem_ptr` (P2P peers only). |
 //!
-//! # Shared memory in stock Rust for nvptx64
-//! rustc has no `__shared__` (no address-space attribute, and `#[link_section]`
-//! does not set one), but nightly's `core::intrinsics::gpu::gpu_launch_sized_workgroup_mem`
-//! is CUDA's `extern __shared__ T smem[]`: it lowers to
-//! `.extern .shared .align A .b8 gpu_launch_sized_workgroup_mem[]`, and
-//! accesses through it become `ld.shared`/`st.shared`. The size is the
-//! launch's dynamic shared memory ([`SMEM_BYTES`] here).
+//! # Shared memory
+//! The tiles live in the launch's dynamic shared memory ([`SMEM_BYTES`]),
+//! CUDA's `extern __shared__ float smem[]`:
+//! `nvshmem_device::shared::dynamic_base()`, 16-byte aligned, which the
+//! builder places in `.shared`, so the accesses are `ld.shared`/`st.shared`.
 //!
 //! # Ordering of the fused kernel's hand-off
 //! Communication and computation overlap across blocks: the gets run in a
@@ -33,24 +31,20 @@
 //!
 //! The hand-off of a fetched panel is between blocks of one PE, so it uses
 //! the CUTLASS semaphore pattern on a local flag word: the fetching block
-//! writes the panel, `bar.sync`, then one thread stores the flag with release
-//! semantics; a waiting block's thread 0 spins with acquire loads, then
-//! `bar.sync`, and only then does the block read the panel. Flags count launch
+//! writes the panel, a block barrier (`sync_threads`), then one thread
+//! stores the flag with release semantics; a waiting block's thread 0 spins
+//! with acquire loads, then a block barrier, and only then does the block
+//! read the panel. Flags count launch
 //! epochs (`2e - 1` claimed, `2e` ready in epoch `e`), so they never need a
 //! reset. A block only ever waits for a panel that a *running* block has
 //! claimed, so the kernel cannot deadlock, whatever the grid size and however
 //! many blocks are resident. Nothing waits for another PE: remote shards are
 //! only read, and they are ready before the launch (the host's barrier).
 #![no_std]
-#![feature(abi_ptx)]
-#![feature(core_float_math)]
-#![feature(core_intrinsics, gpu_intrinsics, gpu_launch_sized_workgroup_mem)]
-#![allow(internal_features)]
-#![allow(clippy::missing_safety_doc)]
 
 use core::sync::atomic::{AtomicU32, Ordering, fence};
 use nvshmem_device::thread::{block_idx_x, block_idx_y, grid_dim_x, sync_threads, thread_idx_x};
-use nvshmem_device::{Pe, SymPtr, get_block, my_pe, n_pes, ptr};
+use nvshmem_device::{Pe, SymPtr, get_block, kernel, math, my_pe, n_pes, ptr, shared};
 
 nvshmem_device::panic_handler!();
 
@@ -81,7 +75,7 @@ struct F4([f32; 4]);
 /// The block's dynamic shared memory (16-byte aligned).
 #[inline(always)]
 fn smem() -> *mut f32 {
-    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<F4>().cast()
+    shared::dynamic_base().cast()
 }
 
 #[inline(always)]
@@ -155,7 +149,7 @@ unsafe fn gemm_tile(a: *const f32, b: *const f32, c: *mut f32, n: usize, k: usiz
                 let bv = [b0.0[0], b0.0[1], b0.0[2], b0.0[3], b1.0[0], b1.0[1], b1.0[2], b1.0[3]];
                 for (acc_row, &x) in acc.iter_mut().zip(av.iter()) {
                     for (acc, &y) in acc_row.iter_mut().zip(bv.iter()) {
-                        *acc = core::f32::math::mul_add(x, y, *acc);
+                        *acc = math::fma(x, y, *acc);
                     }
                 }
             )*};
@@ -206,8 +200,13 @@ unsafe fn store_stage(a_dst: *mut f32, b_dst: *mut f32, va: [f32; 4], vb: [f32; 
 /// row-major f32): the unfused path's second kernel.
 ///
 /// Launch: grid `(n / BN, M / BM)`, 256 threads, [`SMEM_BYTES`] dynamic shared memory.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn gemm(a: *const f32, b: *const f32, c: *mut f32, n: u32, k: u32) {
+///
+/// # Safety
+/// `a`, `b` and `c` hold `M × k`, `k × n` and `M × n` floats (`M` the grid's
+/// `y` times [`BM`]), rows 16-byte aligned; `n` and `k` are multiples of [`BN`]
+/// and [`BK`]; the launch is as above.
+#[kernel]
+pub unsafe fn gemm(a: *const f32, b: *const f32, c: *mut f32, n: u32, k: u32) {
     let (n, k) = (n as usize, k as usize);
     let (tn, tm) = (block_idx_x() as usize, block_idx_y() as usize);
     // SAFETY: the grid covers exactly M × n; the host checks the sizes.
@@ -227,13 +226,13 @@ pub unsafe extern "ptx-kernel" fn gemm(a: *const f32, b: *const f32, c: *mut f32
 /// `get_block` per [`AG_ROWS`]-row piece, grid-stride over the pieces.
 ///
 /// Launch: any grid (a few blocks per SM), any block size.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ag_allgather(
-    a_shard: SymPtr<f32>,
-    a_full: *mut f32,
-    m_loc: u32,
-    k: u32,
-) {
+///
+/// # Safety
+/// Every PE launches it with the same `m_loc` (a multiple of [`AG_ROWS`])
+/// and `k`; `a_shard` holds `m_loc × k` floats on every PE, and `a_full`
+/// `n_pes · m_loc × k` writable floats.
+#[kernel]
+pub unsafe fn ag_allgather(a_shard: SymPtr<f32>, a_full: *mut f32, m_loc: u32, k: u32) {
     let (m_loc, k) = (m_loc as usize, k as usize);
     let per_pe = m_loc / AG_ROWS;
     let total = per_pe * n_pes() as usize;
@@ -354,8 +353,14 @@ fn remote_panel(r: usize, m_loc: usize) -> (usize, usize) {
 ///
 /// Launch: 1-D grid of `(M / BM) · (n / BN)` blocks, 256 threads,
 /// [`SMEM_BYTES`] dynamic shared memory.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ag_gemm_fused(
+///
+/// # Safety
+/// As [`gemm`] for `b` and `c` (`M = n_pes · m_loc`, `m_loc` a multiple of
+/// [`BM`]); every PE launches it with the same `m_loc`, `n`, `k` and `epoch`,
+/// with `a_shard` holding `m_loc × k` floats, `a_full` `M × k`, `flags` `M / BM`
+/// words that nothing else touches during the launch; `epoch` as above.
+#[kernel]
+pub unsafe fn ag_gemm_fused(
     a_shard: SymPtr<f32>,
     a_full: *mut f32,
     flags: *mut u32,
@@ -427,8 +432,12 @@ pub unsafe extern "ptx-kernel" fn ag_gemm_fused(
 /// once. Traps if a peer is not P2P-reachable (the host checks first).
 ///
 /// Launch: as [`ag_gemm_fused`].
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ag_gemm_fused_p2p(
+///
+/// # Safety
+/// As [`ag_gemm_fused`], without `a_full` and `flags`; no PE writes its
+/// `a_shard` while the kernel runs.
+#[kernel]
+pub unsafe fn ag_gemm_fused_p2p(
     a_shard: SymPtr<f32>,
     b: *const f32,
     c: *mut f32,

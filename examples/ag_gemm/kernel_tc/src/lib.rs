@@ -22,16 +22,15 @@
 //! the host keeps the persistent grid within what can be co-resident on the
 //! GPU for all the PEs that share it.
 #![no_std]
-#![feature(abi_ptx)]
-#![allow(clippy::missing_safety_doc)]
 
 use nvshmem_device::cp_async::SharedAddr;
 use nvshmem_device::half::bf16;
+use nvshmem_device::math::Bf16x2;
 use nvshmem_device::thread::{block_idx_x, grid_dim_x, sync_threads, thread_idx_x};
 use nvshmem_device::{
-    Cmp, Pe, SignalOp, SymPtr, my_pe, n_pes, put_signal_block, signal_wait_until,
+    Cmp, Pe, SignalOp, SymPtr, kernel, my_pe, n_pes, put_signal_block, shared, signal_wait_until,
 };
-use tc_gemm_tiles::{dyn_smem, pack_bf16x2, sm80};
+use tc_gemm_tiles::sm80;
 
 nvshmem_device::panic_handler!();
 
@@ -43,6 +42,7 @@ pub const PANEL: usize = 128;
 /// (and `me` itself last when `with_self`), all panels of one destination
 /// before the next. Block scope.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)] // the kernels' own arguments, passed on
 unsafe fn push(
     a_shard: SymPtr<bf16>,
     a_full: SymPtr<bf16>,
@@ -80,8 +80,14 @@ unsafe fn push(
 /// Unfused all-gather: every panel of this PE's `a_shard` (`m_loc × k`) into
 /// every PE's `a_full` (itself included), signalled with `epoch`. Grid-stride
 /// over the `(destination, panel)` items, one `put_signal_block` each.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ag_push(
+///
+/// # Safety
+/// Every PE launches it with the same `m_loc` (a multiple of [`PANEL`]), `k`
+/// and `epoch`; `a_shard` holds `m_loc × k` bf16 on every PE, `a_full`
+/// `n_pes · m_loc × k`, `sig` `n_pes · m_loc / PANEL` words; nothing else
+/// writes `a_full` or `sig` until the host's barrier after the kernel.
+#[kernel]
+pub unsafe fn ag_push(
     a_shard: SymPtr<bf16>,
     a_full: SymPtr<bf16>,
     sig: SymPtr<u64>,
@@ -130,8 +136,14 @@ unsafe fn wait_panel(sig: SymPtr<u64>, shard: usize, panel: usize, panels: usize
 
 /// Fused all-gather + GEMM with `mma.sync` (see the crate docs). `b` is
 /// `n × k`, `c` `M × n` bf16; `m_loc` a multiple of 128, `n` of 128, `k` of 32.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ag_gemm_mma_fused(
+///
+/// # Safety
+/// As [`ag_push`] for the shared arguments, with `epoch` above every earlier
+/// launch's; `b` and `c` hold `n × k` and `M × n` bf16, 16-byte aligned; the
+/// launch has 128 threads and `sm80::SMEM_BYTES` of dynamic shared memory,
+/// and every PE's first `pushers` blocks get to run (see Progress above).
+#[kernel(max_threads = 128)]
+pub unsafe fn ag_gemm_mma_fused(
     a_shard: SymPtr<bf16>,
     a_full: SymPtr<bf16>,
     sig: SymPtr<u64>,
@@ -163,7 +175,7 @@ pub unsafe extern "ptx-kernel" fn ag_gemm_mma_fused(
             )
         };
     }
-    let smem = SharedAddr::from_ptr(dyn_smem());
+    let smem = SharedAddr::from_ptr(shared::dynamic_base());
     let mut j = 0;
     while let Some((shard, panel, nt)) = fused_tile(j, m_loc, n / sm80::BN) {
         j += 1;
@@ -185,7 +197,9 @@ pub unsafe extern "ptx-kernel" fn ag_gemm_mma_fused(
         let acc = unsafe { sm80::mainloop(a, k, b.add(n0 * k), k, k, smem) };
         sm80::epilogue(&acc, |r, col, v0, v1| {
             // SAFETY: inside C, 4-byte aligned pair.
-            unsafe { *c.add((m0 + r) * n + n0 + col).cast::<u32>() = pack_bf16x2(v0, v1) };
+            unsafe {
+                *c.add((m0 + r) * n + n0 + col).cast::<u32>() = Bf16x2::from_f32s(v0, v1).to_bits()
+            };
         });
     }
 }
@@ -201,8 +215,13 @@ mod hopper {
     /// `a_full` (`M × k`), both with box 64 × 128; `b_map` is B (`n × k`, box
     /// 64 × 256); all bf16, 128-byte swizzle. `m_loc` a multiple of 128, `n`
     /// of 256, `k` of 64.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn ag_gemm_wgmma_fused(
+    ///
+    /// # Safety
+    /// As [`ag_gemm_mma_fused`], with the three maps TMA descriptors (in
+    /// device memory) of the buffers above; the launch has 384 threads and
+    /// `sm90::SMEM_BYTES` of dynamic shared memory, and runs on sm_90a.
+    #[kernel(max_threads = 384)]
+    pub unsafe fn ag_gemm_wgmma_fused(
         a_shard: SymPtr<bf16>,
         a_full: SymPtr<bf16>,
         sig: SymPtr<u64>,

@@ -16,15 +16,13 @@
 //! unfused path to rounding, not bit for bit. Both trap when a peer is not
 //! reachable with loads and stores (the host checks `peer_ptr` first).
 #![no_std]
-#![feature(abi_ptx)]
-#![feature(asm_experimental_arch)]
-#![allow(clippy::missing_safety_doc)]
 
+use nvshmem_device::atomic::{self, Relaxed, Sys};
 use nvshmem_device::cp_async::SharedAddr;
 use nvshmem_device::half::bf16;
 use nvshmem_device::thread::{block_dim_x, block_idx_x, block_idx_y, global_index_x, grid_dim_x};
-use nvshmem_device::{Pe, SymPtr, my_pe, n_pes, ptr};
-use tc_gemm_tiles::{dyn_smem, sm80};
+use nvshmem_device::{Pe, SymPtr, kernel, my_pe, n_pes, ptr, shared};
+use tc_gemm_tiles::sm80;
 
 nvshmem_device::panic_handler!();
 
@@ -33,10 +31,7 @@ nvshmem_device::panic_handler!();
 #[inline(always)]
 unsafe fn red_add(p: *mut f32, v: f32) {
     // SAFETY: the caller passes a valid f32 address.
-    unsafe {
-        core::arch::asm!("red.relaxed.sys.add.f32 [{p}], {v};", p = in(reg64) p as u64, v = in(reg32) v,
-            options(nostack))
-    };
+    unsafe { atomic::add(p, v, Relaxed, Sys) };
 }
 
 /// The base of PE `pe`'s `c` as a pointer this GPU can store to.
@@ -50,8 +45,13 @@ fn peer_base(c: SymPtr<f32>, pe: usize) -> *mut f32 {
 
 /// Unfused step 1: `partial = A · Bᵀ` in f32 (`a`: `M × k`, `b`: `n × k`,
 /// `partial`: `M × n`), one 128 × 128 tile per block.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn gemm_rs_partial_mma(
+///
+/// # Safety
+/// `a`, `b` and `partial` hold `M × k` and `n × k` bf16 and `M × n` f32
+/// (`M`, `n` the grid's `y` and `x` times 128), 16-byte aligned; the launch
+/// has 128 threads and `sm80::SMEM_BYTES` of dynamic shared memory.
+#[kernel(max_threads = 128)]
+pub unsafe fn gemm_rs_partial_mma(
     a: *const bf16,
     b: *const bf16,
     partial: *mut f32,
@@ -71,7 +71,7 @@ pub unsafe extern "ptx-kernel" fn gemm_rs_partial_mma(
             b.add(n0 * k),
             k,
             k,
-            SharedAddr::from_ptr(dyn_smem()),
+            SharedAddr::from_ptr(shared::dynamic_base()),
         )
     };
     sm80::epilogue(&acc, |r, col, v0, v1| {
@@ -83,8 +83,14 @@ pub unsafe extern "ptx-kernel" fn gemm_rs_partial_mma(
 /// Unfused step 2: this PE's rows of the sum, `c[i] = Σ_q partial_q[me·m_loc·n + i]`
 /// for `i < m_loc · n`, reading every PE's `partial` directly (grid-stride,
 /// 4 floats per step). Launch after a barrier that follows step 1 on every PE.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn rs_sum(partial: SymPtr<f32>, c: *mut f32, m_loc: u32, n: u32) {
+///
+/// # Safety
+/// Every PE launches it with the same `m_loc` and `n` (`m_loc · n` a
+/// multiple of 4); `partial` holds `n_pes · m_loc × n` floats on every PE,
+/// written before the barrier and not during the kernel, and every peer is
+/// reachable with loads (it traps otherwise); `c` holds `m_loc × n` floats.
+#[kernel]
+pub unsafe fn rs_sum(partial: SymPtr<f32>, c: *mut f32, m_loc: u32, n: u32) {
     let (me, np) = (my_pe().index() as usize, n_pes() as usize);
     let len = m_loc as usize * n as usize;
     let off = me * len;
@@ -126,8 +132,16 @@ fn fused_tile(j: usize, m_loc: usize, bm: usize, n_tiles: usize) -> Option<(usiz
 /// Fused GEMM + reduce-scatter with `mma.sync`: `a` `M × k`, `b` `n × k`
 /// (bf16), `c` this PE's `m_loc × n` f32 rows of the sum, zeroed on every PE
 /// before the launch. `m_loc` and `n` multiples of 128, `k` of 32.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn gemm_rs_mma_fused(
+///
+/// # Safety
+/// Every PE launches it with the same `m_loc`, `n` and `k`; `a` and `b` hold
+/// `n_pes · m_loc × k` and `n × k` bf16, 16-byte aligned; `c` holds
+/// `m_loc × n` floats on every PE, which only this kernel's atomics touch
+/// while it runs, and every peer is reachable with stores (it traps
+/// otherwise); the launch has 128 threads and `sm80::SMEM_BYTES` of dynamic
+/// shared memory.
+#[kernel(max_threads = 128)]
+pub unsafe fn gemm_rs_mma_fused(
     a: *const bf16,
     b: *const bf16,
     c: SymPtr<f32>,
@@ -136,7 +150,7 @@ pub unsafe extern "ptx-kernel" fn gemm_rs_mma_fused(
     k: u32,
 ) {
     let (m_loc, n, k) = (m_loc as usize, n as usize, k as usize);
-    let smem = SharedAddr::from_ptr(dyn_smem());
+    let smem = SharedAddr::from_ptr(shared::dynamic_base());
     let mut j = 0;
     while let Some((owner, mt, nt)) = fused_tile(j, m_loc, sm80::BM, n / sm80::BN) {
         j += 1;
@@ -173,8 +187,13 @@ mod hopper {
     /// Unfused step 1 with `wgmma` + TMA, persistent over the
     /// `(m / 128) × (n / 256)` tiles: `partial = A · Bᵀ` in f32. Maps as in
     /// `tc-gemm-kernels`' `gemm_bf16_wgmma`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn gemm_rs_partial_wgmma(
+    ///
+    /// # Safety
+    /// The maps are TMA descriptors (in device memory) of A (`m × k`) and B
+    /// (`n × k`); `partial` holds `m × n` floats; the launch has 384 threads
+    /// and `sm90::SMEM_BYTES` of dynamic shared memory, and runs on sm_90a.
+    #[kernel(max_threads = 384)]
+    pub unsafe fn gemm_rs_partial_wgmma(
         a_map: *const TensorMap,
         b_map: *const TensorMap,
         partial: *mut f32,
@@ -217,8 +236,13 @@ mod hopper {
     /// Fused GEMM + reduce-scatter with `wgmma` + TMA: `a_map` over A
     /// (`M × k`, box 64 × 128), `b_map` over B (`n × k`, box 64 × 256); `c`
     /// as in [`gemm_rs_mma_fused`]. `m_loc` a multiple of 128, `n` of 256, `k` of 64.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn gemm_rs_wgmma_fused(
+    ///
+    /// # Safety
+    /// As [`gemm_rs_mma_fused`], with the maps TMA descriptors (in device
+    /// memory) of A and B; the launch has 384 threads and `sm90::SMEM_BYTES`
+    /// of dynamic shared memory, and runs on sm_90a.
+    #[kernel(max_threads = 384)]
+    pub unsafe fn gemm_rs_wgmma_fused(
         a_map: *const TensorMap,
         b_map: *const TensorMap,
         c: SymPtr<f32>,

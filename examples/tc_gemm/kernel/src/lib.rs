@@ -7,26 +7,25 @@
 //! | [`gemm_bf16_mma`] | grid `(N / 128, M / 128)`, 128 threads, `tc_gemm_tiles::sm80::SMEM_BYTES` |
 //! | `gemm_bf16_wgmma` (feature `sm90a`) | any 1-D grid (persistent; one block per SM), 384 threads, `tc_gemm_tiles::sm90::SMEM_BYTES` |
 #![no_std]
-#![feature(abi_ptx)]
-#![allow(clippy::missing_safety_doc)]
 
 use nvshmem_device::cp_async::SharedAddr;
 use nvshmem_device::half::bf16;
+use nvshmem_device::math::Bf16x2;
 use nvshmem_device::thread::{block_idx_x, block_idx_y};
-use tc_gemm_tiles::{dyn_smem, pack_bf16x2, sm80};
+use nvshmem_device::{kernel, shared};
+use tc_gemm_tiles::sm80;
 
 nvshmem_device::panic_handler!();
 
 /// `C = A · Bᵀ` with `mma.sync`, one 128 × 128 tile per block. `M`, `N`
 /// multiples of 128, `k` of 32.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn gemm_bf16_mma(
-    a: *const bf16,
-    b: *const bf16,
-    c: *mut bf16,
-    n: u32,
-    k: u32,
-) {
+///
+/// # Safety
+/// `a`, `b` and `c` hold `M × k`, `N × k` and `M × n` bf16 (`M`, `N` the
+/// grid's `y` and `x` times 128), 16-byte aligned, with `n = N`; the launch
+/// has 128 threads and `sm80::SMEM_BYTES` of dynamic shared memory.
+#[kernel(max_threads = 128)]
+pub unsafe fn gemm_bf16_mma(a: *const bf16, b: *const bf16, c: *mut bf16, n: u32, k: u32) {
     let (n, k) = (n as usize, k as usize);
     let (m0, n0) = (
         block_idx_y() as usize * sm80::BM,
@@ -40,12 +39,14 @@ pub unsafe extern "ptx-kernel" fn gemm_bf16_mma(
             b.add(n0 * k),
             k,
             k,
-            SharedAddr::from_ptr(dyn_smem()),
+            SharedAddr::from_ptr(shared::dynamic_base()),
         )
     };
     sm80::epilogue(&acc, |r, col, v0, v1| {
         // SAFETY: inside C; `col` is even, so the pair is 4-byte aligned.
-        unsafe { *c.add((m0 + r) * n + n0 + col).cast::<u32>() = pack_bf16x2(v0, v1) };
+        unsafe {
+            *c.add((m0 + r) * n + n0 + col).cast::<u32>() = Bf16x2::from_f32s(v0, v1).to_bits()
+        };
     });
 }
 
@@ -61,8 +62,13 @@ mod hopper {
     /// `a_map`: A (`m × k`, box 64 × 128), `b_map`: B (`n × k`, box 64 × 256),
     /// both bf16 with 128-byte swizzle. `m` a multiple of 128, `n` of 256,
     /// `k` of 64.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn gemm_bf16_wgmma(
+    ///
+    /// # Safety
+    /// `a_map` and `b_map` are TMA descriptors (in device memory) of A and B
+    /// as above, `c` holds `m × n` bf16; the launch has 384 threads and
+    /// `sm90::SMEM_BYTES` of dynamic shared memory, and runs on sm_90a.
+    #[kernel(max_threads = 384)]
+    pub unsafe fn gemm_bf16_wgmma(
         a_map: *const TensorMap,
         b_map: *const TensorMap,
         c: *mut bf16,

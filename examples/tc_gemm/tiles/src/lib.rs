@@ -15,13 +15,13 @@
 //! with `(row, col, v0, v1)` for the two adjacent columns `col`, `col + 1` of
 //! the tile, so a kernel can write bf16, f32, add into a peer's memory, ...
 //!
-//! Shared memory comes from the launch's dynamic shared memory
-//! ([`dyn_smem`]), `gpu_launch_sized_workgroup_mem`, until the device crate
-//! has a shared-memory module.
+//! Shared memory is the launch's dynamic shared memory
+//! (`nvshmem_device::shared::dynamic_base()`, 16-byte aligned), which the
+//! caller passes in (`sm80`) or the mainloop takes itself (`sm90`).
 #![no_std]
-#![feature(core_intrinsics, gpu_intrinsics, gpu_launch_sized_workgroup_mem)]
-#![feature(asm_experimental_arch)]
-#![allow(internal_features)]
+// The one piece of inline PTX with no device-crate API (`sm90`'s 16-byte
+// shared → global copy); on the host it is a stub.
+#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
 
 /// Runs `$body` once per listed index with `$i` bound to it: loops over
 /// accumulator arrays must be unrolled, or LLVM puts the array in local memory.
@@ -34,27 +34,3 @@ macro_rules! unroll {
 pub mod sm80;
 #[cfg(feature = "sm90a")]
 pub mod sm90;
-
-/// 16-byte units of dynamic shared memory.
-#[repr(C, align(16))]
-#[derive(Clone, Copy)]
-struct U4([u32; 4]);
-
-/// The start of the block's dynamic shared memory (16-byte aligned).
-#[inline(always)]
-pub fn dyn_smem() -> *mut u8 {
-    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<U4>().cast()
-}
-
-/// Two f32 as two bf16 in one u32 (round to nearest even), `lo` in the low
-/// half: `cvt.rn.bf16x2.f32`.
-#[inline(always)]
-pub fn pack_bf16x2(lo: f32, hi: f32) -> u32 {
-    let out: u32;
-    // SAFETY: a register conversion.
-    unsafe {
-        core::arch::asm!("cvt.rn.bf16x2.f32 {o}, {h}, {l};", o = out(reg32) out, h = in(reg32) hi, l = in(reg32) lo,
-            options(pure, nomem, nostack))
-    };
-    out
-}

@@ -1,7 +1,7 @@
 //! The warp-specialized `wgmma` + TMA mainloop (sm_90a), persistent.
 //!
-//! A block of [`THREADS`] = 384 threads (launched with `.maxntid 384`, see
-//! the kernel crates' `[package.metadata.nvshmem.max-threads]`) walks the
+//! A block of [`THREADS`] = 384 threads (its kernels are
+//! `#[kernel(max_threads = 384)]`, which the builder emits as `.maxntid 384`) walks the
 //! tiles its schedule gives it. Warpgroup 0 is the producer: it lowers its
 //! registers to 40 (`setmaxnreg.dec`) and one elected thread issues, per
 //! K-stage, the TMA loads of the A tile (128 × 64) and the B tile (256 × 64)
@@ -14,9 +14,10 @@
 //! tiles, so the producer loads tile `i + 1` while the consumers finish and
 //! store tile `i`.
 
-use crate::{dyn_smem, pack_bf16x2};
 use nvshmem_device::cp_async::SharedAddr;
 use nvshmem_device::half::bf16;
+use nvshmem_device::math::Bf16x2;
+use nvshmem_device::shared;
 use nvshmem_device::thread::{sync_threads, thread_idx_x};
 use nvshmem_device::tma::{self, TensorMap};
 use nvshmem_device::wgmma::{self, Accum, KMajor, M64, MatDesc, WgShape};
@@ -94,7 +95,7 @@ pub unsafe fn run<const MAPS: usize>(
     mut ready: impl FnMut(&Tile),
     mut store: impl TileStore,
 ) {
-    let raw = dyn_smem();
+    let raw = shared::dynamic_base();
     let base = SharedAddr::from_ptr(raw);
     let ring = base.add((1024 - base.raw() % 1024) % 1024);
     let staging = ring.add(STAGES as u32 * STAGE_BYTES);
@@ -292,7 +293,9 @@ impl TileStore for Bf16Out {
                     let c = c - 128 * half;
                     let byte = r * 256 + (((c / 8) ^ (r % 8)) * 16) + (c % 8) * 2;
                     // SAFETY: inside the 16 KiB buffer; 4-byte aligned (c even).
-                    unsafe { *stage.add(byte).cast::<u32>() = pack_bf16x2(prev, v) };
+                    unsafe {
+                        *stage.add(byte).cast::<u32>() = Bf16x2::from_f32s(prev, v).to_bits()
+                    };
                 }
             });
             wgmma::named_barrier_sync(bar, 128);
@@ -321,6 +324,7 @@ impl TileStore for Bf16Out {
 #[inline(always)]
 unsafe fn copy16(src: SharedAddr, dst: *mut u8) {
     // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
     unsafe {
         core::arch::asm!(
             "{{ .reg .b32 r0, r1, r2, r3;",
@@ -331,4 +335,7 @@ unsafe fn copy16(src: SharedAddr, dst: *mut u8) {
             options(nostack)
         )
     };
+    // The crate type-checks on the host; nothing runs there.
+    #[cfg(not(target_arch = "nvptx64"))]
+    unreachable!("copy16 {src:?} -> {dst:?}: inline PTX called on the host");
 }

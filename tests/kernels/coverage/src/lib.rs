@@ -9,7 +9,7 @@
 //! The kernels are never launched; their arguments only have to be opaque
 //! to the optimizer.
 #![no_std]
-#![feature(abi_ptx)]
+// Never launched: the kernels have no contract to document.
 #![allow(clippy::missing_safety_doc)]
 
 use nvshmem_device::half::{bf16, f16};
@@ -64,8 +64,8 @@ unsafe fn rma_all<T: RmaElement>(dest: SymPtr<T>, local: *mut T, sig: SymPtr<u64
 
 macro_rules! rma_kernels {
     ($($t:ty => $name:ident),* $(,)?) => {$(
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(dest: SymPtr<$t>, local: *mut $t, sig: SymPtr<u64>, n: usize) {
+        #[kernel]
+        pub unsafe fn $name(dest: SymPtr<$t>, local: *mut $t, sig: SymPtr<u64>, n: usize) {
             unsafe { rma_all::<$t>(dest, local, sig, n) }
         }
     )*};
@@ -88,13 +88,8 @@ pub struct Particle {
 }
 
 /// The byte-wise (`putmem`/`getmem`) family, every scope.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn rma_pod(
-    dest: SymPtr<Particle>,
-    local: *mut Particle,
-    sig: SymPtr<u64>,
-    n: usize,
-) {
+#[kernel]
+pub unsafe fn rma_pod(dest: SymPtr<Particle>, local: *mut Particle, sig: SymPtr<u64>, n: usize) {
     let pe = peer();
     unsafe {
         put_pod(dest, local, n, pe);
@@ -180,8 +175,8 @@ unsafe fn amo_bitwise<T: BitwiseAmoElement>(x: SymPtr<T>, v: T, out: *mut T) {
 
 macro_rules! amo_kernels {
     ($($helper:ident: $($t:ty => $name:ident),*;)*) => {$($(
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(x: SymPtr<$t>, v: $t, out: *mut $t) {
+        #[kernel]
+        pub unsafe fn $name(x: SymPtr<$t>, v: $t, out: *mut $t) {
             unsafe { $helper::<$t>(x, v, out) }
         }
     )*)*};
@@ -195,8 +190,8 @@ amo_kernels! {
 
 nvshmem_device::with_nvshmem_3_8! {
     /// NVSHMEM 3.8's floating-point adds.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn amo_float_add_3_8(
+    #[kernel]
+    pub unsafe fn amo_float_add_3_8(
         x32: SymPtr<f32>, x64: SymPtr<f64>, x16: SymPtr<f16>, v: f32, out32: *mut f32, out64: *mut f64,
     ) {
         unsafe {
@@ -208,8 +203,8 @@ nvshmem_device::with_nvshmem_3_8! {
 
     /// NVSHMEM 3.8's shared-memory lease, RMA regions, counted-signal reset,
     /// and queue-pair RMA (raw) in each scope.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn extensions_3_8(
+    #[kernel]
+    pub unsafe fn extensions_3_8(
         smem: *mut u8, sig: SymPtr<u64>, dest: SymPtr<f32>, local: *mut f32, n: usize, qp: i32, out: *mut i32,
     ) {
         let pe = peer();
@@ -235,8 +230,8 @@ nvshmem_device::with_nvshmem_3_8! {
     }
 
     /// NVSHMEM 3.8's flush, every scope.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn flush_3_8() {
+    #[kernel]
+    pub unsafe fn flush_3_8() {
         flush();
         // SAFETY: every thread of the block calls them.
         unsafe {
@@ -281,8 +276,8 @@ unsafe fn wait_all<T: WaitElement>(
 
 macro_rules! wait_kernels {
     ($($t:ty => $name:ident),* $(,)?) => {$(
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(
+        #[kernel]
+        pub unsafe fn $name(
             ivars: SymPtr<$t>, values: *const $t, status: *const i32, out: *mut usize,
         ) {
             unsafe { wait_all::<$t>(ivars, values, status, out) }
@@ -296,12 +291,8 @@ wait_kernels! {
 }
 
 /// Signals, ordering, PE queries and `ptr`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn signals_and_order(
-    sig: SymPtr<u64>,
-    data: SymPtr<u32>,
-    out: *mut u64,
-) {
+#[kernel]
+pub unsafe fn signals_and_order(sig: SymPtr<u64>, data: SymPtr<u32>, out: *mut u64) {
     let pe = peer();
     unsafe {
         signal_op(sig, 1, SignalOp::Add, pe);
@@ -319,8 +310,8 @@ pub unsafe extern "ptx-kernel" fn signals_and_order(
 
 /// The job-wide barriers, every scope (a cooperative launch would be needed
 /// to run it).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn barriers() {
+#[kernel]
+pub unsafe fn barriers() {
     barrier_all();
     sync_all();
     // SAFETY: every thread of the block calls them.
@@ -333,8 +324,8 @@ pub unsafe extern "ptx-kernel" fn barriers() {
 }
 
 /// The library's queries, and `global_exit` (when `out[0]` says so).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn library(out: *mut i32) {
+#[kernel]
+pub unsafe fn library(out: *mut i32) {
     let (major, minor) = info_get_version();
     let v = vendor_version();
     let name = info_get_name();
@@ -348,8 +339,8 @@ pub unsafe extern "ptx-kernel" fn library(out: *mut i32) {
 }
 
 /// The panic path: `report_and_trap` through vprintf.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn panics(n: usize) {
+#[kernel]
+pub unsafe fn panics(n: usize) {
     if n > 3 {
         panic!("coverage: n > 3");
     }
@@ -358,8 +349,8 @@ pub unsafe extern "ptx-kernel" fn panics(n: usize) {
 /// A PE and array lengths from the host, which the optimizer cannot prove in
 /// range: with `debug-checks` this keeps the checks (and their vprintf/trap
 /// path) in the PTX.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn unchecked_inputs(
+#[kernel]
+pub unsafe fn unchecked_inputs(
     dest: SymPtr<i32>,
     pe: u32,
     ivars: SymPtr<u64>,

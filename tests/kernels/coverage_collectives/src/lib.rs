@@ -6,7 +6,7 @@
 //! Built by the builder tests, which check that ptxas accepts the result and
 //! that no unresolved `.extern .func` remains. Never launched.
 #![no_std]
-#![feature(abi_ptx)]
+// Never launched: the kernels have no contract to document.
 #![allow(clippy::missing_safety_doc)]
 
 use nvshmem_device::half::{bf16, f16};
@@ -54,8 +54,8 @@ unsafe fn reduce_all<T: ReduceElement, O: ReduceOp<T>>(
 // has for it (the bitwise ops only for the integer types).
 macro_rules! kernels {
     ($($t:ty => $name:ident [$($op:ident),*];)*) => {$(
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(team: Team, d: SymPtr<$t>, s: SymPtr<$t>, n: usize) {
+        #[kernel]
+        pub unsafe fn $name(team: Team, d: SymPtr<$t>, s: SymPtr<$t>, n: usize) {
             unsafe {
                 collect_all::<$t>(team, d, s, n);
                 $( reduce_all($op, team, d, s, n); )*
@@ -82,13 +82,8 @@ kernels! {
 }
 
 /// The byte-wise collectives, every scope.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn coll_pod(
-    team: Team,
-    d: SymPtr<[u16; 3]>,
-    s: SymPtr<[u16; 3]>,
-    n: usize,
-) {
+#[kernel]
+pub unsafe fn coll_pod(team: Team, d: SymPtr<[u16; 3]>, s: SymPtr<[u16; 3]>, n: usize) {
     let root = Pe::new(0);
     unsafe {
         broadcast_pod(team, d, s, n, root);
@@ -104,19 +99,14 @@ pub unsafe extern "ptx-kernel" fn coll_pod(
 }
 
 /// The max-loc reduction of `(value, index)` pairs (block scope only).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn maxloc(
-    team: Team,
-    d: SymPtr<[f64; 2]>,
-    s: SymPtr<[f64; 2]>,
-    n: usize,
-) {
+#[kernel]
+pub unsafe fn maxloc(team: Team, d: SymPtr<[f64; 2]>, s: SymPtr<[f64; 2]>, n: usize) {
     unsafe { maxloc_reduce_block(team, d, s, n) };
 }
 
 /// Team queries, barriers and syncs, every scope.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn teams(team: Team, out: *mut i32) {
+#[kernel]
+pub unsafe fn teams(team: Team, out: *mut i32) {
     let me = team_my_pe(team).map_or(-1, |p| p.to_c());
     let root = team_translate_pe(team, Pe::new(0), Team::WORLD).map_or(-1, |p| p.to_c());
     unsafe { *out = me + root + team_n_pes(team) as i32 };

@@ -4,7 +4,8 @@
 //! **Nothing launches them**: this project keeps NVLS off
 //! (`NVSHMEM_DISABLE_NVLS=1`), and `mc_ptr` returns `None` then anyway.
 #![no_std]
-#![feature(abi_ptx)]
+// Nothing launches these kernels (see above).
+#![allow(clippy::missing_safety_doc)]
 
 use nvshmem_device::half::{bf16, f16};
 use nvshmem_device::thread::{global_index_x, global_stride_x};
@@ -17,8 +18,8 @@ nvshmem_device::panic_handler!();
 /// multimem forms once each. **Never launched by the tests** (this project
 /// keeps NVLS off): it is here so that ptxas checks the instructions.
 /// `out[0]` = 1 if it ran the NVLS path.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvls_allreduce_f32(data: SymPtr<f32>, n: u64, out: *mut u32) {
+#[kernel]
+pub unsafe fn nvls_allreduce_f32(data: SymPtr<f32>, n: u64, out: *mut u32) {
     let Some(mc) = mc_ptr(Team::WORLD, data) else {
         return;
     };
@@ -61,8 +62,8 @@ pub unsafe extern "ptx-kernel" fn nvls_allreduce_f32(data: SymPtr<f32>, n: u64, 
 /// type, `multimem_ld_reduce` with each of its operators, `multimem_red`
 /// likewise. **Never launched** (NVLS stays off here): ptxas checks them.
 ///
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn nvls_every_form(data: SymPtr<u64>, i: u64) {
+#[kernel]
+pub unsafe fn nvls_every_form(data: SymPtr<u64>, i: u64) {
     let Some(mc) = mc_ptr(Team::WORLD, data) else {
         return;
     };

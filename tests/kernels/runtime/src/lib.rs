@@ -1,11 +1,12 @@
 //! Kernels for the GPU tests in `tests/gpu.rs`: each exercises one family of
 //! the device API across PEs, and the host checks every value it writes.
 #![no_std]
-#![feature(abi_ptx, asm_experimental_arch)]
+// Each kernel's contract is kept by its one caller (tests/gpu.rs).
+#![allow(clippy::missing_safety_doc)]
 
 use nvshmem_device::thread::{
-    WARP_SIZE, block_dim_x, block_idx_x, global_index_x, lane_id, sync_threads, thread_idx_x,
-    warp_id,
+    WARP_SIZE, block_dim_x, block_idx_x, clock64, global_index_x, lane_id, sync_threads,
+    thread_idx_x, warp_id,
 };
 use nvshmem_device::*;
 
@@ -18,8 +19,8 @@ fn pattern(pe: Pe, i: usize, round: u64) -> u64 {
 }
 
 /// Block-scope `put` of `n` floats from this PE's `src` into `dest` on the next PE.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn put_block_to_next(dest: SymPtr<f32>, src: SymPtr<f32>, n: u64) {
+#[kernel]
+pub unsafe fn put_block_to_next(dest: SymPtr<f32>, src: SymPtr<f32>, n: u64) {
     let next = my_pe().ring_next(n_pes());
     unsafe { put_block(dest, src.as_ptr(), n as usize, next) };
     if thread_idx_x() == 0 {
@@ -28,12 +29,8 @@ pub unsafe extern "ptx-kernel" fn put_block_to_next(dest: SymPtr<f32>, src: SymP
 }
 
 /// Thread-scope non-blocking `get` of this block's slice from the previous PE, then `quiet`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn get_nbi_from_prev(
-    dest: SymPtr<u64>,
-    src: SymPtr<u64>,
-    chunk: u64,
-) {
+#[kernel]
+pub unsafe fn get_nbi_from_prev(dest: SymPtr<u64>, src: SymPtr<u64>, chunk: u64) {
     let prev = my_pe().ring_prev(n_pes());
     let start = block_idx_x() as usize * chunk as usize;
     if thread_idx_x() == 0 {
@@ -50,8 +47,8 @@ pub unsafe extern "ptx-kernel" fn get_nbi_from_prev(
 }
 
 /// Scalar `p` of a pattern to the next PE, then (after the host's barrier) see `g_from_next`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn p_to_next(dest: SymPtr<u64>, n: u64) {
+#[kernel]
+pub unsafe fn p_to_next(dest: SymPtr<u64>, n: u64) {
     let i = global_index_x();
     if i < n as usize {
         let next = my_pe().ring_next(n_pes());
@@ -61,8 +58,8 @@ pub unsafe extern "ptx-kernel" fn p_to_next(dest: SymPtr<u64>, n: u64) {
 }
 
 /// Scalar `g` from the next PE into a local array.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn g_from_next(out: *mut u64, src: SymPtr<u64>, n: u64) {
+#[kernel]
+pub unsafe fn g_from_next(out: *mut u64, src: SymPtr<u64>, n: u64) {
     let i = global_index_x();
     if i < n as usize {
         let next = my_pe().ring_next(n_pes());
@@ -72,16 +69,16 @@ pub unsafe extern "ptx-kernel" fn g_from_next(out: *mut u64, src: SymPtr<u64>, n
 
 /// Every thread adds one to the counter on PE 0 with `atomic_fetch_add`, and
 /// records the value it fetched (the host checks they are all distinct).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn count_on_pe0(counter: SymPtr<u64>, fetched: *mut u64) {
+#[kernel]
+pub unsafe fn count_on_pe0(counter: SymPtr<u64>, fetched: *mut u64) {
     let i = global_index_x();
     unsafe { *fetched.add(i) = atomic_fetch_add(counter, 1, Pe::new(0)) };
 }
 
 /// One thread runs a fixed sequence of atomics on its own slot of the next PE's
 /// `slots`, recording each fetched value in `out[0..8]`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn atomic_sequence(slots: SymPtr<u32>, out: *mut u32) {
+#[kernel]
+pub unsafe fn atomic_sequence(slots: SymPtr<u32>, out: *mut u32) {
     if global_index_x() != 0 {
         return;
     }
@@ -112,8 +109,8 @@ pub unsafe extern "ptx-kernel" fn atomic_sequence(slots: SymPtr<u32>, out: *mut 
 /// sets its signal to `round`; thread 0 then waits for its own signal to reach
 /// `round` (the previous PE's data has landed) and checks it: `errors[0]`
 /// counts wrong elements.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ring_put_signal(
+#[kernel]
+pub unsafe fn ring_put_signal(
     send: SymPtr<u64>,
     recv: SymPtr<u64>,
     signal: SymPtr<u64>,
@@ -156,13 +153,8 @@ pub unsafe extern "ptx-kernel" fn ring_put_signal(
 /// Ring with `p` + `fence` + an atomic flag and `wait_until`: writes its rank to
 /// the next PE's `value`, then raises that PE's `flag` to `round`, then waits
 /// for its own flag and reports what arrived in `out[0]`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ring_wait_until(
-    value: SymPtr<i32>,
-    flag: SymPtr<i64>,
-    round: i64,
-    out: *mut i32,
-) {
+#[kernel]
+pub unsafe fn ring_wait_until(value: SymPtr<i32>, flag: SymPtr<i64>, round: i64, out: *mut i32) {
     if global_index_x() != 0 {
         return;
     }
@@ -180,8 +172,8 @@ pub unsafe extern "ptx-kernel" fn ring_wait_until(
 }
 
 /// Strided put: element `i` of `src` (stride 1) goes to `dest[2 i]` on the next PE.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn iput_every_other(dest: SymPtr<i32>, src: SymPtr<i32>, n: u64) {
+#[kernel]
+pub unsafe fn iput_every_other(dest: SymPtr<i32>, src: SymPtr<i32>, n: u64) {
     if global_index_x() == 0 {
         let next = my_pe().ring_next(n_pes());
         unsafe { iput(dest, src.as_ptr(), 2, 1, n as usize, next) };
@@ -191,8 +183,8 @@ pub unsafe extern "ptx-kernel" fn iput_every_other(dest: SymPtr<i32>, src: SymPt
 
 /// Direct stores through `ptr` where the next PE is load/store reachable;
 /// `out[0]` = 1 if it was, 0 if not (then nothing is written).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn store_through_ptr(dest: SymPtr<u32>, n: u64, out: *mut u32) {
+#[kernel]
+pub unsafe fn store_through_ptr(dest: SymPtr<u32>, n: u64, out: *mut u32) {
     let next = my_pe().ring_next(n_pes());
     let reachable = ptr(dest, next);
     let i = global_index_x();
@@ -209,8 +201,8 @@ pub unsafe extern "ptx-kernel" fn store_through_ptr(dest: SymPtr<u32>, n: u64, o
 /// Needs a collective launch: every thread of the block adds one to PE 0's
 /// counter, then the block joins a device-side barrier across PEs, then
 /// thread 0 reads the total, which must be `n_pes * blockDim.x`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn barrier_then_count(counter: SymPtr<u64>, out: *mut u64) {
+#[kernel]
+pub unsafe fn barrier_then_count(counter: SymPtr<u64>, out: *mut u64) {
     unsafe { atomic_add(counter, 1, Pe::new(0)) };
     // SAFETY: every thread of the block gets here.
     unsafe { barrier_all_block() };
@@ -220,8 +212,8 @@ pub unsafe extern "ptx-kernel" fn barrier_then_count(counter: SymPtr<u64>, out: 
 }
 
 /// Writes through a null pointer: the host must report a fault naming this kernel.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn fault(target: *mut u64) {
+#[kernel]
+pub unsafe fn fault(target: *mut u64) {
     unsafe { core::ptr::write_volatile(target, 1) };
 }
 
@@ -230,8 +222,8 @@ pub unsafe extern "ptx-kernel" fn fault(target: *mut u64) {
 /// `sym[doff..]` on the next PE; `get = 1` gets the next PE's `sym[soff..]`
 /// into `local[doff..]`. Every alignment mix goes through one of the direct
 /// copy's word widths.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn copy_bytes(
+#[kernel]
+pub unsafe fn copy_bytes(
     sym: SymPtr<u8>,
     local: *mut u8,
     doff: u64,
@@ -257,17 +249,6 @@ pub unsafe extern "ptx-kernel" fn copy_bytes(
     if t == 0 {
         quiet();
     }
-}
-
-/// The SM's cycle counter (`%clock64`).
-#[inline(always)]
-fn clock64() -> u64 {
-    let t: u64;
-    // SAFETY: reads a special register; not `pure`, so every call reads it anew.
-    unsafe {
-        core::arch::asm!("mov.u64 {t}, %clock64;", t = out(reg64) t, options(nomem, nostack))
-    };
-    t
 }
 
 /// Spins for about `cycles` clock cycles.
@@ -312,8 +293,8 @@ fn race_group(n: usize, scope: u32) -> (usize, usize, usize, usize, bool) {
 /// threads `lag` cycles late, and the group puts `stage` to the next PE's
 /// `dest` **without a barrier of its own**. The put must wait for every
 /// thread's writes: the host checks that `dest` holds this round's values.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn staged_put(
+#[kernel]
+pub unsafe fn staged_put(
     dest: SymPtr<u64>,
     stage: *mut u64,
     n: u64,
@@ -351,8 +332,8 @@ pub unsafe extern "ptx-kernel" fn staged_put(
 /// `src` into `local` **without a barrier of its own**. The get must not
 /// overwrite what a thread has yet to read: the host checks that `seen`
 /// holds the old contents and `local` the next PE's `src`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn get_in_use(
+#[kernel]
+pub unsafe fn get_in_use(
     local: *mut u64,
     src: SymPtr<u64>,
     seen: *mut u64,
@@ -382,8 +363,8 @@ pub unsafe extern "ptx-kernel" fn get_in_use(
 
 /// `out[0]` = 1 when the typed put/get copy directly to P2P peers, 0 when
 /// they were built with `nvshmem-device/nvshmem-path` (NVSHMEM's path only).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn rma_path(out: *mut u32) {
+#[kernel]
+pub unsafe fn rma_path(out: *mut u32) {
     if global_index_x() == 0 {
         unsafe { *out = DIRECT_COPY as u32 };
     }
@@ -392,8 +373,8 @@ pub unsafe extern "ptx-kernel" fn rma_path(out: *mut u32) {
 /// `out[0]` = 1 when `buf` has an NVLS multicast address for the world team,
 /// else 0; `out[1]` = 1 when `ptr` refuses PE `n_pes()` (out of range).
 /// Nothing is accessed through either address.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn address_queries(buf: SymPtr<u32>, out: *mut u32) {
+#[kernel]
+pub unsafe fn address_queries(buf: SymPtr<u32>, out: *mut u32) {
     if global_index_x() == 0 {
         unsafe {
             *out = mc_ptr(Team::WORLD, buf).is_some() as u32;

@@ -3,6 +3,7 @@
 use super::smem;
 use nvshmem_device::cp_async::SharedAddr;
 use nvshmem_device::half::bf16;
+use nvshmem_device::kernel;
 use nvshmem_device::thread::{block_dim_x, sync_threads, thread_idx_x};
 use nvshmem_device::tma::{self, TensorMap};
 use nvshmem_device::wgmma::{self, Accum, KMajor, M64, MatDesc, Swizzle};
@@ -21,14 +22,8 @@ fn smem_1k() -> (*mut u8, SharedAddr) {
 /// One TMA load: the box of `map` at (`x`, `y`) into shared memory through an
 /// mbarrier transaction, then its `box_bytes` raw bytes (in the map's
 /// swizzle) to `out`. 128 threads; shared memory `box_bytes + 1024 + 16`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn tma_load_box(
-    map: *const TensorMap,
-    x: i32,
-    y: i32,
-    box_bytes: u32,
-    out: *mut u8,
-) {
+#[kernel]
+pub unsafe fn tma_load_box(map: *const TensorMap, x: i32, y: i32, box_bytes: u32, out: *mut u8) {
     let (tile, tile_addr) = smem_1k();
     let bar = tile_addr.add(box_bytes.next_multiple_of(16));
     let t = thread_idx_x();
@@ -65,14 +60,8 @@ pub unsafe extern "ptx-kernel" fn tma_load_box(
 /// One TMA store: `box_bytes` raw bytes of `src` (already in the map's
 /// swizzle) into shared memory, then to the box of `map` at (`x`, `y`).
 /// 128 threads; shared memory `box_bytes + 1024`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn tma_store_box(
-    map: *const TensorMap,
-    x: i32,
-    y: i32,
-    box_bytes: u32,
-    src: *const u8,
-) {
+#[kernel]
+pub unsafe fn tma_store_box(map: *const TensorMap, x: i32, y: i32, box_bytes: u32, src: *const u8) {
     let (tile, tile_addr) = smem_1k();
     let t = thread_idx_x();
     let mut i = t as usize;
@@ -115,8 +104,8 @@ fn k_major_offset(row: usize, k: usize, swizzled: bool) -> usize {
 /// memory `(64 + N) · 128 + 1024` bytes.
 macro_rules! wgmma_kernel {
     ($($name:ident: $n:literal;)*) => {$(
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(a: *const bf16, b: *const bf16, out: *mut f32, swizzle: u32) {
+        #[kernel]
+        pub unsafe fn $name(a: *const bf16, b: *const bf16, out: *mut f32, swizzle: u32) {
             let (tile, tile_addr) = smem_1k();
             let sw = swizzle != 0;
             let t = thread_idx_x() as usize;

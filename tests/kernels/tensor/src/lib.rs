@@ -7,37 +7,26 @@
 //! `cp.async` (sm_80+). With it (build for `sm_90a`): TMA loads/stores with
 //! `mbarrier`, and one `wgmma` tile per shape.
 #![no_std]
-#![feature(abi_ptx)]
-#![feature(core_intrinsics, gpu_intrinsics, gpu_launch_sized_workgroup_mem)]
-#![allow(internal_features)]
+// Each kernel's contract is kept by its one caller (tests/tensor.rs).
 #![allow(clippy::missing_safety_doc)]
 
 use nvshmem_device::cp_async::{self, SharedAddr};
 use nvshmem_device::half::{bf16, f16};
+use nvshmem_device::kernel;
 use nvshmem_device::mma::{
     self, ColMajor, FragA, FragB, FragC, M16N8K8, M16N8K16, RowMajor, SmemMatrix, Tf32,
 };
+use nvshmem_device::shared::dynamic_base as smem;
 use nvshmem_device::thread::{block_dim_x, lane_id, sync_threads, thread_idx_x};
 
 nvshmem_device::panic_handler!();
-
-/// 16-byte aligned units of the dynamic shared memory.
-#[repr(C, align(16))]
-#[derive(Clone, Copy)]
-struct U4([u32; 4]);
-
-/// The block's dynamic shared memory (the launch's `shared_mem_bytes`).
-#[inline(always)]
-fn smem() -> *mut u8 {
-    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<U4>().cast()
-}
 
 /// `D = A · B + C` for one tile: A `M × K`, B `K × N`, C and D `M × N`, all
 /// row-major in global memory. One warp.
 macro_rules! mma_kernel {
     ($($name:ident: $t:ty, $c:ty, $s:ty, $m:literal, $n:literal, $k:literal;)*) => {$(
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(a: *const $t, b: *const $t, c: *const $c, d: *mut $c) {
+        #[kernel]
+        pub unsafe fn $name(a: *const $t, b: *const $t, c: *const $c, d: *mut $c) {
             let lane = lane_id();
             // SAFETY (all): the host passes M×K, K×N and M×N elements.
             let fa = FragA::<$t, $s>::from_fn(lane, |r, k| unsafe { *a.add(r * $k + k) });
@@ -78,8 +67,8 @@ unsafe fn stage_u16(src: *const u16, n: usize) {
 /// the matrix, so matrix `i` (lanes `8i..8i+8`) is block
 /// `(rows 8·(i%2).., cols 8·(i/2)..)`. Output: 6 forms (x1, x2, x4, then
 /// the `.trans` ones) × 32 lanes × 4 registers (unused ones 0).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ldmatrix_forms(src: *const u16, out: *mut u32) {
+#[kernel]
+pub unsafe fn ldmatrix_forms(src: *const u16, out: *mut u32) {
     unsafe { stage_u16(src, 256) };
     let lane = lane_id();
     let row = lane % 8 + 8 * ((lane / 8) % 2);
@@ -115,8 +104,8 @@ pub unsafe extern "ptx-kernel" fn ldmatrix_forms(src: *const u16, out: *mut u32)
 /// `RowMajor` at n0 = 0 and 8 (2 + 2); B = xᵀ... as `ColMajor` (the
 /// transposed copy read as N × K) at n0 = 0 and 8 (2 + 2); the `ldmatrix_pair`
 /// of the transposed copy (4) and the `ldmatrix_trans_pair` of x (4).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn frag_loads(x: *const bf16, out: *mut u32) {
+#[kernel]
+pub unsafe fn frag_loads(x: *const bf16, out: *mut u32) {
     let sm = smem().cast::<bf16>();
     let t = thread_idx_x() as usize;
     for i in (t..256).step_by(32) {
@@ -163,8 +152,8 @@ pub unsafe extern "ptx-kernel" fn frag_loads(x: *const bf16, out: *mut u32) {
 /// `cg16_zfill` with `src_bytes = c % 17` (the rest of the chunk zero).
 /// Groups: chunk `c` goes into group `c % 3`... committed in order, then
 /// `wait_group::<1>`, `wait_group::<0>` and `wait_all`. Any block size.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn cp_async_copy(src: *const u8, dst: *mut u8, n: u32) {
+#[kernel]
+pub unsafe fn cp_async_copy(src: *const u8, dst: *mut u8, n: u32) {
     let sm = smem();
     let base = SharedAddr::from_ptr(sm);
     let chunks = n as usize / 16;
