@@ -1,13 +1,38 @@
-//! The project's own host-side pieces shared by the demo and the examples:
-//! where the built kernels are, and the ring (the smallest complete program).
+//! The project's own host-side pieces shared by the demo, the examples and
+//! the benchmark: where the built kernels are, how a program starts NVSHMEM
+//! (or says there is no GPU) and parses its command line ([`cli`]), timing
+//! and checking ([`measure`]), the test [`patterns`], the ring (the smallest
+//! complete program) and the tensor-core GEMMs ([`tensor`]).
 //!
 //! The kernels themselves are `no_std` crates (`examples/*/kernel`,
 //! `tests/kernels/*`) that the root `build.rs` builds into `$OUT_DIR/ptx`.
 
 use std::path::PathBuf;
 
+pub mod allreduce;
+pub mod cli;
+pub mod measure;
 pub mod ring;
 pub mod tensor;
+
+pub use cli::{Res, exit_code, init_or_exit, init_with_or_exit};
+/// The test patterns the kernels write and the hosts check (one `no_std`
+/// copy, `examples/patterns`, for both sides).
+pub use example_patterns as patterns;
+
+/// A folder of built kernels: the run-time environment variable `var` when it
+/// is set (a GPU machine with a copied build), else `built_in` (the folder a
+/// build script wrote, passed in with `env!`).
+///
+/// ```
+/// let d = nvshmem_rs::kernel_dir("NVSHMEM_RS_UNSET_FOR_THIS_TEST", "/built/in");
+/// assert_eq!(d, std::path::Path::new("/built/in"));
+/// ```
+pub fn kernel_dir(var: &str, built_in: &str) -> PathBuf {
+    std::env::var_os(var)
+        .map(Into::into)
+        .unwrap_or_else(|| built_in.into())
+}
 
 /// The folder of the built kernels' manifests, PTX and cubins:
 /// `NVSHMEM_RS_PTX_DIR` at run time when set (a GPU machine with a copied
@@ -18,9 +43,7 @@ pub mod tensor;
 ///     || std::env::var_os("NVSHMEM_RS_PTX_DIR").is_some());
 /// ```
 pub fn ptx_dir() -> PathBuf {
-    std::env::var_os("NVSHMEM_RS_PTX_DIR")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("NVSHMEM_RS_PTX_DIR").into())
+    kernel_dir("NVSHMEM_RS_PTX_DIR", env!("NVSHMEM_RS_PTX_DIR"))
 }
 
 /// The folder of the kernel crates with Hopper-only kernels (`wgmma`,

@@ -1,0 +1,284 @@
+//! GEMM + reduce-scatter in bf16 on the tensor cores (`examples/gemm_rs` and
+//! `nvshmem-bench gemm`): PE `p` holds K-shards `A_p` (`M × k_loc`) and `B_p`
+//! (`n × k_loc`, `Linear` layout); `C = Σ_p A_p · B_pᵀ` (`M × n`, f32), of
+//! which PE `q` ends with rows `q · m_per_pe ..`.
+
+use super::ag_gemm::{NO_WGMMA, Tc};
+use super::{DeviceMaps, bf16_value, mma, operand_map, persistent_grid, wgmma};
+use super::{mma_config, mma_persistent, wgmma_config};
+use crate::cli::Res;
+use crate::measure::{Sampled, Samples};
+use half::bf16;
+use nvshmem_host::exchange::WordExchange;
+use nvshmem_host::{Kernel, Nvshmem, Pe, SymBuffer};
+
+/// The kernels of `gemm-rs-kernels`.
+pub struct GemmRsKernels {
+    partial_mma: Kernel,
+    fused_mma: Kernel,
+    sum: Kernel,
+    /// The wgmma pair (partial, fused), in `sm_90a` builds only.
+    wgmma: Option<(Kernel, Kernel)>,
+}
+
+impl GemmRsKernels {
+    /// Loads them from [`tensor_ptx_dir`](crate::tensor_ptx_dir).
+    pub fn load(nv: &Nvshmem) -> Res<GemmRsKernels> {
+        let module = nv.load_module_in(crate::tensor_ptx_dir(), "gemm-rs-kernels")?;
+        Ok(GemmRsKernels {
+            partial_mma: module.kernel("gemm_rs_partial_mma")?,
+            fused_mma: module.kernel("gemm_rs_mma_fused")?,
+            sum: module.kernel("rs_sum")?,
+            wgmma: module
+                .kernel("gemm_rs_partial_wgmma")
+                .ok()
+                .zip(module.kernel("gemm_rs_wgmma_fused").ok()),
+        })
+    }
+}
+
+/// The sizes and data of one GEMM + reduce-scatter: PE `p`'s A element
+/// `(row, col)` is `bf16_value(a_seed + p, row · k_per_pe + col)`, its B
+/// element `(j, kk)` `bf16_value(b_seed + p, j · k_per_pe + kk)`.
+#[derive(Clone, Copy, Debug)]
+pub struct GemmRsShape {
+    /// Rows of C each PE ends with, a multiple of 128.
+    pub m_per_pe: usize,
+    /// Each PE's share of the inner dimension, a multiple of 64.
+    pub k_per_pe: usize,
+    /// Columns of C, a multiple of 256.
+    pub n: usize,
+    /// A's data (plus the PE).
+    pub a_seed: u64,
+    /// B's data (plus the PE).
+    pub b_seed: u64,
+}
+
+/// One PE's buffers, tensor maps and grids for a GEMM + reduce-scatter.
+pub struct GemmRs<'a> {
+    nv: &'a Nvshmem,
+    k: &'a GemmRsKernels,
+    shape: GemmRsShape,
+    m: usize,
+    /// `A_p` (`M × k_per_pe`).
+    pub a: SymBuffer<bf16>,
+    /// `B_p` (`n × k_per_pe`).
+    pub b: SymBuffer<bf16>,
+    /// The unfused path's `P_p = A_p · B_pᵀ` (`M × n`, f32), read by peers.
+    pub partial: SymBuffer<f32>,
+    /// This PE's rows of C (`m_per_pe × n`), written by peers.
+    pub c: SymBuffer<f32>,
+    maps: DeviceMaps,
+    mma_grid: u32,
+    wgmma_grid: Option<u32>,
+    sum_grid: u32,
+}
+
+impl<'a> GemmRs<'a> {
+    /// Allocates and fills this PE's buffers and makes the grids.
+    /// **Collective**: every PE calls it with the same shape.
+    pub fn new(
+        nv: &'a Nvshmem,
+        ex: &WordExchange,
+        k: &'a GemmRsKernels,
+        shape: GemmRsShape,
+    ) -> Res<GemmRs<'a>> {
+        let (me, np) = (nv.my_pe().index() as u64, nv.n_pes() as usize);
+        let (m_loc, kk, n) = (shape.m_per_pe, shape.k_per_pe, shape.n);
+        let m = m_loc * np;
+        let data = |seed: u64, len: usize| -> Vec<bf16> {
+            (0..len as u64).map(|i| bf16_value(seed + me, i)).collect()
+        };
+        let a = nv.alloc_from(&data(shape.a_seed, m * kk))?;
+        let b = nv.alloc_from(&data(shape.b_seed, n * kk))?;
+        let partial = nv.alloc::<f32>(m * n)?;
+        let c = nv.alloc::<f32>(m_loc * n)?;
+        let maps = DeviceMaps::new(
+            nv,
+            &[
+                operand_map(a.device_ptr(), m, kk, wgmma::A_BOX)?,
+                operand_map(b.device_ptr(), n, kk, wgmma::B_BOX)?,
+            ],
+        )?;
+        let mma_tiles = (m / mma::BM) * (n / mma::BN);
+        let mma_grid = persistent_grid(
+            nv,
+            ex,
+            &k.fused_mma,
+            mma::THREADS,
+            mma::SMEM_BYTES,
+            mma_tiles,
+        )?;
+        let wgmma_grid = match &k.wgmma {
+            Some((p, _)) => {
+                let tiles = (m / wgmma::BM) * (n / wgmma::BN);
+                Some(persistent_grid(
+                    nv,
+                    ex,
+                    p,
+                    wgmma::THREADS,
+                    wgmma::SMEM_BYTES,
+                    tiles,
+                )?)
+            }
+            None => None,
+        };
+        Ok(GemmRs {
+            nv,
+            k,
+            shape,
+            m,
+            a,
+            b,
+            partial,
+            c,
+            maps,
+            mma_grid,
+            wgmma_grid,
+            sum_grid: ((m_loc * n / 4).div_ceil(256)).min(4 * super::sms(nv)?) as u32,
+        })
+    }
+
+    /// Whether the wgmma kernels are there (an `sm_90a` build).
+    pub fn has_wgmma(&self) -> bool {
+        self.wgmma_grid.is_some()
+    }
+
+    /// The full `M`.
+    pub fn m(&self) -> usize {
+        self.m
+    }
+
+    /// The first PE this one cannot reach with loads and stores, if any:
+    /// the kernels need every peer P2P-reachable (one node).
+    pub fn unreachable_peer(&self) -> Res<Option<u32>> {
+        for q in 0..self.nv.n_pes() {
+            if self.c.peer_ptr(Pe::new(q))?.is_none() {
+                return Ok(Some(q));
+            }
+        }
+        Ok(None)
+    }
+
+    fn dims(&self) -> (u32, u32, u32, u32) {
+        let s = &self.shape;
+        (
+            s.m_per_pe as u32,
+            s.n as u32,
+            s.k_per_pe as u32,
+            self.m as u32,
+        )
+    }
+
+    /// The reduce-scatter of the unfused path: a barrier (every PE's
+    /// `partial` is written), then `rs_sum` adds every PE's block of this
+    /// PE's rows into `c`.
+    pub fn sum(&self) -> Res<()> {
+        let (mloc, n, ..) = self.dims();
+        let stream = self.nv.stream();
+        self.nv.barrier_all_on_stream(stream)?;
+        let args = (self.partial.sym_ptr(), self.c.device_ptr(), mloc, n);
+        // SAFETY: partial M×n on every PE, c m_per_pe×n, every peer P2P
+        // (the caller checked `unreachable_peer`).
+        unsafe { self.k.sum.launch(stream, self.sum_grid, 256, args)? };
+        Ok(())
+    }
+
+    /// The unfused version: the partial GEMM into `partial`, then [`sum`](Self::sum).
+    pub fn unfused(&self, tc: Tc) -> Res<()> {
+        let (_, n, k, m) = self.dims();
+        let (stream, partial) = (self.nv.stream(), self.partial.device_ptr());
+        // SAFETY (both): a M×k, b n×k, partial M×n, the maps describe them,
+        // sizes multiples of the tiles.
+        match (tc, &self.k.wgmma, self.wgmma_grid) {
+            (Tc::Wgmma, Some((p, _)), Some(grid)) => {
+                let args = (self.maps.ptr(0), self.maps.ptr(1), partial, m, n, k);
+                unsafe { p.launch_with(stream, wgmma_config(grid), args)? };
+            }
+            (Tc::Wgmma, ..) => return Err(NO_WGMMA.into()),
+            (Tc::Mma, ..) => {
+                let cfg = mma_config(self.m, self.shape.n);
+                let args = (self.a.device_ptr(), self.b.device_ptr(), partial, n, k);
+                unsafe { self.k.partial_mma.launch_with(stream, cfg, args)? };
+            }
+        }
+        self.sum()
+    }
+
+    /// The fused kernel: zeroes `c` and passes a barrier, then computes the
+    /// tiles of PE `me+1`'s rows first, ... its own last, adding each into
+    /// the owner's `c`.
+    pub fn fused(&self, tc: Tc) -> Res<()> {
+        let (mloc, n, k, _) = self.dims();
+        let stream = self.nv.stream();
+        self.c.fill(stream, 0.0)?;
+        self.nv.barrier_all_on_stream(stream)?;
+        let c = self.c.sym_ptr();
+        // SAFETY (both): as in `unfused`, c m_per_pe×n on every PE, every
+        // peer P2P-reachable.
+        match (tc, &self.k.wgmma, self.wgmma_grid) {
+            (Tc::Wgmma, Some((_, f)), Some(grid)) => {
+                let args = (self.maps.ptr(0), self.maps.ptr(1), c, mloc, n, k);
+                unsafe { f.launch_with(stream, wgmma_config(grid), args)? };
+            }
+            (Tc::Wgmma, ..) => return Err(NO_WGMMA.into()),
+            (Tc::Mma, ..) => {
+                let args = (self.a.device_ptr(), self.b.device_ptr(), c, mloc, n, k);
+                let cfg = mma_persistent(self.mma_grid);
+                unsafe { self.k.fused_mma.launch_with(stream, cfg, args)? };
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills `c` and `partial` with NaN and passes a barrier.
+    pub fn poison(&self) -> Res<()> {
+        let stream = self.nv.stream();
+        self.c.fill(stream, f32::NAN)?;
+        self.partial.fill(stream, f32::NAN)?;
+        self.nv.barrier_all_on_stream(stream)?;
+        Ok(())
+    }
+
+    /// This PE's rows of C, after a barrier (every PE's adds have landed).
+    pub fn result(&self) -> Res<Vec<f32>> {
+        let stream = self.nv.stream();
+        self.nv.barrier_all_on_stream(stream)?;
+        self.nv.synchronize(stream)?;
+        Ok(self.c.to_vec(stream)?)
+    }
+
+    /// `samples` entries of this PE's rows `c` against the f64 sum over every
+    /// PE's partial product, within `n_pes · k_per_pe · ε_f32 · Σ|a·b|`
+    /// (any summation order).
+    pub fn check(&self, c: &[f32], samples: usize, seed: u64) -> Sampled {
+        let s = self.shape;
+        let (np, kl) = (self.nv.n_pes() as usize, s.k_per_pe);
+        let row0 = self.nv.my_pe().index() as usize * s.m_per_pe;
+        // Over the full K: kk = p · k_per_pe + (PE p's column).
+        let a = |i: usize, kk: usize| {
+            bf16_value(
+                s.a_seed + (kk / kl) as u64,
+                ((row0 + i) * kl + kk % kl) as u64,
+            )
+            .to_f64()
+        };
+        let b = |j: usize, kk: usize| {
+            bf16_value(s.b_seed + (kk / kl) as u64, (j * kl + kk % kl) as u64).to_f64()
+        };
+        let k = np * kl;
+        let shape = Samples {
+            count: samples,
+            seed,
+            rows: s.m_per_pe,
+            cols: s.n,
+            k,
+        };
+        shape.check(
+            a,
+            b,
+            |i, j| c[i * s.n + j] as f64,
+            |_, mag| k as f64 * f32::EPSILON as f64 * mag + 1e-6,
+        )
+    }
+}
