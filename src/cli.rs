@@ -142,3 +142,15 @@ pub fn bytes(s: &str) -> Result<usize, String> {
         .and_then(|v| v.checked_mul(1 << shift))
         .ok_or_else(|| format!("size `{t}` is not a number of bytes"))
 }
+
+/// `--iters` and `--warmup` of the fused-kernel examples (`ag_gemm`,
+/// `gemm_rs`), for `#[command(flatten)]`.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct Timing {
+    /// Timed runs per variant; the median is printed.
+    #[arg(long, value_name = "I", default_value_t = 10, value_parser = at_least_one)]
+    pub iters: usize,
+    /// Untimed runs per variant first.
+    #[arg(long, value_name = "W", default_value_t = 2)]
+    pub warmup: usize,
+}

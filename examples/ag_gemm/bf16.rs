@@ -21,12 +21,10 @@ use crate::Opts;
 use nvshmem_host::Nvshmem;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_rs::Res;
-use nvshmem_rs::measure::Timer;
-use nvshmem_rs::tensor::{self, AgGemm, AgGemmKernels, AgGemmShape, wgmma};
+use nvshmem_rs::tensor::{self, AgGemm, AgGemmKernels, AgGemmShape, Variants, wgmma};
 
 /// Runs the bf16 variants; `Ok(false)` when a check failed.
 pub fn run(nv: &Nvshmem, o: &Opts) -> Res<bool> {
-    let stream = nv.stream();
     let (me, npes) = (nv.my_pe().index() as usize, nv.n_pes() as usize);
     if !o.k.is_multiple_of(wgmma::BK) {
         println!(
@@ -52,38 +50,18 @@ pub fn run(nv: &Nvshmem, o: &Opts) -> Res<bool> {
             wgmma::BN
         );
     }
-    let runs = tensor::variants(ag.has_wgmma(), |tc| ag.unfused(tc), |tc| ag.fused(tc));
-
-    // ---- Correctness: each variant once, from NaN-filled staging and output.
-    let mut ok = true;
-    let mut report = Vec::new();
-    for (name, launch) in &runs {
+    let cases = Variants {
+        runs: tensor::variants(ag.has_wgmma(), |tc| ag.unfused(tc), |tc| ag.fused(tc)),
+        title: format!("ag_gemm bf16 PE {me}/{npes}: M={m} k={} n={}", o.k, o.n),
+        tag: format!("ag_gemm bf16 PE {me}"),
+        samples: o.samples,
+        flops: 2.0 * m as f64 * o.n as f64 * o.k as f64,
+    };
+    // Each variant once, from NaN-filled staging and output, then timed.
+    cases.check_and_time(nv, o.timing, |launch| {
         ag.poison()?;
         launch()?;
-        nv.barrier_all_on_stream(stream)?;
-        let checked = ag.check(o.samples, 0x5a + me as u64)?;
-        ok &= checked.pass();
-        report.push(format!(
-            "{name}: max err {:.3e}{}",
-            checked.worst,
-            if checked.pass() { "" } else { " FAIL" }
-        ));
-    }
-    println!(
-        "ag_gemm bf16 PE {me}/{npes}: M={m} k={} n={}: {}: {} (CPU f64 on {} samples)",
-        o.k,
-        o.n,
-        if ok { "PASS" } else { "FAIL" },
-        report.join("; "),
-        o.samples
-    );
-
-    // ---- Timing: median of `iters` runs after `warmup`, one barrier before each.
-    let timer = Timer::new(nv, o.warmup, o.iters)?;
-    let flops = 2.0 * m as f64 * o.n as f64 * o.k as f64;
-    let line = tensor::timed_line(&timer, &runs, flops)?;
-    println!("ag_gemm bf16 PE {me}:{line}");
-    nv.barrier_all_on_stream(stream)?;
-    nv.synchronize(stream)?;
-    Ok(ok)
+        nv.barrier_all_on_stream(nv.stream())?;
+        Ok((ag.check(o.samples, 0x5a + me as u64)?, String::new()))
+    })
 }

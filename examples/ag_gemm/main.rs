@@ -62,7 +62,7 @@
 use clap::{Parser, ValueEnum};
 use nvshmem_host::{LaunchConfig, Nvshmem, Pe};
 use nvshmem_rs::Res;
-use nvshmem_rs::cli::{at_least_one, multiple_of};
+use nvshmem_rs::cli::{Timing, multiple_of};
 use nvshmem_rs::measure::{Samples, Timer, max_abs_diff, max_nan, median, splitmix};
 use std::cell::Cell;
 use std::process::ExitCode;
@@ -103,12 +103,8 @@ struct Opts {
     /// Columns of B and C on each PE, a multiple of 128.
     #[arg(long = "n", value_name = "N", default_value_t = 2048, value_parser = multiple_of(BN))]
     n: usize,
-    /// Timed runs per variant; the median is printed.
-    #[arg(long, value_name = "I", default_value_t = 10, value_parser = at_least_one)]
-    iters: usize,
-    /// Untimed runs per variant first.
-    #[arg(long, value_name = "W", default_value_t = 2)]
-    warmup: usize,
+    #[command(flatten)]
+    timing: Timing,
     /// Entries of C checked against an f64 CPU dot product.
     #[arg(long, value_name = "S", default_value_t = 512)]
     samples: usize,
@@ -183,61 +179,29 @@ fn run_f32(nv: &Nvshmem, o: &Opts) -> Res<bool> {
     }
 
     let (k32, n32, mloc32) = (k as u32, n as u32, m_loc as u32);
+    let (shard, full) = (a_shard.sym_ptr(), a_full.device_ptr());
+    let (flag, bp, cp) = (flags.device_ptr(), b.device_ptr(), c.device_ptr());
     // The fused kernel's flag epoch: one more per launch.
     let epoch = Cell::new(0u32);
-    // The launches. SAFETY (all three): the buffers have the sizes the
+    // The launches. SAFETY (all four): the buffers have the sizes the
     // kernels' docs ask for (a_shard m_loc×k on every PE, a_full M×k, flags
     // M/BM, b k×n, c M×n), the grids cover exactly M × n, and the sizes are
-    // multiples of the tiles (checked in Opts::parse).
+    // multiples of the tiles (checked by the command line's parsers).
     let launch_allgather = || -> Res<()> {
-        unsafe {
-            allgather.launch(
-                stream,
-                ag_blocks,
-                THREADS,
-                (a_shard.sym_ptr(), a_full.device_ptr(), mloc32, k32),
-            )?
-        };
-        Ok(())
+        let args = (shard, full, mloc32, k32);
+        unsafe { allgather.launch(stream, ag_blocks, THREADS, args) }.map_err(Into::into)
     };
     let launch_gemm = || -> Res<()> {
-        let args = (
-            a_full.device_ptr(),
-            b.device_ptr(),
-            c.device_ptr(),
-            n32,
-            k32,
-        );
-        unsafe { gemm.launch_with(stream, gemm_cfg, args)? };
-        Ok(())
+        unsafe { gemm.launch_with(stream, gemm_cfg, (full, bp, cp, n32, k32)) }.map_err(Into::into)
     };
     let launch_fused = || -> Res<()> {
         epoch.set(epoch.get() + 1);
-        let args = (
-            a_shard.sym_ptr(),
-            a_full.device_ptr(),
-            flags.device_ptr(),
-            b.device_ptr(),
-            c.device_ptr(),
-            mloc32,
-            n32,
-            k32,
-            epoch.get(),
-        );
-        unsafe { fused.launch_with(stream, fused_cfg, args)? };
-        Ok(())
+        let args = (shard, full, flag, bp, cp, mloc32, n32, k32, epoch.get());
+        unsafe { fused.launch_with(stream, fused_cfg, args) }.map_err(Into::into)
     };
     let launch_p2p = || -> Res<()> {
-        let args = (
-            a_shard.sym_ptr(),
-            b.device_ptr(),
-            c.device_ptr(),
-            mloc32,
-            n32,
-            k32,
-        );
-        unsafe { fused_p2p.launch_with(stream, fused_cfg, args)? };
-        Ok(())
+        let args = (shard, bp, cp, mloc32, n32, k32);
+        unsafe { fused_p2p.launch_with(stream, fused_cfg, args) }.map_err(Into::into)
     };
 
     // Every PE's shard is in place before anyone reads it.
@@ -314,7 +278,7 @@ fn run_f32(nv: &Nvshmem, o: &Opts) -> Res<bool> {
     );
 
     // ---- Timing: median of `iters` runs after `warmup`, one barrier before each.
-    let timer = Timer::new(nv, o.warmup, o.iters)?;
+    let timer = Timer::new(nv, o.timing.warmup, o.timing.iters)?;
     // The unfused run records `mid` between its two kernels.
     let mid = timer.event()?;
     let (mut gather, mut multiply, mut total) = (Vec::new(), Vec::new(), Vec::new());

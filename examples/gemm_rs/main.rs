@@ -43,9 +43,9 @@ use clap::Parser;
 use nvshmem_host::Nvshmem;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_rs::Res;
-use nvshmem_rs::cli::{at_least_one, multiple_of};
-use nvshmem_rs::measure::{Timer, max_abs_diff};
-use nvshmem_rs::tensor::{self, GemmRs, GemmRsKernels, GemmRsShape};
+use nvshmem_rs::cli::{Timing, multiple_of};
+use nvshmem_rs::measure::max_abs_diff;
+use nvshmem_rs::tensor::{self, GemmRs, GemmRsKernels, GemmRsShape, Variants};
 use std::process::ExitCode;
 
 /// gemm_rs: GEMM + reduce-scatter fused in one NVSHMEM kernel (bf16 tensor
@@ -66,12 +66,8 @@ struct Opts {
     /// Columns of C, a multiple of 256.
     #[arg(long = "n", value_name = "N", default_value_t = 4096, value_parser = multiple_of(256))]
     n: usize,
-    /// Timed runs per variant; the median is printed.
-    #[arg(long, value_name = "I", default_value_t = 10, value_parser = at_least_one)]
-    iters: usize,
-    /// Untimed runs per variant first.
-    #[arg(long, value_name = "W", default_value_t = 2)]
-    warmup: usize,
+    #[command(flatten)]
+    timing: Timing,
     /// Entries of C checked against an f64 CPU dot product.
     #[arg(long, value_name = "S", default_value_t = 256)]
     samples: usize,
@@ -84,7 +80,6 @@ fn main() -> ExitCode {
 }
 
 fn run(nv: &Nvshmem, o: &Opts) -> Res<bool> {
-    let stream = nv.stream();
     let (me, npes) = (nv.my_pe().index() as usize, nv.n_pes() as usize);
     let kernels = GemmRsKernels::load(nv)?;
     let ex = WordExchange::new(nv, 3)?;
@@ -103,46 +98,30 @@ fn run(nv: &Nvshmem, o: &Opts) -> Res<bool> {
     if !rs.has_wgmma() {
         println!("gemm_rs PE {me}: wgmma variants skipped (no sm_90a build)");
     }
-    let runs = tensor::variants(rs.has_wgmma(), |tc| rs.unfused(tc), |tc| rs.fused(tc));
-
-    // ---- Correctness.
-    let mut ok = true;
-    let mut report = Vec::new();
+    let m = rs.m();
+    let cases = Variants {
+        runs: tensor::variants(rs.has_wgmma(), |tc| rs.unfused(tc), |tc| rs.fused(tc)),
+        title: format!(
+            "gemm_rs PE {me}/{npes}: M={m} (m_per_pe {}) k_per_pe={} n={}",
+            o.m_per_pe, o.k_per_pe, o.n
+        ),
+        tag: format!("gemm_rs PE {me}"),
+        samples: o.samples,
+        flops: 2.0 * m as f64 * o.n as f64 * o.k_per_pe as f64,
+    };
+    // Each variant once, from NaN-filled buffers, against the CPU and the
+    // first (unfused mma); then timed.
     let mut first: Option<Vec<f32>> = None;
-    for (name, launch) in &runs {
+    cases.check_and_time(nv, o.timing, |launch| {
         rs.poison()?;
         launch()?;
         let got = rs.result()?;
         let checked = rs.check(&got, o.samples, 0x77 + me as u64);
-        ok &= checked.pass();
         let vs = match &first {
             Some(f) => format!(", vs unfused mma {:.3e}", max_abs_diff(&got, f)),
             None => String::new(),
         };
-        report.push(format!(
-            "{name}: max err {:.3e}{vs}{}",
-            checked.worst,
-            if checked.pass() { "" } else { " FAIL" }
-        ));
         first.get_or_insert(got);
-    }
-    println!(
-        "gemm_rs PE {me}/{npes}: M={} (m_per_pe {}) k_per_pe={} n={}: {}: {} (CPU f64 on {} samples)",
-        rs.m(),
-        o.m_per_pe,
-        o.k_per_pe,
-        o.n,
-        if ok { "PASS" } else { "FAIL" },
-        report.join("; "),
-        o.samples
-    );
-
-    // ---- Timing.
-    let timer = Timer::new(nv, o.warmup, o.iters)?;
-    let flops = 2.0 * rs.m() as f64 * o.n as f64 * o.k_per_pe as f64;
-    let line = tensor::timed_line(&timer, &runs, flops)?;
-    println!("gemm_rs PE {me}:{line}");
-    nv.barrier_all_on_stream(stream)?;
-    nv.synchronize(stream)?;
-    Ok(ok)
+        Ok((checked, vs))
+    })
 }

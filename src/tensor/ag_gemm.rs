@@ -6,7 +6,7 @@
 use super::{
     DeviceMaps, Gemm, bf16_tolerance, bf16_value, mma, operand_map, persistent_grid, wgmma,
 };
-use super::{mma_persistent, wgmma_config};
+use super::{NO_WGMMA, launch_tc, mma_persistent};
 use crate::cli::Res;
 use crate::measure::{Sampled, Samples};
 use half::bf16;
@@ -217,16 +217,12 @@ impl<'a> AgGemm<'a> {
         let c = self.c.device_ptr();
         // SAFETY (both): a_full M×k, b n×k, c M×n, the maps describe them,
         // and the sizes are multiples of the tiles.
+        let ptrs = (self.a_full.device_ptr(), self.b.device_ptr(), c);
+        let maps = (self.maps.ptr(1), self.maps.ptr(2), c);
         match (tc, self.wgmma_grids) {
-            (Tc::Wgmma, Some((_, grid))) => unsafe {
-                let maps = (self.maps.ptr(1), self.maps.ptr(2), c);
-                self.k.gemm.wgmma(self.nv, grid, maps, dims)
-            },
+            (Tc::Wgmma, Some((_, grid))) => unsafe { self.k.gemm.wgmma(self.nv, grid, maps, dims) },
             (Tc::Wgmma, None) => Err(NO_WGMMA.into()),
-            (Tc::Mma, _) => unsafe {
-                let ptrs = (self.a_full.device_ptr(), self.b.device_ptr(), c);
-                self.k.gemm.mma(self.nv, ptrs, dims)
-            },
+            (Tc::Mma, _) => unsafe { self.k.gemm.mma(self.nv, ptrs, dims) },
         }
     }
 
@@ -237,26 +233,33 @@ impl<'a> AgGemm<'a> {
         let (mloc, n, k, _) = self.dims();
         let epoch = self.next_epoch();
         let (a_shard, a_full) = (self.a_shard.sym_ptr(), self.a_full.sym_ptr());
-        let (sig, c, p) = (self.sig.sym_ptr(), self.c.device_ptr(), self.pushers);
-        let stream = self.nv.stream();
-        // SAFETY (both): as in `unfused`, plus sig n_pes·panels on every PE.
-        match (tc, &self.k.fused_wgmma, self.wgmma_grids) {
-            (Tc::Wgmma, Some(fused), Some((grid, _))) => {
-                let maps = (self.maps.ptr(0), self.maps.ptr(1), self.maps.ptr(2));
-                let args = (
-                    a_shard, a_full, sig, maps.0, maps.1, maps.2, c, mloc, n, k, epoch, p,
-                );
-                unsafe { fused.launch_with(stream, wgmma_config(grid), args)? };
-            }
-            (Tc::Wgmma, ..) => return Err(NO_WGMMA.into()),
-            (Tc::Mma, ..) => {
-                let b = self.b.device_ptr();
-                let args = (a_shard, a_full, sig, b, c, mloc, n, k, epoch, p);
-                let cfg = mma_persistent(self.mma_grid);
-                unsafe { self.k.fused_mma.launch_with(stream, cfg, args)? };
-            }
+        let (sig, b, c, p) = (
+            self.sig.sym_ptr(),
+            self.b.device_ptr(),
+            self.c.device_ptr(),
+            self.pushers,
+        );
+        let maps = (self.maps.ptr(0), self.maps.ptr(1), self.maps.ptr(2));
+        let wgmma = self
+            .k
+            .fused_wgmma
+            .as_ref()
+            .zip(self.wgmma_grids.map(|g| g.0));
+        // SAFETY: as in `unfused`, plus sig n_pes·panels on every PE.
+        unsafe {
+            launch_tc(
+                self.nv,
+                tc,
+                (
+                    wgmma,
+                    (
+                        a_shard, a_full, sig, maps.0, maps.1, maps.2, c, mloc, n, k, epoch, p,
+                    ),
+                ),
+                (&self.k.fused_mma, mma_persistent(self.mma_grid)),
+                (a_shard, a_full, sig, b, c, mloc, n, k, epoch, p),
+            )
         }
-        Ok(())
     }
 
     /// Fills `a_full` and `c` with NaN, so that a tile used before its data
@@ -292,7 +295,3 @@ impl<'a> AgGemm<'a> {
         ))
     }
 }
-
-/// The error of a wgmma call where the kernels are missing.
-pub(super) const NO_WGMMA: &str =
-    "the wgmma kernels are not in this build (or n is not a multiple of 256)";

@@ -3,9 +3,9 @@
 //! (`n × k_loc`, `Linear` layout); `C = Σ_p A_p · B_pᵀ` (`M × n`, f32), of
 //! which PE `q` ends with rows `q · m_per_pe ..`.
 
-use super::ag_gemm::{NO_WGMMA, Tc};
+use super::ag_gemm::Tc;
 use super::{DeviceMaps, bf16_value, mma, operand_map, persistent_grid, wgmma};
-use super::{mma_config, mma_persistent, wgmma_config};
+use super::{launch_tc, mma_config, mma_persistent};
 use crate::cli::Res;
 use crate::measure::{Sampled, Samples};
 use half::bf16;
@@ -184,24 +184,28 @@ impl<'a> GemmRs<'a> {
         Ok(())
     }
 
+    /// The wgmma kernel `pick`ed from the pair (partial, fused), with its grid.
+    fn wgmma(&self, pick: fn(&(Kernel, Kernel)) -> &Kernel) -> Option<(&Kernel, u32)> {
+        self.k.wgmma.as_ref().map(pick).zip(self.wgmma_grid)
+    }
+
     /// The unfused version: the partial GEMM into `partial`, then [`sum`](Self::sum).
     pub fn unfused(&self, tc: Tc) -> Res<()> {
         let (_, n, k, m) = self.dims();
-        let (stream, partial) = (self.nv.stream(), self.partial.device_ptr());
-        // SAFETY (both): a M×k, b n×k, partial M×n, the maps describe them,
-        // sizes multiples of the tiles.
-        match (tc, &self.k.wgmma, self.wgmma_grid) {
-            (Tc::Wgmma, Some((p, _)), Some(grid)) => {
-                let args = (self.maps.ptr(0), self.maps.ptr(1), partial, m, n, k);
-                unsafe { p.launch_with(stream, wgmma_config(grid), args)? };
-            }
-            (Tc::Wgmma, ..) => return Err(NO_WGMMA.into()),
-            (Tc::Mma, ..) => {
-                let cfg = mma_config(self.m, self.shape.n);
-                let args = (self.a.device_ptr(), self.b.device_ptr(), partial, n, k);
-                unsafe { self.k.partial_mma.launch_with(stream, cfg, args)? };
-            }
-        }
+        let partial = self.partial.device_ptr();
+        let maps = (self.maps.ptr(0), self.maps.ptr(1));
+        let (a, b) = (self.a.device_ptr(), self.b.device_ptr());
+        // SAFETY: a M×k, b n×k, partial M×n, the maps describe them, sizes
+        // multiples of the tiles.
+        unsafe {
+            launch_tc(
+                self.nv,
+                tc,
+                (self.wgmma(|p| &p.0), (maps.0, maps.1, partial, m, n, k)),
+                (&self.k.partial_mma, mma_config(self.m, self.shape.n)),
+                (a, b, partial, n, k),
+            )?
+        };
         self.sum()
     }
 
@@ -210,25 +214,22 @@ impl<'a> GemmRs<'a> {
     /// the owner's `c`.
     pub fn fused(&self, tc: Tc) -> Res<()> {
         let (mloc, n, k, _) = self.dims();
-        let stream = self.nv.stream();
-        self.c.fill(stream, 0.0)?;
-        self.nv.barrier_all_on_stream(stream)?;
+        self.c.fill(self.nv.stream(), 0.0)?;
+        self.nv.barrier_all_on_stream(self.nv.stream())?;
         let c = self.c.sym_ptr();
-        // SAFETY (both): as in `unfused`, c m_per_pe×n on every PE, every
-        // peer P2P-reachable.
-        match (tc, &self.k.wgmma, self.wgmma_grid) {
-            (Tc::Wgmma, Some((_, f)), Some(grid)) => {
-                let args = (self.maps.ptr(0), self.maps.ptr(1), c, mloc, n, k);
-                unsafe { f.launch_with(stream, wgmma_config(grid), args)? };
-            }
-            (Tc::Wgmma, ..) => return Err(NO_WGMMA.into()),
-            (Tc::Mma, ..) => {
-                let args = (self.a.device_ptr(), self.b.device_ptr(), c, mloc, n, k);
-                let cfg = mma_persistent(self.mma_grid);
-                unsafe { self.k.fused_mma.launch_with(stream, cfg, args)? };
-            }
+        let maps = (self.maps.ptr(0), self.maps.ptr(1));
+        let (a, b) = (self.a.device_ptr(), self.b.device_ptr());
+        // SAFETY: as in `unfused`, c m_per_pe×n on every PE, every peer
+        // P2P-reachable.
+        unsafe {
+            launch_tc(
+                self.nv,
+                tc,
+                (self.wgmma(|p| &p.1), (maps.0, maps.1, c, mloc, n, k)),
+                (&self.k.fused_mma, mma_persistent(self.mma_grid)),
+                (a, b, c, mloc, n, k),
+            )
         }
-        Ok(())
     }
 
     /// Fills `c` and `partial` with NaN and passes a barrier.

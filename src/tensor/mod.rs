@@ -10,13 +10,15 @@ use half::bf16;
 use nvshmem_host::cudarc::driver::sys::CUdevice_attribute;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::tensor_map::{self, TensorMap, TmaSwizzle};
-use nvshmem_host::{DevicePtr, Kernel, LaunchConfig, Nvshmem, SymBuffer};
+use nvshmem_host::{DevicePtr, Kernel, KernelArgs, LaunchConfig, Nvshmem, SymBuffer};
 
 mod ag_gemm;
 mod gemm_rs;
+mod variants;
 
 pub use ag_gemm::{AgGemm, AgGemmKernels, AgGemmShape, PANEL, Tc};
 pub use gemm_rs::{GemmRs, GemmRsKernels, GemmRsShape};
+pub use variants::{Variant, Variants, variants};
 
 /// The `mma.sync` tiles (`tc_gemm_tiles::sm80`): 128 × 128, K a multiple of 32.
 pub mod mma {
@@ -205,10 +207,7 @@ impl Gemm {
         (a, b, c): (DevicePtr<TensorMap>, DevicePtr<TensorMap>, DevicePtr<bf16>),
         (m, n, k): (usize, usize, usize),
     ) -> Res<()> {
-        let g = self
-            .wgmma
-            .as_ref()
-            .ok_or("the wgmma kernels are not in this build")?;
+        let g = self.wgmma.as_ref().ok_or(NO_WGMMA)?;
         let args = (a, b, c, m as u32, n as u32, k as u32);
         // SAFETY: the caller's sizes and maps.
         unsafe { g.launch_with(nv.stream(), wgmma_config(grid), args)? };
@@ -222,6 +221,34 @@ pub fn mma_config(m: usize, n: usize) -> LaunchConfig {
         .shared_mem_bytes(mma::SMEM_BYTES)
 }
 
+/// The error of a wgmma call where the kernels are missing.
+const NO_WGMMA: &str = "the wgmma kernels are not in this build (or n is not a multiple of 256)";
+
+/// Launches the `wgmma` form of a kernel pair (the kernel and its grid, when
+/// there) with `wgmma_args`, or the `mma.sync` form (the kernel and its
+/// launch) with `mma_args`, on this PE's stream.
+///
+/// # Safety
+/// Each form's arguments are valid for its kernel (see the kernel's docs).
+pub(crate) unsafe fn launch_tc<W: KernelArgs, M: KernelArgs>(
+    nv: &Nvshmem,
+    tc: Tc,
+    (wgmma, wgmma_args): (Option<(&Kernel, u32)>, W),
+    (mma, cfg): (&Kernel, LaunchConfig),
+    mma_args: M,
+) -> Res<()> {
+    let stream = nv.stream();
+    // SAFETY: the caller's arguments.
+    match (tc, wgmma) {
+        (Tc::Wgmma, Some((k, grid))) => unsafe {
+            k.launch_with(stream, wgmma_config(grid), wgmma_args)?
+        },
+        (Tc::Wgmma, None) => return Err(NO_WGMMA.into()),
+        (Tc::Mma, _) => unsafe { mma.launch_with(stream, cfg, mma_args)? },
+    }
+    Ok(())
+}
+
 /// A persistent launch of `grid` blocks of `mma.sync` tiles.
 pub fn mma_persistent(grid: u32) -> LaunchConfig {
     LaunchConfig::new(grid, mma::THREADS).shared_mem_bytes(mma::SMEM_BYTES)
@@ -230,41 +257,4 @@ pub fn mma_persistent(grid: u32) -> LaunchConfig {
 /// A persistent launch of `grid` blocks of `wgmma` tiles.
 pub fn wgmma_config(grid: u32) -> LaunchConfig {
     LaunchConfig::new(grid, wgmma::THREADS).shared_mem_bytes(wgmma::SMEM_BYTES)
-}
-
-/// A named run of a fused-kernel example: `unfused mma`, `fused wgmma`, ...
-pub type Variant<'a> = (String, Box<dyn Fn() -> Res<()> + 'a>);
-
-/// The unfused and the fused run of `mma`, then of `wgmma` when `wgmma`.
-pub fn variants<'a>(
-    wgmma: bool,
-    unfused: impl Fn(Tc) -> Res<()> + Copy + 'a,
-    fused: impl Fn(Tc) -> Res<()> + Copy + 'a,
-) -> Vec<Variant<'a>> {
-    let mut tcs = vec![(Tc::Mma, "mma")];
-    if wgmma {
-        tcs.push((Tc::Wgmma, "wgmma"));
-    }
-    tcs.into_iter()
-        .flat_map(|(tc, name)| -> [Variant<'a>; 2] {
-            [
-                (format!("unfused {name}"), Box::new(move || unfused(tc))),
-                (format!("fused {name}"), Box::new(move || fused(tc))),
-            ]
-        })
-        .collect()
-}
-
-/// ` | NAME T ms (F TFLOP/s)` for each run, timed with `timer` (this PE's
-/// medians) at `flops` per run.
-pub fn timed_line(timer: &crate::measure::Timer, runs: &[Variant], flops: f64) -> Res<String> {
-    let mut line = String::new();
-    for (name, launch) in runs {
-        let ms = timer.median_ms(launch)?;
-        line += &format!(
-            " | {name} {ms:.3} ms ({:.1} TFLOP/s)",
-            flops / (ms * 1e-3) / 1e12
-        );
-    }
-    Ok(line)
 }

@@ -306,29 +306,15 @@ impl Run<'_> {
         if blas.is_some() {
             cases.push(("allgather+cublas", "cublas", &with_blas));
         }
-        let mut line = format!("ag+gemm bf16 {s}³ on {np} PE(s):");
-        for &case in &cases {
+        self.check_and_time(out, ("ag_gemm_bf16", "ag+gemm", s), &cases, |case| {
             ag.poison()?;
             (case.2)()?;
             nv.barrier_all_on_stream(nv.stream())?;
             let bad = ag.check(self.o.samples, 0x51)?.bad;
-            let pass = self.agree_max(bad as f64)? == 0.0;
-            if !pass {
-                out.failures.push(format!(
-                    "ag+gemm {} {s}: {bad} CPU mismatches on PE {me}",
-                    case.0
-                ));
-            }
-            self.timed(
-                out,
-                ("ag_gemm_bf16", s, 2.0 * (s as f64).powi(3)),
-                case,
-                pass,
-                &mut line,
-            )?;
-        }
-        self.print(&line);
-        Ok(())
+            Ok((self.agree_max(bad as f64)? == 0.0)
+                .then_some(())
+                .ok_or_else(|| format!("{bad} CPU mismatches on PE {me}")))
+        })
     }
 
     /// GEMM + reduce-scatter at M = N = K = `s` (`k_loc = K / P` per PE).
@@ -372,8 +358,7 @@ impl Run<'_> {
             cases.push(("cublas+rs", "cublas", &with_blas));
         }
         let mut reference: Option<Vec<f32>> = None;
-        let mut line = format!("gemm+rs bf16 {s}³ on {np} PE(s):");
-        for &case in &cases {
+        self.check_and_time(out, ("gemm_rs_bf16", "gemm+rs", s), &cases, |case| {
             rs.poison()?;
             (case.2)()?;
             let got = rs.result()?;
@@ -382,20 +367,30 @@ impl Run<'_> {
             let bad = rs.check(&got, self.o.samples, 0x52).bad;
             let diff = reference.as_ref().map(|r| max_abs_diff(r, &got));
             let pass = self.agree_max(bad as f64)? == 0.0 && diff.is_none_or(|d| d <= 1e-2);
-            if !pass {
-                out.failures.push(format!(
-                    "gemm+rs {} {s}: {bad} CPU mismatches on PE {me}, max diff vs unfused {diff:?}",
-                    case.0
-                ));
-            }
             reference.get_or_insert(got);
-            self.timed(
-                out,
-                ("gemm_rs_bf16", s, 2.0 * (s as f64).powi(3)),
-                case,
-                pass,
-                &mut line,
-            )?;
+            Ok(pass.then_some(()).ok_or_else(|| {
+                format!("{bad} CPU mismatches on PE {me}, max diff vs unfused {diff:?}")
+            }))
+        })
+    }
+
+    /// Runs each of `cases` once and `check`s it (on every PE: `Err` with
+    /// what was wrong), then times it; PE 0 prints a line for the size.
+    fn check_and_time(
+        &self,
+        out: &mut GemmBench,
+        (case, label, s): (&str, &str, usize),
+        cases: &[Case],
+        mut check: impl FnMut(&Case) -> Res<Result<(), String>>,
+    ) -> Res<()> {
+        let mut line = format!("{label} bf16 {s}³ on {} PE(s):", self.nv.n_pes());
+        for &c in cases {
+            let checked = check(&c)?;
+            if let Err(what) = &checked {
+                out.failures.push(format!("{label} {} {s}: {what}", c.0));
+            }
+            let flops = 2.0 * (s as f64).powi(3);
+            self.timed(out, (case, s, flops), c, checked.is_ok(), &mut line)?;
         }
         self.print(&line);
         Ok(())

@@ -18,6 +18,20 @@ impl Bench<'_> {
         Ok(wrong)
     }
 
+    /// Verifies `call` ([`ar_verify`](Self::ar_verify)) and times it (not in
+    /// check mode): every PE's wrong elements and the slowest PE's time.
+    fn ar_measure(&self, n: usize, call: &dyn Fn() -> Res<()>) -> Res<(u64, f64)> {
+        self.barrier()?;
+        let wrong = self.ar_verify(n, call)?;
+        self.barrier()?;
+        let t = if self.opts.check {
+            0.0
+        } else {
+            self.time(call)?
+        };
+        self.agree(wrong, t)
+    }
+
     pub(super) fn allreduce(&mut self) -> Res<()> {
         if !self.wanted("allreduce") {
             return Ok(());
@@ -51,47 +65,24 @@ impl Bench<'_> {
                     Algo::RsAg => "allreduce_rs_ag",
                 })?;
                 let call = || self.ar.call_with(&k, algo, n);
-                self.barrier()?;
-                let wrong = self.ar_verify(n, &call)?;
-                self.barrier()?;
-                let t = if self.opts.check {
-                    0.0
-                } else {
-                    self.time(call)?
-                };
-                let (wrong, t) = self.agree(wrong, t)?;
+                let (wrong, t) = self.ar_measure(n, &call)?;
+                let gbs = bytes as f64 / t / 1e9;
                 self.record(
                     "allreduce",
                     algo.name(),
                     bytes,
                     &name,
                     t,
-                    bytes as f64 / t / 1e9,
+                    gbs,
                     "GB/s",
                     wrong,
                 );
             }
             if let Some(comm) = nccl {
                 let call = || nccl_all_reduce(comm, &self.ar.data, n, self.nv);
-                self.barrier()?;
-                let wrong = self.ar_verify(n, &call)?;
-                self.barrier()?;
-                let t = if self.opts.check {
-                    0.0
-                } else {
-                    self.time(call)?
-                };
-                let (wrong, t) = self.agree(wrong, t)?;
-                self.record(
-                    "allreduce",
-                    "nccl",
-                    bytes,
-                    "nccl",
-                    t,
-                    bytes as f64 / t / 1e9,
-                    "GB/s",
-                    wrong,
-                );
+                let (wrong, t) = self.ar_measure(n, &call)?;
+                let gbs = bytes as f64 / t / 1e9;
+                self.record("allreduce", "nccl", bytes, "nccl", t, gbs, "GB/s", wrong);
             }
         }
         if let Some(comm) = nccl {

@@ -438,21 +438,16 @@ impl Bench<'_> {
                             let check = (checker, region, seed);
                             let (src, dst) = (self.src.device_ptr(), self.dst.device_ptr());
                             let (s, d) = (self.src.sym_ptr(), self.dst.sym_ptr());
+                            let shape = (grid, block);
                             let t = match dir {
-                                Dir::Put => self.check_then_time(
-                                    &k,
-                                    (grid, block),
-                                    (d, src, bytes, tgt, nbuf, nbuf),
-                                    (d, src, bytes, tgt, iters, nbuf),
-                                    check,
-                                )?,
-                                Dir::Get => self.check_then_time(
-                                    &k,
-                                    (grid, block),
-                                    (dst, s, bytes, tgt, nbuf, nbuf),
-                                    (dst, s, bytes, tgt, iters, nbuf),
-                                    check,
-                                )?,
+                                Dir::Put => {
+                                    let a = |it| (d, src, bytes, tgt, it, nbuf);
+                                    self.check_then_time(&k, shape, a(nbuf), a(iters), check)?
+                                }
+                                Dir::Get => {
+                                    let a = |it| (dst, s, bytes, tgt, it, nbuf);
+                                    self.check_then_time(&k, shape, a(nbuf), a(iters), check)?
+                                }
                             };
                             let (wrong, t) = self.agree(t.1, t.0 / iters as f64)?;
                             let gbs = bytes as f64 / t / 1e9;
