@@ -77,6 +77,20 @@ fn program() -> String {
         .unwrap_or_else(|| "nvshmem-rs".into())
 }
 
+/// The `--help` footer of a program that runs as PEs: how to start N of
+/// them, and what its exit status means.
+///
+/// ```
+/// assert!(nvshmem_rs::cli::after_help("ring").contains("nvshmem-run -n N -- ring"));
+/// ```
+pub fn after_help(program: &str) -> String {
+    format!(
+        "Run N PEs with: nvshmem-run -n N -- {program} [OPTIONS] (or under mpirun, srun or torchrun).\n\
+         Exit status: 0 when every check passes, or when there is no GPU (a `no GPU:` line); \
+         1 on a failed check or an error; 2 on bad arguments."
+    )
+}
+
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
 }

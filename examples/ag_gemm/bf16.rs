@@ -39,8 +39,6 @@ pub fn run(nv: &Nvshmem, o: &Opts) -> Res<bool> {
         m_per_pe: o.m_per_pe,
         n: o.n,
         k: o.k,
-        a_seed: 0xa,
-        b_seed: 0xb0,
     };
     let ag = AgGemm::new(nv, &ex, &kernels, shape)?;
     let m = ag.m();

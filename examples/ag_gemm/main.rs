@@ -85,11 +85,7 @@ const AG_ROWS: usize = 8;
 
 /// ag_gemm: all-gather + GEMM fused in one NVSHMEM kernel, against the unfused version.
 #[derive(Parser, Debug)]
-#[command(
-    name = "ag_gemm",
-    after_help = "Run N PEs with: nvshmem-run -n N -- ag_gemm ...\n\
-                  Exit status: 0 when every check passes, 1 on a mismatch or an error, 2 on bad arguments."
-)]
+#[command(name = "ag_gemm", after_help = nvshmem_rs::cli::after_help("ag_gemm"))]
 struct Opts {
     /// f32 (CUDA cores), bf16 (tensor cores: mma.sync, and wgmma + TMA on sm_90) or both.
     #[arg(long, value_enum, value_name = "D", default_value_t = Dtype::Both)]

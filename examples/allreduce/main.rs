@@ -89,10 +89,7 @@ const VERIFY_ROUNDS: usize = 3;
 
 /// In-kernel f32 sum all-reduce over every PE, checked and timed.
 #[derive(Parser, Debug)]
-#[command(
-    name = "allreduce",
-    after_help = "Run N PEs with: nvshmem-run -n N -- target/release/examples/allreduce [options]"
-)]
+#[command(name = "allreduce", after_help = nvshmem_rs::cli::after_help("allreduce"))]
 struct Args {
     /// Buffer sizes in bytes, comma-separated, with K/M/G suffixes
     /// (positive multiples of 4).

@@ -18,10 +18,7 @@ use std::process::ExitCode;
 
 /// A token passed around every PE with put-with-signal; PE 0 checks it.
 #[derive(Parser)]
-#[command(
-    name = "ring",
-    after_help = "Run N PEs with: nvshmem-run -n N -- ring [LAPS]"
-)]
+#[command(name = "ring", after_help = nvshmem_rs::cli::after_help("ring"))]
 struct Args {
     /// Laps around the ring.
     #[arg(value_name = "LAPS", default_value_t = 1000)]

@@ -21,12 +21,11 @@ use std::time::{Duration, Instant};
 /// What the host runtime costs: NVSHMEM init, loading a module (PTX through
 /// the driver's JIT vs cubin), plain and collective launches. Prints figures,
 /// asserts nothing.
+///
+/// Set CUDA_CACHE_DISABLE=1 to keep the driver's JIT cache from hiding the
+/// PTX compile time.
 #[derive(Parser)]
-#[command(
-    name = "runtime_costs",
-    after_help = "Set CUDA_CACHE_DISABLE=1 to keep the driver's JIT cache from hiding the PTX compile time.\n\
-                  Run N PEs with: nvshmem-run -n N -- runtime_costs"
-)]
+#[command(name = "runtime_costs", after_help = nvshmem_rs::cli::after_help("runtime_costs"))]
 struct Args {}
 
 const MODULE: &str = "runtime-kernels";

@@ -3,10 +3,8 @@
 //! every PE's row shard, B (`n × k`) this PE's weight shard in `Linear`
 //! layout, C bf16 with f32 accumulation.
 
-use super::{
-    DeviceMaps, Gemm, bf16_tolerance, bf16_value, mma, operand_map, persistent_grid, wgmma,
-};
-use super::{NO_WGMMA, launch_tc, mma_persistent};
+use super::{DeviceMaps, Gemm, NO_WGMMA, bf16_tolerance, bf16_value, wgmma};
+use super::{launch_tc, mma_persistent, tile_grid};
 use crate::cli::Res;
 use crate::measure::{Sampled, Samples};
 use half::bf16;
@@ -50,9 +48,12 @@ impl AgGemmKernels {
     }
 }
 
-/// The sizes and data of one all-gather + GEMM: A's element `(row, col)` is
-/// `bf16_value(a_seed, row · k + col)`, PE `p`'s B element `(j, kk)` is
-/// `bf16_value(b_seed + p, j · k + kk)`.
+/// The data of A: element `(row, col)` is `bf16_value(A_SEED, row · k + col)`.
+const A_SEED: u64 = 0xa;
+/// The data of PE `p`'s B: element `(j, kk)` is `bf16_value(B_SEED + p, j · k + kk)`.
+const B_SEED: u64 = 0xb0;
+
+/// The sizes of one all-gather + GEMM.
 #[derive(Clone, Copy, Debug)]
 pub struct AgGemmShape {
     /// Rows of A on each PE, a multiple of [`PANEL`].
@@ -61,10 +62,6 @@ pub struct AgGemmShape {
     pub n: usize,
     /// The inner dimension, a multiple of [`wgmma::BK`].
     pub k: usize,
-    /// A's data.
-    pub a_seed: u64,
-    /// B's data (plus the PE).
-    pub b_seed: u64,
 }
 
 /// One PE's buffers, tensor maps and grids for an all-gather + GEMM.
@@ -112,10 +109,10 @@ impl<'a> AgGemm<'a> {
         } = shape;
         let m = m_loc * np;
         let a_host: Vec<bf16> = (me * m_loc * kk..(me + 1) * m_loc * kk)
-            .map(|i| bf16_value(shape.a_seed, i as u64))
+            .map(|i| bf16_value(A_SEED, i as u64))
             .collect();
         let b_host: Vec<bf16> = (0..n * kk)
-            .map(|i| bf16_value(shape.b_seed + me as u64, i as u64))
+            .map(|i| bf16_value(B_SEED + me as u64, i as u64))
             .collect();
         let a_shard = nv.alloc_from(&a_host)?;
         let a_full = nv.alloc::<bf16>(m * kk)?;
@@ -123,27 +120,18 @@ impl<'a> AgGemm<'a> {
         let b = nv.alloc_from(&b_host)?;
         let c = nv.alloc::<bf16>(m * n)?;
         // Collective: every PE makes the same maps (of its own buffers).
-        let maps = DeviceMaps::new(
+        let maps = DeviceMaps::operands(
             nv,
             &[
-                operand_map(a_shard.device_ptr(), m_loc, kk, wgmma::A_BOX)?,
-                operand_map(a_full.device_ptr(), m, kk, wgmma::A_BOX)?,
-                operand_map(b.device_ptr(), n, kk, wgmma::B_BOX)?,
+                (a_shard.device_ptr(), m_loc, kk, wgmma::A_BOX),
+                (a_full.device_ptr(), m, kk, wgmma::A_BOX),
+                (b.device_ptr(), n, kk, wgmma::B_BOX),
             ],
         )?;
-        let mma_tiles = (m / mma::BM) * (n / mma::BN);
-        let mma_grid = persistent_grid(
-            nv,
-            ex,
-            &k.fused_mma,
-            mma::THREADS,
-            mma::SMEM_BYTES,
-            mma_tiles,
-        )?;
+        let mma_grid = tile_grid(nv, ex, &k.fused_mma, Tc::Mma, (m, n))?;
         let wgmma_grids = match &k.fused_wgmma {
             Some(f) if k.gemm.wgmma_kernel().is_some() && n.is_multiple_of(wgmma::BN) => {
-                let tiles = (m / wgmma::BM) * (n / wgmma::BN);
-                let fused = persistent_grid(nv, ex, f, wgmma::THREADS, wgmma::SMEM_BYTES, tiles)?;
+                let fused = tile_grid(nv, ex, f, Tc::Wgmma, (m, n))?;
                 k.gemm.wgmma_grid(nv, ex, m, n)?.map(|g| (fused, g))
             }
             _ => None,
@@ -288,8 +276,8 @@ impl<'a> AgGemm<'a> {
             k: s.k,
         };
         Ok(shape.check(
-            |i, kk| bf16_value(s.a_seed, (i * s.k + kk) as u64).to_f64(),
-            |j, kk| bf16_value(s.b_seed + me, (j * s.k + kk) as u64).to_f64(),
+            |i, kk| bf16_value(A_SEED, (i * s.k + kk) as u64).to_f64(),
+            |j, kk| bf16_value(B_SEED + me, (j * s.k + kk) as u64).to_f64(),
             |i, j| c[i * s.n + j].to_f64(),
             |dot, mag| bf16_tolerance(dot, mag, s.k),
         ))

@@ -4,13 +4,13 @@
 //! which PE `q` ends with rows `q · m_per_pe ..`.
 
 use super::ag_gemm::Tc;
-use super::{DeviceMaps, bf16_value, mma, operand_map, persistent_grid, wgmma};
-use super::{launch_tc, mma_config, mma_persistent};
+use super::{DeviceMaps, bf16_value, wgmma};
+use super::{launch_tc, mma_config, mma_persistent, tile_grid};
 use crate::cli::Res;
 use crate::measure::{Sampled, Samples};
 use half::bf16;
 use nvshmem_host::exchange::WordExchange;
-use nvshmem_host::{Kernel, Nvshmem, Pe, SymBuffer};
+use nvshmem_host::{Kernel, KernelArgs, KernelParam, Nvshmem, Pe, SymBuffer};
 
 /// The kernels of `gemm-rs-kernels`.
 pub struct GemmRsKernels {
@@ -37,9 +37,12 @@ impl GemmRsKernels {
     }
 }
 
-/// The sizes and data of one GEMM + reduce-scatter: PE `p`'s A element
-/// `(row, col)` is `bf16_value(a_seed + p, row · k_per_pe + col)`, its B
-/// element `(j, kk)` `bf16_value(b_seed + p, j · k_per_pe + kk)`.
+/// The data of PE `p`'s A: element `(row, col)` is `bf16_value(A_SEED + p, row · k_per_pe + col)`.
+const A_SEED: u64 = 0xa0;
+/// The data of PE `p`'s B: element `(j, kk)` is `bf16_value(B_SEED + p, j · k_per_pe + kk)`.
+const B_SEED: u64 = 0xb0;
+
+/// The sizes of one GEMM + reduce-scatter.
 #[derive(Clone, Copy, Debug)]
 pub struct GemmRsShape {
     /// Rows of C each PE ends with, a multiple of 128.
@@ -48,10 +51,6 @@ pub struct GemmRsShape {
     pub k_per_pe: usize,
     /// Columns of C, a multiple of 256.
     pub n: usize,
-    /// A's data (plus the PE).
-    pub a_seed: u64,
-    /// B's data (plus the PE).
-    pub b_seed: u64,
 }
 
 /// One PE's buffers, tensor maps and grids for a GEMM + reduce-scatter.
@@ -89,38 +88,20 @@ impl<'a> GemmRs<'a> {
         let data = |seed: u64, len: usize| -> Vec<bf16> {
             (0..len as u64).map(|i| bf16_value(seed + me, i)).collect()
         };
-        let a = nv.alloc_from(&data(shape.a_seed, m * kk))?;
-        let b = nv.alloc_from(&data(shape.b_seed, n * kk))?;
+        let a = nv.alloc_from(&data(A_SEED, m * kk))?;
+        let b = nv.alloc_from(&data(B_SEED, n * kk))?;
         let partial = nv.alloc::<f32>(m * n)?;
         let c = nv.alloc::<f32>(m_loc * n)?;
-        let maps = DeviceMaps::new(
+        let maps = DeviceMaps::operands(
             nv,
             &[
-                operand_map(a.device_ptr(), m, kk, wgmma::A_BOX)?,
-                operand_map(b.device_ptr(), n, kk, wgmma::B_BOX)?,
+                (a.device_ptr(), m, kk, wgmma::A_BOX),
+                (b.device_ptr(), n, kk, wgmma::B_BOX),
             ],
         )?;
-        let mma_tiles = (m / mma::BM) * (n / mma::BN);
-        let mma_grid = persistent_grid(
-            nv,
-            ex,
-            &k.fused_mma,
-            mma::THREADS,
-            mma::SMEM_BYTES,
-            mma_tiles,
-        )?;
+        let mma_grid = tile_grid(nv, ex, &k.fused_mma, Tc::Mma, (m, n))?;
         let wgmma_grid = match &k.wgmma {
-            Some((p, _)) => {
-                let tiles = (m / wgmma::BM) * (n / wgmma::BN);
-                Some(persistent_grid(
-                    nv,
-                    ex,
-                    p,
-                    wgmma::THREADS,
-                    wgmma::SMEM_BYTES,
-                    tiles,
-                )?)
-            }
+            Some((p, _)) => Some(tile_grid(nv, ex, p, Tc::Wgmma, (m, n))?),
             None => None,
         };
         Ok(GemmRs {
@@ -184,28 +165,53 @@ impl<'a> GemmRs<'a> {
         Ok(())
     }
 
-    /// The wgmma kernel `pick`ed from the pair (partial, fused), with its grid.
-    fn wgmma(&self, pick: fn(&(Kernel, Kernel)) -> &Kernel) -> Option<(&Kernel, u32)> {
-        self.k.wgmma.as_ref().map(pick).zip(self.wgmma_grid)
+    /// Launches the partial (`fused` false) or the fused kernel of `tc`
+    /// with output `out` (`rows` of it) and, for the mma form, `mma_args`.
+    ///
+    /// # Safety
+    /// The arguments are the kernel's (see `unfused` and `fused`).
+    unsafe fn launch<O: KernelParam, M: KernelArgs>(
+        &self,
+        tc: Tc,
+        fused: bool,
+        (out, rows): (O, u32),
+        mma_args: M,
+    ) -> Res<()> {
+        let wgmma = self
+            .k
+            .wgmma
+            .as_ref()
+            .map(|p| if fused { &p.1 } else { &p.0 });
+        let mma = if fused {
+            (&self.k.fused_mma, mma_persistent(self.mma_grid))
+        } else {
+            (&self.k.partial_mma, mma_config(self.m, self.shape.n))
+        };
+        let (_, n, k, _) = self.dims();
+        let wgmma_args = (self.maps.ptr(0), self.maps.ptr(1), out, rows, n, k);
+        // SAFETY: the caller's.
+        unsafe {
+            launch_tc(
+                self.nv,
+                tc,
+                (wgmma.zip(self.wgmma_grid), wgmma_args),
+                mma,
+                mma_args,
+            )
+        }
     }
 
     /// The unfused version: the partial GEMM into `partial`, then [`sum`](Self::sum).
     pub fn unfused(&self, tc: Tc) -> Res<()> {
         let (_, n, k, m) = self.dims();
-        let partial = self.partial.device_ptr();
-        let maps = (self.maps.ptr(0), self.maps.ptr(1));
-        let (a, b) = (self.a.device_ptr(), self.b.device_ptr());
+        let (a, b, p) = (
+            self.a.device_ptr(),
+            self.b.device_ptr(),
+            self.partial.device_ptr(),
+        );
         // SAFETY: a M×k, b n×k, partial M×n, the maps describe them, sizes
         // multiples of the tiles.
-        unsafe {
-            launch_tc(
-                self.nv,
-                tc,
-                (self.wgmma(|p| &p.0), (maps.0, maps.1, partial, m, n, k)),
-                (&self.k.partial_mma, mma_config(self.m, self.shape.n)),
-                (a, b, partial, n, k),
-            )?
-        };
+        unsafe { self.launch(tc, false, (p, m), (a, b, p, n, k))? };
         self.sum()
     }
 
@@ -216,20 +222,10 @@ impl<'a> GemmRs<'a> {
         let (mloc, n, k, _) = self.dims();
         self.c.fill(self.nv.stream(), 0.0)?;
         self.nv.barrier_all_on_stream(self.nv.stream())?;
-        let c = self.c.sym_ptr();
-        let maps = (self.maps.ptr(0), self.maps.ptr(1));
-        let (a, b) = (self.a.device_ptr(), self.b.device_ptr());
+        let (a, b, c) = (self.a.device_ptr(), self.b.device_ptr(), self.c.sym_ptr());
         // SAFETY: as in `unfused`, c m_per_pe×n on every PE, every peer
         // P2P-reachable.
-        unsafe {
-            launch_tc(
-                self.nv,
-                tc,
-                (self.wgmma(|p| &p.1), (maps.0, maps.1, c, mloc, n, k)),
-                (&self.k.fused_mma, mma_persistent(self.mma_grid)),
-                (a, b, c, mloc, n, k),
-            )
-        }
+        unsafe { self.launch(tc, true, (c, mloc), (a, b, c, mloc, n, k)) }
     }
 
     /// Fills `c` and `partial` with NaN and passes a barrier.
@@ -259,13 +255,13 @@ impl<'a> GemmRs<'a> {
         // Over the full K: kk = p · k_per_pe + (PE p's column).
         let a = |i: usize, kk: usize| {
             bf16_value(
-                s.a_seed + (kk / kl) as u64,
+                A_SEED + (kk / kl) as u64,
                 ((row0 + i) * kl + kk % kl) as u64,
             )
             .to_f64()
         };
         let b = |j: usize, kk: usize| {
-            bf16_value(s.b_seed + (kk / kl) as u64, (j * kl + kk % kl) as u64).to_f64()
+            bf16_value(B_SEED + (kk / kl) as u64, (j * kl + kk % kl) as u64).to_f64()
         };
         let k = np * kl;
         let shape = Samples {

@@ -72,6 +72,9 @@ pub fn operand_map(
     )?)
 }
 
+/// A bf16 operand for [`DeviceMaps::operands`]: `(pointer, rows, k, box)`.
+pub type Operand = (DevicePtr<bf16>, usize, usize, (u32, u32));
+
 /// Tensor maps in device memory, as the kernels take them.
 pub struct DeviceMaps {
     buf: SymBuffer<TensorMap>,
@@ -84,6 +87,16 @@ impl DeviceMaps {
         Ok(DeviceMaps {
             buf: nv.alloc_from(maps)?,
         })
+    }
+
+    /// The maps of bf16 operands (see [`operand_map`]): `(pointer, rows, k,
+    /// box)` each. **Collective**, like [`new`](Self::new).
+    pub fn operands(nv: &Nvshmem, operands: &[Operand]) -> Res<DeviceMaps> {
+        let maps = operands
+            .iter()
+            .map(|&(ptr, rows, k, box_dims)| operand_map(ptr, rows, k, box_dims))
+            .collect::<Res<Vec<_>>>()?;
+        Self::new(nv, &maps)
     }
 
     /// The device address of map `i`.
@@ -108,6 +121,26 @@ pub fn persistent_grid(
 ) -> Res<u32> {
     let agreed = nv.agree_on_grid(ex, kernel.max_collective_blocks(threads, smem)?)?;
     Ok((agreed.max_grid as usize).min(tiles).max(1) as u32)
+}
+
+/// The [`persistent_grid`] of a kernel made of `tc`'s tiles, for an `m × n`
+/// result. **Collective.**
+pub fn tile_grid(
+    nv: &Nvshmem,
+    ex: &WordExchange,
+    kernel: &Kernel,
+    tc: Tc,
+    (m, n): (usize, usize),
+) -> Res<u32> {
+    let (threads, smem, tiles) = match tc {
+        Tc::Mma => (mma::THREADS, mma::SMEM_BYTES, (m / mma::BM) * (n / mma::BN)),
+        Tc::Wgmma => (
+            wgmma::THREADS,
+            wgmma::SMEM_BYTES,
+            (m / wgmma::BM) * (n / wgmma::BN),
+        ),
+    };
+    persistent_grid(nv, ex, kernel, threads, smem, tiles)
 }
 
 /// Deterministic bf16 data in [-1, 1): element `i` of stream `seed`.
@@ -170,10 +203,7 @@ impl Gemm {
     ) -> Res<Option<u32>> {
         self.wgmma
             .as_ref()
-            .map(|g| {
-                let tiles = (m / wgmma::BM) * (n / wgmma::BN);
-                persistent_grid(nv, ex, g, wgmma::THREADS, wgmma::SMEM_BYTES, tiles)
-            })
+            .map(|g| tile_grid(nv, ex, g, Tc::Wgmma, (m, n)))
             .transpose()
     }
 

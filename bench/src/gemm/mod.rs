@@ -73,6 +73,16 @@ pub struct GemmBench {
 /// A benchmark case: (variant, implementation, launch).
 type Case<'a> = (&'a str, &'a str, &'a dyn Fn() -> Res<()>);
 
+/// A fused case's runs: whether the wgmma kernels are there, the unfused
+/// and the fused launch.
+type Runs<'a> = (bool, &'a dyn Fn(Tc) -> Res<()>, &'a dyn Fn(Tc) -> Res<()>);
+
+/// A cuBLAS variant's launch.
+type BlasLaunch<'a> = &'a dyn Fn(&Cublas) -> Res<()>;
+
+/// A cuBLAS variant: its name and launch.
+type BlasRun<'a> = (&'a str, BlasLaunch<'a>);
+
 /// One run: the kernels, cuBLAS, the options and what was measured.
 struct Run<'a> {
     nv: &'a Nvshmem,
@@ -168,11 +178,6 @@ impl Run<'_> {
         }
     }
 
-    /// The tensor-core kernels these cases use: wgmma when there, else mma.
-    fn tc(has_wgmma: bool) -> Tc {
-        if has_wgmma { Tc::Wgmma } else { Tc::Mma }
-    }
-
     /// GEMM alone at M = N = K = `s` on every PE (each its own problem).
     fn gemm_alone(&self, s: usize, out: &mut GemmBench) -> Res<()> {
         let nv = self.nv;
@@ -186,11 +191,11 @@ impl Run<'_> {
         let (a_h, b_h) = (data(1), data(2));
         let (a, b) = (nv.alloc_from(&a_h)?, nv.alloc_from(&b_h)?);
         let c = nv.alloc::<bf16>(s * s)?;
-        let maps = DeviceMaps::new(
+        let maps = DeviceMaps::operands(
             nv,
             &[
-                tensor::operand_map(a.device_ptr(), s, s, wgmma::A_BOX)?,
-                tensor::operand_map(b.device_ptr(), s, s, wgmma::B_BOX)?,
+                (a.device_ptr(), s, s, wgmma::A_BOX),
+                (b.device_ptr(), s, s, wgmma::B_BOX),
             ],
         )?;
         let gemm = &self.ag.gemm;
@@ -285,28 +290,20 @@ impl Run<'_> {
             m_per_pe: m_loc,
             n: s,
             k: s,
-            a_seed: 3,
-            b_seed: 4,
         };
         let ag = AgGemm::new(nv, &self.ex, &self.ag, shape)?;
-        let tc = Self::tc(ag.has_wgmma());
-        let unfused = || ag.unfused(tc);
-        let fused = || ag.fused(tc);
-        let blas = self.blas.as_ref();
-        let with_blas = || -> Res<()> {
+        let with_blas = |bl: &Cublas| -> Res<()> {
             ag.push()?;
             let (a, b, c) = (ag.a_full.device_ptr(), ag.b.device_ptr(), ag.c.device_ptr());
-            match blas {
-                // SAFETY: a_full s×s, b s×s, c s×s.
-                Some(bl) => unsafe { bl.gemm(a.addr(), b.addr(), c.addr(), (s, s, s), false) },
-                None => Ok(()),
-            }
+            // SAFETY: a_full s×s, b s×s, c s×s.
+            unsafe { bl.gemm(a.addr(), b.addr(), c.addr(), (s, s, s), false) }
         };
-        let mut cases: Vec<Case> = vec![("unfused", "rust", &unfused), ("fused", "rust", &fused)];
-        if blas.is_some() {
-            cases.push(("allgather+cublas", "cublas", &with_blas));
-        }
-        self.check_and_time(out, ("ag_gemm_bf16", "ag+gemm", s), &cases, |case| {
+        let runs: Runs = (ag.has_wgmma(), &|tc| ag.unfused(tc), &|tc| ag.fused(tc));
+        let blas = (
+            "allgather+cublas",
+            &with_blas as &dyn Fn(&Cublas) -> Res<()>,
+        );
+        self.check_and_time(out, ("ag_gemm_bf16", "ag+gemm", s), runs, blas, |case| {
             ag.poison()?;
             (case.2)()?;
             nv.barrier_all_on_stream(nv.stream())?;
@@ -329,36 +326,23 @@ impl Run<'_> {
             m_per_pe: m_loc,
             k_per_pe: k_loc,
             n: s,
-            a_seed: 5,
-            b_seed: 50,
         };
         let rs = GemmRs::new(nv, &self.ex, &self.rs, shape)?;
         if let Some(q) = rs.unreachable_peer()? {
             self.print(&format!("gemm+rs: skipped: PE {q} is not P2P-reachable"));
             return Ok(());
         }
-        let tc = Self::tc(rs.has_wgmma());
-        let unfused = || rs.unfused(tc);
-        let fused = || rs.fused(tc);
-        let blas = self.blas.as_ref();
-        let with_blas = || -> Res<()> {
-            let (a, b, p) = (
-                rs.a.device_ptr(),
-                rs.b.device_ptr(),
-                rs.partial.device_ptr(),
-            );
-            if let Some(bl) = blas {
-                // SAFETY: a s×k_loc, b s×k_loc, partial s×s (f32).
-                unsafe { bl.gemm(a.addr(), b.addr(), p.addr(), (s, s, k_loc), true)? };
-            }
+        let with_blas = |bl: &Cublas| -> Res<()> {
+            let (a, b) = (rs.a.device_ptr(), rs.b.device_ptr());
+            let p = rs.partial.device_ptr();
+            // SAFETY: a s×k_loc, b s×k_loc, partial s×s (f32).
+            unsafe { bl.gemm(a.addr(), b.addr(), p.addr(), (s, s, k_loc), true)? };
             rs.sum()
         };
-        let mut cases: Vec<Case> = vec![("unfused", "rust", &unfused), ("fused", "rust", &fused)];
-        if blas.is_some() {
-            cases.push(("cublas+rs", "cublas", &with_blas));
-        }
+        let runs: Runs = (rs.has_wgmma(), &|tc| rs.unfused(tc), &|tc| rs.fused(tc));
+        let blas = ("cublas+rs", &with_blas as BlasLaunch);
         let mut reference: Option<Vec<f32>> = None;
-        self.check_and_time(out, ("gemm_rs_bf16", "gemm+rs", s), &cases, |case| {
+        self.check_and_time(out, ("gemm_rs_bf16", "gemm+rs", s), runs, blas, |case| {
             rs.poison()?;
             (case.2)()?;
             let got = rs.result()?;
@@ -374,17 +358,27 @@ impl Run<'_> {
         })
     }
 
-    /// Runs each of `cases` once and `check`s it (on every PE: `Err` with
-    /// what was wrong), then times it; PE 0 prints a line for the size.
+    /// Runs the unfused and the fused kernels (wgmma when there, else mma)
+    /// and `blas`'s variant (when cuBLAS is), each once, `check`ing it (on
+    /// every PE: `Err` with what was wrong), then times it; PE 0 prints a
+    /// line for the size.
     fn check_and_time(
         &self,
         out: &mut GemmBench,
         (case, label, s): (&str, &str, usize),
-        cases: &[Case],
+        (wgmma, unfused, fused): Runs,
+        (blas_name, blas): BlasRun,
         mut check: impl FnMut(&Case) -> Res<Result<(), String>>,
     ) -> Res<()> {
+        let tc = if wgmma { Tc::Wgmma } else { Tc::Mma };
+        let (unfused, fused) = (|| unfused(tc), || fused(tc));
+        let with_blas = || self.blas.as_ref().map_or(Ok(()), blas);
+        let mut cases: Vec<Case> = vec![("unfused", "rust", &unfused), ("fused", "rust", &fused)];
+        if self.blas.is_some() {
+            cases.push((blas_name, "cublas", &with_blas));
+        }
         let mut line = format!("{label} bf16 {s}³ on {} PE(s):", self.nv.n_pes());
-        for &c in cases {
+        for &c in &cases {
             let checked = check(&c)?;
             if let Err(what) = &checked {
                 out.failures.push(format!("{label} {} {s}: {what}", c.0));

@@ -105,9 +105,7 @@ impl Bench<'_> {
                 // A pointer chase over 8 words: word j holds next index + 8 * (j + 1).
                 let chase: Vec<u64> = (0..8u64).map(|j| ((j * 5 + 3) & 7) + 8 * (j + 1)).collect();
                 self.words.view(..8)?.copy_from_host(&stream, &chase)?;
-                self.out.fill(&stream, 0)?;
-                self.barrier()?;
-                let args = (self.words.sym_ptr(), tgt, iters, self.out.device_ptr());
+                let args = self.word_args(iters)?;
                 self.lead_launch(&k, 1, 1, args)?;
                 self.barrier()?;
                 let mut wrong = 0;
@@ -188,6 +186,19 @@ impl Bench<'_> {
         Ok((self.lead_time(k, grid, block, timed)?, wrong))
     }
 
+    /// Zeroes `out`, passes a barrier, and gives the arguments of a
+    /// one-word latency kernel: `(words, target, iters, out)`.
+    fn word_args(&self, iters: u64) -> Res<(SymPtr<u64>, u32, u64, DevicePtr<u64>)> {
+        self.out.fill(self.nv.stream(), 0)?;
+        self.barrier()?;
+        Ok((
+            self.words.sym_ptr(),
+            self.target(),
+            iters,
+            self.out.device_ptr(),
+        ))
+    }
+
     pub(super) fn checked_on(
         &self,
         pe: u32,
@@ -214,9 +225,7 @@ impl Bench<'_> {
                     let iters: u64 = if self.opts.check { 10 } else { 2000 };
                     let k = self.impls[ii].kernel(&format!("lat_amo_{op}"))?;
                     self.words.fill(&stream, 0)?;
-                    self.out.fill(&stream, 0)?;
-                    self.barrier()?;
-                    let args = (self.words.sym_ptr(), tgt, iters, self.out.device_ptr());
+                    let args = self.word_args(iters)?;
                     self.lead_launch(&k, 1, 1, args)?;
                     self.barrier()?;
                     let mut wrong = 0;

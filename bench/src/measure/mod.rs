@@ -19,7 +19,9 @@ use crate::{Record, human, median, sizes};
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
 use nvshmem_host::cudarc;
 use nvshmem_host::exchange::WordExchange;
-use nvshmem_host::{DevicePtr, Kernel, KernelArgs, Manifest, Module, Nvshmem, Pe, SymBuffer};
+use nvshmem_host::{
+    DevicePtr, Kernel, KernelArgs, Manifest, Module, Nvshmem, Pe, SymBuffer, SymPtr,
+};
 use nvshmem_rs::allreduce::{AllReduce, AllReduceKernels, oneshot_threshold};
 use std::cell::Cell;
 use std::path::PathBuf;
