@@ -7,7 +7,7 @@
 //! The kernels themselves are `no_std` crates (`examples/*/kernel`,
 //! `tests/kernels/*`) that the root `build.rs` builds into `$OUT_DIR/ptx`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub mod allreduce;
 pub mod cli;
@@ -56,9 +56,20 @@ pub fn ptx_dir() -> PathBuf {
 /// assert!(d.ends_with("sm_90a") || !nvshmem_rs::ptx_dir().ends_with("sm_90"));
 /// ```
 pub fn tensor_ptx_dir() -> PathBuf {
-    let dir = ptx_dir();
+    hopper_dir(&ptx_dir())
+}
+
+/// The folder of the Hopper-only kernel crates beside the kernel folder
+/// `dir`: its `sm_90a` sibling when `dir` is an `sm_90` folder, else `dir`.
+///
+/// ```
+/// use std::path::Path;
+/// assert_eq!(nvshmem_rs::hopper_dir(Path::new("p/sm_90")), Path::new("p/sm_90a"));
+/// assert_eq!(nvshmem_rs::hopper_dir(Path::new("p/sm_100")), Path::new("p/sm_100"));
+/// ```
+pub fn hopper_dir(dir: &Path) -> PathBuf {
     match dir.file_name().and_then(|n| n.to_str()) {
         Some("sm_90") => dir.with_file_name("sm_90a"),
-        _ => dir,
+        _ => dir.to_path_buf(),
     }
 }

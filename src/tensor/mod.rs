@@ -10,7 +10,7 @@ use half::bf16;
 use nvshmem_host::cudarc::driver::sys::CUdevice_attribute;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::tensor_map::{self, TensorMap, TmaSwizzle};
-use nvshmem_host::{DevicePtr, Kernel, KernelArgs, LaunchConfig, Nvshmem, SymBuffer};
+use nvshmem_host::{DevicePtr, Kernel, KernelArgs, LaunchConfig, Module, Nvshmem, SymBuffer};
 
 mod ag_gemm;
 mod gemm_rs;
@@ -180,7 +180,11 @@ pub struct Gemm {
 impl Gemm {
     /// Loads them from [`tensor_ptx_dir`](crate::tensor_ptx_dir).
     pub fn load(nv: &Nvshmem) -> Res<Gemm> {
-        let module = nv.load_module_in(crate::tensor_ptx_dir(), "tc-gemm-kernels")?;
+        Self::from_module(&nv.load_module_in(crate::tensor_ptx_dir(), "tc-gemm-kernels")?)
+    }
+
+    /// Takes them from a loaded `tc-gemm-kernels` module.
+    pub fn from_module(module: &Module) -> Res<Gemm> {
         Ok(Gemm {
             mma: module.kernel("gemm_bf16_mma")?,
             wgmma: module.kernel("gemm_bf16_wgmma").ok(),
