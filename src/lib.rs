@@ -7,6 +7,8 @@
 //! The kernels themselves are `no_std` crates (`examples/*/kernel`,
 //! `tests/kernels/*`) that the root `build.rs` builds into `$OUT_DIR/ptx`.
 
+#![warn(missing_docs)]
+
 use std::path::{Path, PathBuf};
 
 pub mod allreduce;

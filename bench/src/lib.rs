@@ -8,6 +8,8 @@
 //!   reads a CSV back (`nvshmem-bench render`), so the plots can be redrawn
 //!   without a GPU.
 
+#![warn(missing_docs)]
+
 pub mod gemm;
 pub mod measure;
 pub mod report;

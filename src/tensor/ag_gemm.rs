@@ -18,7 +18,7 @@ pub const PANEL: usize = 128;
 /// Which GEMM kernels: `mma.sync` (any sm_80+) or `wgmma` + TMA (sm_90a).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tc {
-    /// `mma.sync` tiles ([`mma`]).
+    /// `mma.sync` tiles ([`mma`](super::mma)).
     Mma,
     /// `wgmma` + TMA tiles ([`wgmma`]).
     Wgmma,
@@ -58,7 +58,7 @@ const B_SEED: u64 = 0xb0;
 pub struct AgGemmShape {
     /// Rows of A on each PE, a multiple of [`PANEL`].
     pub m_per_pe: usize,
-    /// Columns of B and C, a multiple of [`mma::BN`].
+    /// Columns of B and C, a multiple of [`mma::BN`](super::mma::BN).
     pub n: usize,
     /// The inner dimension, a multiple of [`wgmma::BK`].
     pub k: usize,

@@ -7,6 +7,7 @@
 //! change both together.
 
 #![no_std]
+#![warn(missing_docs)]
 
 /// The all-reduce test pattern: the value PE `pe` contributes at index `i` in
 /// round `seed`, an integer in `1..=16`, so any sum over up to 2^20 PEs is
