@@ -6,11 +6,13 @@
 //! See `examples/allreduce/main.rs` for the algorithms and the argument that
 //! calls can follow each other with no reset.
 
+use crate::KernelSet;
 use crate::cli::Res;
 use crate::patterns::pattern;
 use nvshmem_host::exchange::{GridAgreement, WordExchange};
 use nvshmem_host::{DevicePtr, Kernel, KernelArgs, Module, Nvshmem, SymBuffer};
 use std::cell::Cell;
+use std::path::PathBuf;
 
 /// Threads per block of every all-reduce kernel.
 pub const THREADS: u32 = 512;
@@ -70,22 +72,25 @@ pub struct AllReduceKernels {
     check: Kernel,
 }
 
-impl AllReduceKernels {
-    /// Loads them from [`ptx_dir`](crate::ptx_dir).
-    pub fn load(nv: &Nvshmem) -> Res<AllReduceKernels> {
-        Self::from_module(&nv.load_module_in(crate::ptx_dir(), "allreduce-kernels")?)
+impl KernelSet for AllReduceKernels {
+    const CRATE: &'static str = "allreduce-kernels";
+
+    fn dir() -> PathBuf {
+        crate::ptx_dir()
     }
 
-    /// Takes them from a loaded `allreduce-kernels` module.
-    pub fn from_module(module: &Module) -> Res<AllReduceKernels> {
+    fn from_module(module: &Module) -> Res<AllReduceKernels> {
+        let k = |name| module.kernel(name);
         Ok(AllReduceKernels {
-            oneshot: module.kernel("allreduce_oneshot")?,
-            rs_ag: module.kernel("allreduce_rs_ag")?,
-            fill: module.kernel("fill_pattern")?,
-            check: module.kernel("check_pattern")?,
+            oneshot: k("allreduce_oneshot")?,
+            rs_ag: k("allreduce_rs_ag")?,
+            fill: k("fill_pattern")?,
+            check: k("check_pattern")?,
         })
     }
+}
 
+impl AllReduceKernels {
     /// The kernel of `algo`.
     pub fn of(&self, algo: Algo) -> &Kernel {
         match algo {

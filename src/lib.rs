@@ -22,6 +22,23 @@ pub use cli::{Res, exit_code, init_or_exit, init_with_or_exit};
 /// copy, `examples/patterns`, for both sides).
 pub use example_patterns as patterns;
 
+/// The kernels a host program takes from one kernel crate's module.
+pub trait KernelSet: Sized {
+    /// The kernel crate (and module) name: `allreduce-kernels`, ...
+    const CRATE: &'static str;
+
+    /// The folder the crate is built into: [`ptx_dir`] or [`tensor_ptx_dir`].
+    fn dir() -> PathBuf;
+
+    /// Takes them from a loaded module of [`CRATE`](Self::CRATE).
+    fn from_module(module: &nvshmem_host::Module) -> Res<Self>;
+
+    /// Loads the module from [`dir`](Self::dir) and takes them.
+    fn load(nv: &nvshmem_host::Nvshmem) -> Res<Self> {
+        Self::from_module(&nv.load_module_in(Self::dir(), Self::CRATE)?)
+    }
+}
+
 /// A folder of built kernels: the run-time environment variable `var` when it
 /// is set (a GPU machine with a copied build), else `built_in` (the folder a
 /// build script wrote, passed in with `env!`).

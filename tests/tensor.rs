@@ -16,6 +16,7 @@ use nvshmem_device::mma::{FragA, FragB, M16N8K16};
 use nvshmem_host::harness::{Failure, TestPe, TestResult, check_eq, ensure};
 use nvshmem_host::tensor_map::{self, TmaSwizzle, swizzle128_offset};
 use nvshmem_host::{Kernel, KernelArgs, LaunchConfig, Module, Nvshmem};
+use nvshmem_rs::KernelSet;
 use nvshmem_rs::tensor::{self, DeviceMaps, Gemm, wgmma};
 
 /// The Hopper (`sm_90a`) folder beside the harness's, as `tensor_ptx_dir()` picks it.

@@ -79,6 +79,7 @@
 use clap::{Parser, ValueEnum};
 use nvshmem_host::Nvshmem;
 use nvshmem_host::exchange::WordExchange;
+use nvshmem_rs::KernelSet;
 use nvshmem_rs::Res;
 use nvshmem_rs::allreduce::{self, Algo, AllReduce, AllReduceKernels};
 use nvshmem_rs::measure::human;

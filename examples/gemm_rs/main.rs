@@ -42,6 +42,7 @@
 use clap::Parser;
 use nvshmem_host::Nvshmem;
 use nvshmem_host::exchange::WordExchange;
+use nvshmem_rs::KernelSet;
 use nvshmem_rs::Res;
 use nvshmem_rs::cli::{Timing, multiple_of};
 use nvshmem_rs::measure::max_abs_diff;

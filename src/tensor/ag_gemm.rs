@@ -5,6 +5,7 @@
 
 use super::{DeviceMaps, Gemm, NO_WGMMA, bf16_tolerance, bf16_value, wgmma};
 use super::{launch_tc, mma_persistent, tile_grid};
+use crate::KernelSet;
 use crate::cli::Res;
 use crate::measure::{Sampled, Samples};
 use half::bf16;

@@ -6,11 +6,13 @@
 use super::ag_gemm::Tc;
 use super::{DeviceMaps, bf16_value, wgmma};
 use super::{launch_tc, mma_config, mma_persistent, tile_grid};
+use crate::KernelSet;
 use crate::cli::Res;
 use crate::measure::{Sampled, Samples};
 use half::bf16;
 use nvshmem_host::exchange::WordExchange;
-use nvshmem_host::{Kernel, KernelArgs, KernelParam, Nvshmem, Pe, SymBuffer};
+use nvshmem_host::{Kernel, KernelArgs, KernelParam, Module, Nvshmem, Pe, SymBuffer};
+use std::path::PathBuf;
 
 /// The kernels of `gemm-rs-kernels`.
 pub struct GemmRsKernels {
@@ -21,10 +23,14 @@ pub struct GemmRsKernels {
     wgmma: Option<(Kernel, Kernel)>,
 }
 
-impl GemmRsKernels {
-    /// Loads them from [`tensor_ptx_dir`](crate::tensor_ptx_dir).
-    pub fn load(nv: &Nvshmem) -> Res<GemmRsKernels> {
-        let module = nv.load_module_in(crate::tensor_ptx_dir(), "gemm-rs-kernels")?;
+impl KernelSet for GemmRsKernels {
+    const CRATE: &'static str = "gemm-rs-kernels";
+
+    fn dir() -> PathBuf {
+        crate::tensor_ptx_dir()
+    }
+
+    fn from_module(module: &Module) -> Res<GemmRsKernels> {
         Ok(GemmRsKernels {
             partial_mma: module.kernel("gemm_rs_partial_mma")?,
             fused_mma: module.kernel("gemm_rs_mma_fused")?,

@@ -5,12 +5,14 @@
 //! size that keeps every PE's blocks co-resident, and the launches of the
 //! fused kernels with their buffers ([`AgGemm`], [`GemmRs`]).
 
+use crate::KernelSet;
 use crate::cli::Res;
 use half::bf16;
 use nvshmem_host::cudarc::driver::sys::CUdevice_attribute;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::tensor_map::{self, TensorMap, TmaSwizzle};
 use nvshmem_host::{DevicePtr, Kernel, KernelArgs, LaunchConfig, Module, Nvshmem, SymBuffer};
+use std::path::PathBuf;
 
 mod ag_gemm;
 mod gemm_rs;
@@ -177,20 +179,22 @@ pub struct Gemm {
     wgmma: Option<Kernel>,
 }
 
-impl Gemm {
-    /// Loads them from [`tensor_ptx_dir`](crate::tensor_ptx_dir).
-    pub fn load(nv: &Nvshmem) -> Res<Gemm> {
-        Self::from_module(&nv.load_module_in(crate::tensor_ptx_dir(), "tc-gemm-kernels")?)
+impl KernelSet for Gemm {
+    const CRATE: &'static str = "tc-gemm-kernels";
+
+    fn dir() -> PathBuf {
+        crate::tensor_ptx_dir()
     }
 
-    /// Takes them from a loaded `tc-gemm-kernels` module.
-    pub fn from_module(module: &Module) -> Res<Gemm> {
+    fn from_module(module: &Module) -> Res<Gemm> {
         Ok(Gemm {
             mma: module.kernel("gemm_bf16_mma")?,
             wgmma: module.kernel("gemm_bf16_wgmma").ok(),
         })
     }
+}
 
+impl Gemm {
     /// The `wgmma` kernel (`sm_90a` builds only).
     pub fn wgmma_kernel(&self) -> Option<&Kernel> {
         self.wgmma.as_ref()

@@ -21,6 +21,7 @@ use crate::{Record, Res};
 use half::bf16;
 use nvshmem_host::Nvshmem;
 use nvshmem_host::exchange::WordExchange;
+use nvshmem_rs::KernelSet;
 use nvshmem_rs::measure::{Samples, Timer, max_abs_diff};
 use nvshmem_rs::tensor::{self, AgGemm, AgGemmKernels, AgGemmShape, DeviceMaps, GemmRs};
 use nvshmem_rs::tensor::{GemmRsKernels, GemmRsShape, Tc, wgmma};

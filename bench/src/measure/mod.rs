@@ -22,6 +22,7 @@ use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::{
     DevicePtr, Kernel, KernelArgs, Manifest, Module, Nvshmem, Pe, SymBuffer, SymPtr,
 };
+use nvshmem_rs::KernelSet;
 use nvshmem_rs::allreduce::{AllReduce, AllReduceKernels, oneshot_threshold};
 use std::cell::Cell;
 use std::path::PathBuf;
