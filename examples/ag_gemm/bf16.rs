@@ -21,7 +21,7 @@ use crate::Opts;
 use nvshmem_host::Nvshmem;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_rs::Res;
-use nvshmem_rs::tensor::{self, AgGemm, AgGemmKernels, AgGemmShape, Variants, wgmma};
+use nvshmem_rs::tensor::{self, AgGemm, AgGemmKernels, Shape, Variants, wgmma};
 
 /// Runs the bf16 variants; `Ok(false)` when a check failed.
 pub fn run(nv: &Nvshmem, o: &Opts) -> Res<bool> {
@@ -35,7 +35,7 @@ pub fn run(nv: &Nvshmem, o: &Opts) -> Res<bool> {
     }
     let kernels = AgGemmKernels::load(nv)?;
     let ex = WordExchange::new(nv, 3)?;
-    let shape = AgGemmShape {
+    let shape = Shape {
         m_per_pe: o.m_per_pe,
         n: o.n,
         k: o.k,

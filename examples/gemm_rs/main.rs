@@ -46,7 +46,7 @@ use nvshmem_rs::KernelSet;
 use nvshmem_rs::Res;
 use nvshmem_rs::cli::{Timing, multiple_of};
 use nvshmem_rs::measure::max_abs_diff;
-use nvshmem_rs::tensor::{self, GemmRs, GemmRsKernels, GemmRsShape, Variants};
+use nvshmem_rs::tensor::{self, GemmRs, GemmRsKernels, Shape, Variants};
 use std::process::ExitCode;
 
 /// gemm_rs: GEMM + reduce-scatter fused in one NVSHMEM kernel (bf16 tensor
@@ -80,9 +80,9 @@ fn run(nv: &Nvshmem, o: &Opts) -> Res<bool> {
     let (me, npes) = (nv.my_pe().index() as usize, nv.n_pes() as usize);
     let kernels = GemmRsKernels::load(nv)?;
     let ex = WordExchange::new(nv, 3)?;
-    let shape = GemmRsShape {
+    let shape = Shape {
         m_per_pe: o.m_per_pe,
-        k_per_pe: o.k_per_pe,
+        k: o.k_per_pe,
         n: o.n,
     };
     let rs = GemmRs::new(nv, &ex, &kernels, shape)?;

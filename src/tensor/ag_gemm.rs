@@ -3,6 +3,7 @@
 //! every PE's row shard, B (`n × k`) this PE's weight shard in `Linear`
 //! layout, C bf16 with f32 accumulation.
 
+use super::Shape;
 use super::{DeviceMaps, Gemm, NO_WGMMA, bf16_tolerance, bf16_value, wgmma};
 use super::{launch_tc, mma_persistent, tile_grid};
 use crate::KernelSet;
@@ -54,22 +55,11 @@ const A_SEED: u64 = 0xa;
 /// The data of PE `p`'s B: element `(j, kk)` is `bf16_value(B_SEED + p, j · k + kk)`.
 const B_SEED: u64 = 0xb0;
 
-/// The sizes of one all-gather + GEMM.
-#[derive(Clone, Copy, Debug)]
-pub struct AgGemmShape {
-    /// Rows of A on each PE, a multiple of [`PANEL`].
-    pub m_per_pe: usize,
-    /// Columns of B and C, a multiple of [`mma::BN`](super::mma::BN).
-    pub n: usize,
-    /// The inner dimension, a multiple of [`wgmma::BK`].
-    pub k: usize,
-}
-
 /// One PE's buffers, tensor maps and grids for an all-gather + GEMM.
 pub struct AgGemm<'a> {
     nv: &'a Nvshmem,
     k: &'a AgGemmKernels,
-    shape: AgGemmShape,
+    shape: Shape,
     /// The full `M` (`n_pes · m_per_pe`).
     m: usize,
     /// This PE's shard of A (`m_per_pe × k`), read by peers.
@@ -99,10 +89,10 @@ impl<'a> AgGemm<'a> {
         nv: &'a Nvshmem,
         ex: &WordExchange,
         k: &'a AgGemmKernels,
-        shape: AgGemmShape,
+        shape: Shape,
     ) -> Res<AgGemm<'a>> {
         let (me, np) = (nv.my_pe().index() as usize, nv.n_pes() as usize);
-        let AgGemmShape {
+        let Shape {
             m_per_pe: m_loc,
             n,
             k: kk,

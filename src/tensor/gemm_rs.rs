@@ -3,6 +3,7 @@
 //! (`n × k_loc`, `Linear` layout); `C = Σ_p A_p · B_pᵀ` (`M × n`, f32), of
 //! which PE `q` ends with rows `q · m_per_pe ..`.
 
+use super::Shape;
 use super::ag_gemm::Tc;
 use super::{DeviceMaps, bf16_value, wgmma};
 use super::{launch_tc, mma_config, mma_persistent, tile_grid};
@@ -43,31 +44,20 @@ impl KernelSet for GemmRsKernels {
     }
 }
 
-/// The data of PE `p`'s A: element `(row, col)` is `bf16_value(A_SEED + p, row · k_per_pe + col)`.
+/// The data of PE `p`'s A: element `(row, col)` is `bf16_value(A_SEED + p, row · k + col)` (`k`: each PE's share).
 const A_SEED: u64 = 0xa0;
-/// The data of PE `p`'s B: element `(j, kk)` is `bf16_value(B_SEED + p, j · k_per_pe + kk)`.
+/// The data of PE `p`'s B: element `(j, kk)` is `bf16_value(B_SEED + p, j · k + kk)`.
 const B_SEED: u64 = 0xb0;
-
-/// The sizes of one GEMM + reduce-scatter.
-#[derive(Clone, Copy, Debug)]
-pub struct GemmRsShape {
-    /// Rows of C each PE ends with, a multiple of 128.
-    pub m_per_pe: usize,
-    /// Each PE's share of the inner dimension, a multiple of 64.
-    pub k_per_pe: usize,
-    /// Columns of C, a multiple of 256.
-    pub n: usize,
-}
 
 /// One PE's buffers, tensor maps and grids for a GEMM + reduce-scatter.
 pub struct GemmRs<'a> {
     nv: &'a Nvshmem,
     k: &'a GemmRsKernels,
-    shape: GemmRsShape,
+    shape: Shape,
     m: usize,
-    /// `A_p` (`M × k_per_pe`).
+    /// `A_p` (`M × k`).
     pub a: SymBuffer<bf16>,
-    /// `B_p` (`n × k_per_pe`).
+    /// `B_p` (`n × k`).
     pub b: SymBuffer<bf16>,
     /// The unfused path's `P_p = A_p · B_pᵀ` (`M × n`, f32), read by peers.
     pub partial: SymBuffer<f32>,
@@ -86,10 +76,10 @@ impl<'a> GemmRs<'a> {
         nv: &'a Nvshmem,
         ex: &WordExchange,
         k: &'a GemmRsKernels,
-        shape: GemmRsShape,
+        shape: Shape,
     ) -> Res<GemmRs<'a>> {
         let (me, np) = (nv.my_pe().index() as u64, nv.n_pes() as usize);
-        let (m_loc, kk, n) = (shape.m_per_pe, shape.k_per_pe, shape.n);
+        let (m_loc, kk, n) = (shape.m_per_pe, shape.k, shape.n);
         let m = m_loc * np;
         let data = |seed: u64, len: usize| -> Vec<bf16> {
             (0..len as u64).map(|i| bf16_value(seed + me, i)).collect()
@@ -149,12 +139,7 @@ impl<'a> GemmRs<'a> {
 
     fn dims(&self) -> (u32, u32, u32, u32) {
         let s = &self.shape;
-        (
-            s.m_per_pe as u32,
-            s.n as u32,
-            s.k_per_pe as u32,
-            self.m as u32,
-        )
+        (s.m_per_pe as u32, s.n as u32, s.k as u32, self.m as u32)
     }
 
     /// The reduce-scatter of the unfused path: a barrier (every PE's
@@ -252,13 +237,13 @@ impl<'a> GemmRs<'a> {
     }
 
     /// `samples` entries of this PE's rows `c` against the f64 sum over every
-    /// PE's partial product, within `n_pes · k_per_pe · ε_f32 · Σ|a·b|`
+    /// PE's partial product, within `n_pes · k · ε_f32 · Σ|a·b|`
     /// (any summation order).
     pub fn check(&self, c: &[f32], samples: usize, seed: u64) -> Sampled {
         let s = self.shape;
-        let (np, kl) = (self.nv.n_pes() as usize, s.k_per_pe);
+        let (np, kl) = (self.nv.n_pes() as usize, s.k);
         let row0 = self.nv.my_pe().index() as usize * s.m_per_pe;
-        // Over the full K: kk = p · k_per_pe + (PE p's column).
+        // Over the full K: kk = p · k + (PE p's column).
         let a = |i: usize, kk: usize| {
             bf16_value(
                 A_SEED + (kk / kl) as u64,

@@ -18,8 +18,24 @@ mod ag_gemm;
 mod gemm_rs;
 mod variants;
 
-pub use ag_gemm::{AgGemm, AgGemmKernels, AgGemmShape, PANEL, Tc};
-pub use gemm_rs::{GemmRs, GemmRsKernels, GemmRsShape};
+pub use ag_gemm::{AgGemm, AgGemmKernels, PANEL, Tc};
+pub use gemm_rs::{GemmRs, GemmRsKernels};
+
+/// The sizes of a fused GEMM: all-gather + GEMM ([`AgGemm`]: A `m_per_pe × k`
+/// on each PE, gathered; `m_per_pe` a multiple of [`PANEL`]) or GEMM +
+/// reduce-scatter ([`GemmRs`]: `k` is each PE's share of the inner
+/// dimension, `m_per_pe` the rows of C each PE ends with, a multiple of 128).
+/// `n` is a multiple of [`mma::BN`] (of [`wgmma::BN`] for the wgmma kernels),
+/// `k` of [`wgmma::BK`].
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// Rows per PE.
+    pub m_per_pe: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// The inner dimension (per PE for GEMM + reduce-scatter).
+    pub k: usize,
+}
 pub use variants::{Variant, Variants, variants};
 
 /// The `mma.sync` tiles (`tc_gemm_tiles::sm80`): 128 × 128, K a multiple of 32.

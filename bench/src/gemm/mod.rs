@@ -23,8 +23,8 @@ use nvshmem_host::Nvshmem;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_rs::KernelSet;
 use nvshmem_rs::measure::{Samples, Timer, max_abs_diff};
-use nvshmem_rs::tensor::{self, AgGemm, AgGemmKernels, AgGemmShape, DeviceMaps, GemmRs};
-use nvshmem_rs::tensor::{GemmRsKernels, GemmRsShape, Tc, wgmma};
+use nvshmem_rs::tensor::{self, AgGemm, AgGemmKernels, DeviceMaps, GemmRs, Shape};
+use nvshmem_rs::tensor::{GemmRsKernels, Tc, wgmma};
 
 mod cublas;
 mod report;
@@ -287,7 +287,7 @@ impl Run<'_> {
         if m_loc == 0 || !m_loc.is_multiple_of(tensor::PANEL) {
             return Ok(());
         }
-        let shape = AgGemmShape {
+        let shape = Shape {
             m_per_pe: m_loc,
             n: s,
             k: s,
@@ -323,9 +323,9 @@ impl Run<'_> {
         if m_loc == 0 || !m_loc.is_multiple_of(128) || !k_loc.is_multiple_of(64) {
             return Ok(());
         }
-        let shape = GemmRsShape {
+        let shape = Shape {
             m_per_pe: m_loc,
-            k_per_pe: k_loc,
+            k: k_loc,
             n: s,
         };
         let rs = GemmRs::new(nv, &self.ex, &self.rs, shape)?;
