@@ -35,6 +35,35 @@ impl RingOutcome {
     pub fn us_per_hop(&self) -> f64 {
         self.elapsed.as_secs_f64() * 1e6 / (self.laps * self.n_pes as u64).max(1) as f64
     }
+
+    /// PE 0's report line (`None` on the other PEs).
+    ///
+    /// ```
+    /// use nvshmem_rs::ring::RingOutcome;
+    /// let o = RingOutcome { n_pes: 2, laps: 10, token: Some(20), elapsed: Default::default() };
+    /// assert!(o.summary().unwrap().starts_with("ring: 2 PE(s), 10 laps: token = 20 (expected 20) PASS"));
+    /// ```
+    pub fn summary(&self) -> Option<String> {
+        let token = self.token?;
+        Some(format!(
+            "ring: {} PE(s), {} laps: token = {token} (expected {}) {}; {:.2} us per hop",
+            self.n_pes,
+            self.laps,
+            self.expected(),
+            if self.passed() { "PASS" } else { "FAIL" },
+            self.us_per_hop()
+        ))
+    }
+}
+
+/// Runs the ring ([`run`]), prints PE 0's [`summary`](RingOutcome::summary)
+/// and says whether it passed. **Collective.**
+pub fn run_and_report(nv: &Nvshmem, laps: u64) -> crate::Res<bool> {
+    let outcome = run(nv, laps)?;
+    if let Some(line) = outcome.summary() {
+        println!("{line}");
+    }
+    Ok(outcome.passed())
 }
 
 /// Runs `laps` laps of the ring on every PE (collective: every PE calls it).

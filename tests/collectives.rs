@@ -9,16 +9,18 @@
 //! so do the host's stream collectives with 2 PEs on one GPU (limited MPG:
 //! they must be refused with `Error::Unsupported` there).
 
+#[macro_use]
+mod common;
 use bytemuck::Pod;
-use nvshmem_host::harness::{self, GpuTest, TestPe, TestResult, check_eq, ensure};
+use common::ALL;
+use nvshmem_host::harness::{TestPe, TestResult, check_eq, ensure};
 use nvshmem_host::{
-    And, AsTeam, Error, KernelParam, Max, Min, Module, Nvshmem, Or, Pe, Prod, ReduceOp, SplitTeam,
-    Sum, Team, Xor,
+    And, AsTeam, Error, KernelArgs, KernelParam, Max, Min, Module, Nvshmem, Or, Pe, Prod, ReduceOp,
+    SplitTeam, Sum, SymPtr, Team, Xor,
 };
 use std::fmt::Debug;
 
 const KERNELS: &str = "collectives-kernels";
-const ALL: &[u32] = &[1, 2, 4];
 /// Odd element counts, one per scope.
 const SIZES: [usize; 3] = [1, 7, 1001];
 const SCOPES: [&str; 3] = ["thread", "warp", "block"];
@@ -207,6 +209,56 @@ fn run<A: nvshmem_host::KernelArgs>(
     barrier(nv)
 }
 
+/// The allocate-run-check loop of a kernel case, once per element count
+/// `n` of [`SIZES`] (scope `k`): `src(n)` is this PE's input, `dst_len(n)`
+/// elements are zeroed for the output, the kernel runs on the team's
+/// members with `args(team, dst, src, n, k)`, and members compare the
+/// first `want(n).len()` elements of the output with `want(n)`.
+#[allow(clippy::too_many_arguments)]
+fn sized_case<T, A>(
+    nv: &Nvshmem,
+    m: &Module,
+    t: &OnTeam,
+    f: &mut Vec<String>,
+    (kernel, label): (&str, &str),
+    (src, dst_len): (impl Fn(usize) -> Vec<T>, impl Fn(usize) -> usize),
+    args: impl Fn(Team, SymPtr<T>, SymPtr<T>, u64, u32) -> A,
+    want: impl Fn(usize) -> Vec<T>,
+) -> Result<(), Error>
+where
+    T: Pod + PartialEq + Debug,
+    A: KernelArgs,
+{
+    for (k, n) in SIZES.into_iter().enumerate() {
+        let src = nv.alloc_from(&src(n))?;
+        let dst = nv.alloc_zeroed::<T>(dst_len(n))?;
+        let a = args(t.handle(), dst.sym_ptr(), src.sym_ptr(), n as u64, k as u32);
+        run(nv, m, kernel, t.device.is_some(), a)?;
+        if t.device.is_some() {
+            let want = want(n);
+            let got = dst.to_vec(nv.stream())?;
+            record(
+                f,
+                format!("{label} on {}, n={n}, {}", t.name, SCOPES[k]),
+                check_eq(label, &got[..want.len()], &want),
+            );
+        }
+        barrier(nv)?;
+    }
+    Ok(())
+}
+
+/// The plain arguments `(team, dst, src, n, scope)`.
+fn plain<T>(
+    team: Team,
+    d: SymPtr<T>,
+    s: SymPtr<T>,
+    n: u64,
+    k: u32,
+) -> (Team, SymPtr<T>, SymPtr<T>, u64, u32) {
+    (team, d, s, n, k)
+}
+
 fn broadcast_case<T: Elem>(
     nv: &Nvshmem,
     m: &Module,
@@ -215,99 +267,52 @@ fn broadcast_case<T: Elem>(
     kernel: &str,
 ) -> Result<(), Error> {
     let me = nv.my_pe().index();
-    for (k, n) in SIZES.into_iter().enumerate() {
-        let scope = k as u32;
-        // The last member is the root: not always team PE 0.
-        let root = t.members.len() as u32 - 1;
-        let src = nv.alloc_from(&input::<T>(me, n))?;
-        let dst = nv.alloc_zeroed::<T>(n)?;
-        let team = t.handle();
-        let args = (team, dst.sym_ptr(), src.sym_ptr(), n as u64, root, scope);
-        run(nv, m, kernel, t.device.is_some(), args)?;
-        if t.device.is_some() {
-            let want = input::<T>(t.members[root as usize], n);
-            record(
-                f,
-                format!("{} on {}, n={n}, {}", kernel, t.name, SCOPES[k]),
-                check_eq(kernel, &dst.to_vec(nv.stream())?, &want),
-            );
-        }
-        barrier(nv)?;
-    }
-    Ok(())
+    // The last member is the root: not always team PE 0.
+    let root = t.members.len() as u32 - 1;
+    let sizes = (|n| input::<T>(me, n), |n| n);
+    let args = |team, d, s, n, k| (team, d, s, n, root, k);
+    let want = |n| input::<T>(t.members[root as usize], n);
+    sized_case(nv, m, t, f, (kernel, kernel), sizes, args, want)
 }
 
-fn fcollect_case<T: Elem>(
+/// fcollect (`alltoall` false: every member's whole input, in member
+/// order) or alltoall (block `rank` of every member's input).
+fn gather_case<T: Elem>(
     nv: &Nvshmem,
     m: &Module,
     t: &OnTeam,
     f: &mut Vec<String>,
     kernel: &str,
+    alltoall: bool,
 ) -> Result<(), Error> {
-    let me = nv.my_pe().index();
-    let size = t.members.len();
-    for (k, n) in SIZES.into_iter().enumerate() {
-        let src = nv.alloc_from(&input::<T>(me, n))?;
-        let dst = nv.alloc_zeroed::<T>(n * nv.n_pes() as usize)?;
-        run(
-            nv,
-            m,
-            kernel,
-            t.device.is_some(),
-            (t.handle(), dst.sym_ptr(), src.sym_ptr(), n as u64, k as u32),
-        )?;
-        if t.device.is_some() {
-            let want: Vec<T> = t.members.iter().flat_map(|&p| input::<T>(p, n)).collect();
-            let got = dst.to_vec(nv.stream())?;
-            record(
-                f,
-                format!("{kernel} on {}, n={n}, {}", t.name, SCOPES[k]),
-                check_eq(kernel, &got[..n * size], &want),
-            );
-        }
-        barrier(nv)?;
-    }
-    Ok(())
+    let (me, whole) = (nv.my_pe().index(), nv.n_pes() as usize);
+    let src_len = move |n| if alltoall { n * whole } else { n };
+    let sizes = (|n| input::<T>(me, src_len(n)), |n| n * whole);
+    let block = if alltoall { t.rank(me) } else { 0 };
+    let want = |n| exchanged(t, block, n, T::val);
+    sized_case(nv, m, t, f, (kernel, kernel), sizes, plain, want)
 }
 
-fn alltoall_case<T: Elem>(
-    nv: &Nvshmem,
-    m: &Module,
-    t: &OnTeam,
-    f: &mut Vec<String>,
-    kernel: &str,
-) -> Result<(), Error> {
-    let me = nv.my_pe().index();
-    let size = t.members.len();
-    let whole = nv.n_pes() as usize;
-    for (k, n) in SIZES.into_iter().enumerate() {
-        let src = nv.alloc_from(&input::<T>(me, n * whole))?;
-        let dst = nv.alloc_zeroed::<T>(n * whole)?;
-        run(
-            nv,
-            m,
-            kernel,
-            t.device.is_some(),
-            (t.handle(), dst.sym_ptr(), src.sym_ptr(), n as u64, k as u32),
-        )?;
-        if t.device.is_some() {
-            let r = t.rank(me);
-            // Block j comes from member j's block r.
-            let want: Vec<T> = t
-                .members
-                .iter()
-                .flat_map(|&p| (0..n).map(move |i| T::val(p, r * n + i)))
-                .collect();
-            let got = dst.to_vec(nv.stream())?;
-            record(
-                f,
-                format!("{kernel} on {}, n={n}, {}", t.name, SCOPES[k]),
-                check_eq(kernel, &got[..n * size], &want),
-            );
-        }
-        barrier(nv)?;
-    }
-    Ok(())
+/// Block `j` of a member's output when it gathers block `r` of every member
+/// `j` (`r` = 0: fcollect; the member's rank: alltoall), where `val(p, i)` is
+/// PE `p`'s input element `i`.
+fn exchanged<T>(t: &OnTeam, r: usize, n: usize, val: impl Fn(u32, usize) -> T) -> Vec<T> {
+    t.members
+        .iter()
+        .flat_map(|&p| (0..n).map(move |i| (p, r * n + i)))
+        .map(|(p, i)| val(p, i))
+        .collect()
+}
+
+/// Element-wise `fold` over the members' inputs at `base..base + n`.
+fn reduced<T: Elem>(t: &OnTeam, base: usize, n: usize, fold: fn(T, T) -> T) -> Vec<T> {
+    (0..n)
+        .map(|i| {
+            let mut vals = t.members.iter().map(|&p| T::val(p, base + i));
+            let first = vals.next().unwrap();
+            vals.fold(first, fold)
+        })
+        .collect()
 }
 
 /// `reduce_OP_T` (scatter: false) or `reducescatter_OP_T` against `fold` over the members.
@@ -321,37 +326,12 @@ fn reduce_case<T: Elem>(
     scatter: bool,
     fold: fn(T, T) -> T,
 ) -> Result<(), Error> {
-    let me = nv.my_pe().index();
-    let whole = nv.n_pes() as usize;
-    for (k, n) in SIZES.into_iter().enumerate() {
-        let src_len = if scatter { n * whole } else { n };
-        let src = nv.alloc_from(&input::<T>(me, src_len))?;
-        let dst = nv.alloc_zeroed::<T>(n)?;
-        run(
-            nv,
-            m,
-            kernel,
-            t.device.is_some(),
-            (t.handle(), dst.sym_ptr(), src.sym_ptr(), n as u64, k as u32),
-        )?;
-        if t.device.is_some() {
-            let base = if scatter { t.rank(me) * n } else { 0 };
-            let want: Vec<T> = (0..n)
-                .map(|i| {
-                    let mut vals = t.members.iter().map(|&p| T::val(p, base + i));
-                    let first = vals.next().unwrap();
-                    vals.fold(first, fold)
-                })
-                .collect();
-            record(
-                f,
-                format!("{kernel} on {}, n={n}, {}", t.name, SCOPES[k]),
-                check_eq(kernel, &dst.to_vec(nv.stream())?, &want),
-            );
-        }
-        barrier(nv)?;
-    }
-    Ok(())
+    let (me, whole) = (nv.my_pe().index(), nv.n_pes() as usize);
+    let src_len = move |n| if scatter { n * whole } else { n };
+    let sizes = (|n| input::<T>(me, src_len(n)), |n| n);
+    let base = |n| if scatter { t.rank(me) * n } else { 0 };
+    let want = |n| reduced(t, base(n), n, fold);
+    sized_case(nv, m, t, f, (kernel, kernel), sizes, plain, want)
 }
 
 fn team_queries(pe: &mut TestPe) -> TestResult {
@@ -446,90 +426,44 @@ fn team_barriers(pe: &mut TestPe) -> TestResult {
     })
 }
 
-fn broadcast(pe: &mut TestPe) -> TestResult {
-    on_teams(pe, |nv, m, t, f| {
-        broadcast_case::<i32>(nv, m, t, f, "broadcast_i32")?;
-        broadcast_case::<f64>(nv, m, t, f, "broadcast_f64")?;
-        broadcast_case::<u8>(nv, m, t, f, "broadcast_u8")
-    })
+/// A test that runs `$case::<T>` (with any `$extra` arguments) with kernel
+/// `$prefix_T` for `T` = i32, f64 and u8.
+macro_rules! per_type {
+    ($($name:ident: $case:ident($($extra:expr),*), $prefix:literal;)*) => {$(
+        fn $name(pe: &mut TestPe) -> TestResult {
+            on_teams(pe, |nv, m, t, f| {
+                $case::<i32>(nv, m, t, f, concat!($prefix, "_i32") $(, $extra)*)?;
+                $case::<f64>(nv, m, t, f, concat!($prefix, "_f64") $(, $extra)*)?;
+                $case::<u8>(nv, m, t, f, concat!($prefix, "_u8") $(, $extra)*)
+            })
+        }
+    )*};
 }
 
-fn fcollect(pe: &mut TestPe) -> TestResult {
-    on_teams(pe, |nv, m, t, f| {
-        fcollect_case::<i32>(nv, m, t, f, "fcollect_i32")?;
-        fcollect_case::<f64>(nv, m, t, f, "fcollect_f64")?;
-        fcollect_case::<u8>(nv, m, t, f, "fcollect_u8")
-    })
-}
-
-fn alltoall(pe: &mut TestPe) -> TestResult {
-    on_teams(pe, |nv, m, t, f| {
-        alltoall_case::<i32>(nv, m, t, f, "alltoall_i32")?;
-        alltoall_case::<f64>(nv, m, t, f, "alltoall_f64")?;
-        alltoall_case::<u8>(nv, m, t, f, "alltoall_u8")
-    })
+per_type! {
+    broadcast: broadcast_case(), "broadcast";
+    fcollect: gather_case(false), "fcollect";
+    alltoall: gather_case(true), "alltoall";
 }
 
 /// The byte-wise forms over `[u8; 3]`, as bytes: broadcast (root 0), fcollect, alltoall.
 fn pods(pe: &mut TestPe) -> TestResult {
     on_teams(pe, |nv, m, t, f| {
-        let me = nv.my_pe().index();
-        let whole = nv.n_pes() as usize;
-        let size = t.members.len();
-        let px = |p: u32, i: usize| {
-            [
-                u8::val(p, 3 * i),
-                u8::val(p, 3 * i + 1),
-                u8::val(p, 3 * i + 2),
-            ]
-        };
+        let (me, whole) = (nv.my_pe().index(), nv.n_pes() as usize);
+        let px = |p: u32, i: usize| [0, 1, 2].map(|j| u8::val(p, 3 * i + j));
         for which in 0..3u32 {
-            for (k, n) in SIZES.into_iter().enumerate() {
-                let src = nv.alloc_from(&(0..n * whole).map(|i| px(me, i)).collect::<Vec<_>>())?;
-                let dst = nv.alloc_zeroed::<[u8; 3]>(n * whole)?;
-                run(
-                    nv,
-                    m,
-                    "pods_u8x3",
-                    t.device.is_some(),
-                    (
-                        t.handle(),
-                        dst.sym_ptr(),
-                        src.sym_ptr(),
-                        n as u64,
-                        which,
-                        k as u32,
-                    ),
-                )?;
-                if t.device.is_some() {
-                    let got = dst.to_vec(nv.stream())?;
-                    let r = t.rank(me);
-                    let (want, len): (Vec<[u8; 3]>, usize) = match which {
-                        0 => ((0..n).map(|i| px(t.members[0], i)).collect(), n),
-                        1 => (
-                            t.members
-                                .iter()
-                                .flat_map(|&p| (0..n).map(move |i| px(p, i)))
-                                .collect(),
-                            n * size,
-                        ),
-                        _ => (
-                            t.members
-                                .iter()
-                                .flat_map(|&p| (0..n).map(move |i| px(p, r * n + i)))
-                                .collect(),
-                            n * size,
-                        ),
-                    };
-                    let name = ["broadcast_pod", "fcollect_pod", "alltoall_pod"][which as usize];
-                    record(
-                        f,
-                        format!("{name} on {}, n={n}, {}", t.name, SCOPES[k]),
-                        check_eq(name, &got[..len], &want),
-                    );
-                }
-                barrier(nv)?;
-            }
+            let label = ["broadcast_pod", "fcollect_pod", "alltoall_pod"][which as usize];
+            let sizes = (
+                |n| (0..n * whole).map(|i| px(me, i)).collect(),
+                |n| n * whole,
+            );
+            let args = |team, d, s, n, k| (team, d, s, n, which, k);
+            let want = |n| match which {
+                0 => (0..n).map(|i| px(t.members[0], i)).collect(),
+                1 => exchanged(t, 0, n, px),
+                _ => exchanged(t, t.rank(me), n, px),
+            };
+            sized_case(nv, m, t, f, ("pods_u8x3", label), sizes, args, want)?;
         }
         Ok(())
     })
@@ -599,13 +533,7 @@ fn host_reduce<T: Elem, O: ReduceOp<T>>(
             }
             nv.synchronize(nv.stream())?;
             let base = if scatter { t.rank(me) * n } else { 0 };
-            let want: Vec<T> = (0..n)
-                .map(|i| {
-                    let mut v = t.members.iter().map(|&p| T::val(p, base + i));
-                    let first = v.next().unwrap();
-                    v.fold(first, fold)
-                })
-                .collect();
+            let want = reduced(t, base, n, fold);
             let what = format!(
                 "{}_on_stream {} on {}, n={n}",
                 if scatter { "reducescatter" } else { "reduce" },
@@ -677,17 +605,13 @@ fn on_stream(pe: &mut TestPe) -> TestResult {
                         &input::<i32>(t.members[root as usize], n),
                     ),
                 );
-                let want: Vec<i32> = t.members.iter().flat_map(|&p| input::<i32>(p, n)).collect();
+                let want = exchanged(t, 0, n, i32::val);
                 record(
                     f,
                     format!("fcollect_on_stream on {}, n={n}", t.name),
                     check_eq("fcollect", &all.to_vec(s)?, &want),
                 );
-                let want: Vec<u8> = t
-                    .members
-                    .iter()
-                    .flat_map(|&p| (0..n).map(move |i| u8::val(p, r * n + i)))
-                    .collect();
+                let want = exchanged(t, r, n, u8::val);
                 record(
                     f,
                     format!("alltoall_on_stream on {}, n={n}", t.name),
@@ -742,20 +666,8 @@ fn collective_launch(pe: &mut TestPe) -> TestResult {
     }
 }
 
-fn main() {
-    harness::main(
-        env!("NVSHMEM_RS_PTX_DIR"),
-        &[
-            GpuTest::new("team_queries", team_queries).pes(ALL),
-            GpuTest::new("team_barriers", team_barriers).pes(ALL),
-            GpuTest::new("broadcast", broadcast).pes(ALL),
-            GpuTest::new("fcollect", fcollect).pes(ALL),
-            GpuTest::new("alltoall", alltoall).pes(ALL),
-            GpuTest::new("pods", pods).pes(ALL),
-            GpuTest::new("reduce", reduce).pes(ALL),
-            GpuTest::new("reducescatter", reducescatter).pes(ALL),
-            GpuTest::new("on_stream", on_stream).pes(ALL),
-            GpuTest::new("collective_launch", collective_launch).pes(&[1]),
-        ],
-    );
+gpu_main! {
+    ALL => team_queries, team_barriers, broadcast, fcollect, alltoall, pods, reduce,
+        reducescatter, on_stream;
+    &[1] => collective_launch;
 }

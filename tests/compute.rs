@@ -7,14 +7,18 @@
 //! Without a GPU every test prints `SKIPPED`; `NVSHMEM_RS_REQUIRE_GPU=1`
 //! turns that into a failure.
 
-use nvshmem_host::harness::{self, Failure, GpuTest, TestPe, TestResult, check_eq, ensure};
+#[macro_use]
+mod common;
+use bytemuck::Pod;
+use common::ONE;
+use nvshmem_host::harness::{Failure, TestPe, TestResult, check_eq, ensure};
 use nvshmem_host::{Error, LaunchConfig};
 
 #[path = "compute/math.rs"]
 mod math;
+use math::{half_conversions, math_approx, math_f32, math_f64, packed_math};
 
 const KERNELS: &str = "compute-kernels";
-const ONE: &[u32] = &[1];
 
 /// A deterministic scramble of `i` (for inputs).
 fn mix(i: u64) -> u64 {
@@ -77,18 +81,26 @@ fn launch<A: nvshmem_host::launch::KernelArgs>(
     Ok(())
 }
 
-fn warp_shuffles(pe: &mut TestPe) -> TestResult {
+/// Runs `name` on one block of `input.len()` threads with `(input, out)`,
+/// `out` holding `per_thread` zeroed elements per thread; returns `out`.
+fn one_block<I: Pod, O: Pod>(
+    pe: &TestPe,
+    name: &str,
+    input: &[I],
+    per_thread: usize,
+) -> Result<Vec<O>, Failure> {
     let nv = pe.nvshmem();
+    let inp = nv.alloc_from(input)?;
+    let out = nv.alloc_zeroed::<O>(per_thread * input.len())?;
+    let config = LaunchConfig::new(1, input.len() as u32);
+    launch(pe, name, config, (inp.device_ptr(), out.device_ptr()))?;
+    Ok(out.to_vec(nv.stream())?)
+}
+
+fn warp_shuffles(pe: &mut TestPe) -> TestResult {
     let n = 64;
     let input: Vec<u32> = (0..n as u64).map(|i| mix(i) as u32).collect();
-    let inp = nv.alloc_from(&input)?;
-    let out = nv.alloc_zeroed::<u32>(9 * n)?;
-    launch(
-        pe,
-        "warp_shuffle_u32",
-        LaunchConfig::new(1, n as u32),
-        (inp.device_ptr(), out.device_ptr()),
-    )?;
+    let got: Vec<u32> = one_block(pe, "warp_shuffle_u32", &input, 9)?;
     let mut want = vec![0u32; 9 * n];
     for t in 0..n {
         let lane = (t % 32) as u32;
@@ -111,17 +123,10 @@ fn warp_shuffles(pe: &mut TestPe) -> TestResult {
             0
         };
     }
-    check_eq("warp_shuffle_u32", &out.to_vec(nv.stream())?, &want)?;
+    check_eq("warp_shuffle_u32", &got, &want)?;
 
     let wide_in: Vec<u64> = (0..n as u64).map(|i| mix(i + 1000)).collect();
-    let inp = nv.alloc_from(&wide_in)?;
-    let out = nv.alloc_zeroed::<u64>(5 * n)?;
-    launch(
-        pe,
-        "warp_shuffle_wide",
-        LaunchConfig::new(1, n as u32),
-        (inp.device_ptr(), out.device_ptr()),
-    )?;
+    let got: Vec<u64> = one_block(pe, "warp_shuffle_wide", &wide_in, 5)?;
     let mut want = vec![0u64; 5 * n];
     for t in 0..n {
         let lane = (t % 32) as u32;
@@ -131,11 +136,10 @@ fn warp_shuffles(pe: &mut TestPe) -> TestResult {
         want[3 * n + t] = shuffled(&wide_in, t, "up", 1, 32) & ((1 << 48) - 1);
         want[4 * n + t] = 0; // lane 0's lane number
     }
-    check_eq("warp_shuffle_wide", &out.to_vec(nv.stream())?, &want)
+    check_eq("warp_shuffle_wide", &got, &want)
 }
 
 fn warp_votes(pe: &mut TestPe) -> TestResult {
-    let nv = pe.nvshmem();
     let n = 64;
     // Warp 0: v >> 8 uniform; warp 1: not. Parity and bit 1 vary.
     let input: Vec<u32> = (0..n as u32)
@@ -147,15 +151,7 @@ fn warp_votes(pe: &mut TestPe) -> TestResult {
             }
         })
         .collect();
-    let inp = nv.alloc_from(&input)?;
-    let out = nv.alloc_zeroed::<u32>(19 * n)?;
-    launch(
-        pe,
-        "warp_vote",
-        LaunchConfig::new(1, n as u32),
-        (inp.device_ptr(), out.device_ptr()),
-    )?;
-    let got = out.to_vec(nv.stream())?;
+    let got: Vec<u32> = one_block(pe, "warp_vote", &input, 19)?;
     let mut want = vec![0u32; 19 * n];
     for t in 0..n {
         let (w, lane) = (t / 32 * 32, (t % 32) as u32);
@@ -324,15 +320,7 @@ fn shared_static(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let n = 256;
     let input: Vec<f32> = (0..n).map(|i| i as f32 * 1.5 - 7.0).collect();
-    let inp = nv.alloc_from(&input)?;
-    let out = nv.alloc_zeroed::<f32>(5 * n)?;
-    launch(
-        pe,
-        "shared_static",
-        LaunchConfig::new(1, n as u32),
-        (inp.device_ptr(), out.device_ptr()),
-    )?;
-    let got = out.to_vec(nv.stream())?;
+    let got: Vec<f32> = one_block(pe, "shared_static", &input, 5)?;
     let want_rev: Vec<f32> = (0..n).map(|t| input[n - 1 - t]).collect();
     check_eq(
         "shared_static (reversed through TILE)",
@@ -502,17 +490,22 @@ fn atomic_slots(t: u32, sm: u32) -> (Slots<u32>, Slots<u64>) {
     (w, d)
 }
 
-fn atomics(pe: &mut TestPe) -> TestResult {
-    let nv = pe.nvshmem();
-    let (blocks, threads) = (4u32, 128u32);
-    let t = blocks * threads;
-    let sm: u32 = pe
-        .module(KERNELS)?
+/// The compute capability the kernels were built for (`sm_90` → 90; 0 if unknown).
+fn sm_of(pe: &TestPe) -> Result<u32, Failure> {
+    let module = pe.module(KERNELS)?;
+    Ok(module
         .manifest()
         .arch
         .trim_start_matches("sm_")
         .parse()
-        .unwrap_or(0);
+        .unwrap_or(0))
+}
+
+fn atomics(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let (blocks, threads) = (4u32, 128u32);
+    let t = blocks * threads;
+    let sm = sm_of(pe)?;
     let (w, d) = atomic_slots(t, sm);
     let wb = nv.alloc_from(&w.iter().map(|s| s.0).collect::<Vec<_>>())?;
     let db = nv.alloc_from(&d.iter().map(|s| s.0).collect::<Vec<_>>())?;
@@ -607,32 +600,11 @@ fn cuda_arch(pe: &mut TestPe) -> TestResult {
         LaunchConfig::new(1, 1),
         (out.device_ptr(),),
     )?;
-    let sm: u32 = pe
-        .module(KERNELS)?
-        .manifest()
-        .arch
-        .trim_start_matches("sm_")
-        .parse()
-        .unwrap_or(0);
+    let sm = sm_of(pe)?;
     check_eq("cuda_arch_value", &out.to_vec(nv.stream())?, &[sm * 10])
 }
 
-fn main() {
-    harness::main(
-        env!("NVSHMEM_RS_PTX_DIR"),
-        &[
-            GpuTest::new("warp_shuffles", warp_shuffles).pes(ONE),
-            GpuTest::new("warp_votes", warp_votes).pes(ONE),
-            GpuTest::new("warp_reductions", warp_reductions).pes(ONE),
-            GpuTest::new("shared_static", shared_static).pes(ONE),
-            GpuTest::new("shared_dynamic", shared_dynamic).pes(ONE),
-            GpuTest::new("atomics", atomics).pes(ONE),
-            GpuTest::new("cuda_arch", cuda_arch).pes(ONE),
-            GpuTest::new("math_f32", math::math_f32).pes(ONE),
-            GpuTest::new("math_f64", math::math_f64).pes(ONE),
-            GpuTest::new("math_approx", math::math_approx).pes(ONE),
-            GpuTest::new("half_conversions", math::half_conversions).pes(ONE),
-            GpuTest::new("packed_math", math::packed_math).pes(ONE),
-        ],
-    );
+gpu_main! {
+    ONE => warp_shuffles, warp_votes, warp_reductions, shared_static, shared_dynamic, atomics,
+        cuda_arch, math_f32, math_f64, math_approx, half_conversions, packed_math;
 }

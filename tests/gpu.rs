@@ -5,11 +5,13 @@
 //! passes; `NVSHMEM_RS_REQUIRE_GPU=1` turns that into a failure. Runs of 4 PEs
 //! on one GPU need CUDA MPS (see the README).
 
-use nvshmem_host::harness::{self, GpuTest, TestPe, TestResult, check_eq, ensure};
-use nvshmem_host::{Cmp, Error, Nvshmem, SignalOp, Team};
+#[macro_use]
+mod common;
+use common::ALL;
+use nvshmem_host::harness::{TestPe, TestResult, check_eq, ensure};
+use nvshmem_host::{Cmp, Error, Kernel, KernelArgs, Nvshmem, SignalOp, Team};
 
 const KERNELS: &str = "runtime-kernels";
-const ALL: &[u32] = &[1, 2, 4];
 
 /// The value the kernels' `pattern` gives for PE `pe`, index `i`, round `round`.
 fn pattern(pe: u32, i: usize, round: u64) -> u64 {
@@ -29,6 +31,21 @@ fn barrier(nv: &Nvshmem) -> TestResult {
     Ok(())
 }
 
+/// Launches `k` on `grid × block` threads with `args`, then [`barrier`].
+///
+/// # Safety
+/// The arguments are valid for the kernel (each call says why).
+unsafe fn launch_then_barrier<A: KernelArgs>(
+    nv: &Nvshmem,
+    k: &Kernel,
+    (grid, block): (u32, u32),
+    args: A,
+) -> TestResult {
+    // SAFETY: the caller's.
+    unsafe { k.launch(nv.stream(), grid, block, args)? };
+    barrier(nv)
+}
+
 fn put_block(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (me, _, prev) = ring(nv);
@@ -37,16 +54,9 @@ fn put_block(pe: &mut TestPe) -> TestResult {
     let src = nv.alloc_from(&(0..n).map(|i| value(me, i)).collect::<Vec<_>>())?;
     let dest = nv.alloc_zeroed::<f32>(n)?;
     let k = pe.module(KERNELS)?.kernel("put_block_to_next")?;
+    let args = (dest.sym_ptr(), src.sym_ptr(), n as u64);
     // SAFETY: the kernel reads `n` floats of `src` and writes `n` of `dest`.
-    unsafe {
-        k.launch(
-            nv.stream(),
-            1,
-            256,
-            (dest.sym_ptr(), src.sym_ptr(), n as u64),
-        )?
-    };
-    barrier(nv)?;
+    unsafe { launch_then_barrier(nv, &k, (1, 256), args)? };
     let want: Vec<f32> = (0..n).map(|i| value(prev, i)).collect();
     check_eq("put_block_to_next", &dest.to_vec(nv.stream())?, &want)
 }
@@ -80,24 +90,17 @@ fn unaligned_bytes(pe: &mut TestPe) -> TestResult {
                 let sym = nv.alloc_from(&if get { mine.clone() } else { vec![0u8; SPAN] })?;
                 let local = nv.alloc_from(&if get { vec![0u8; SPAN] } else { mine.clone() })?;
                 barrier(nv)?;
+                let args = (
+                    sym.sym_ptr(),
+                    local.device_ptr(),
+                    doff as u64,
+                    soff as u64,
+                    len as u64,
+                    scope,
+                    get as u32,
+                );
                 // SAFETY: both buffers hold SPAN bytes; offset + len < SPAN.
-                unsafe {
-                    k.launch(
-                        nv.stream(),
-                        1,
-                        128,
-                        (
-                            sym.sym_ptr(),
-                            local.device_ptr(),
-                            doff as u64,
-                            soff as u64,
-                            len as u64,
-                            scope,
-                            get as u32,
-                        ),
-                    )?
-                };
-                barrier(nv)?;
+                unsafe { launch_then_barrier(nv, &k, (1, 128), args)? };
                 // A put into this PE came from the previous one; a get read the next.
                 let (got, from) = if get {
                     (local.to_vec(nv.stream())?, next)
@@ -206,16 +209,9 @@ fn atomic_fetch_add(pe: &mut TestPe) -> TestResult {
     let counter = nv.alloc_zeroed::<u64>(1)?;
     let fetched = nv.alloc_zeroed::<u64>(per_pe)?;
     let k = pe.module(KERNELS)?.kernel("count_on_pe0")?;
+    let args = (counter.sym_ptr(), fetched.device_ptr());
     // SAFETY: one atomic on PE 0's counter and one local store per thread.
-    unsafe {
-        k.launch(
-            nv.stream(),
-            blocks,
-            threads,
-            (counter.sym_ptr(), fetched.device_ptr()),
-        )?
-    };
-    barrier(nv)?;
+    unsafe { launch_then_barrier(nv, &k, (blocks, threads), args)? };
     let mut seen = fetched.to_vec(nv.stream())?;
     seen.sort_unstable();
     seen.dedup();
@@ -298,16 +294,9 @@ fn wait_until_ring(pe: &mut TestPe) -> TestResult {
     let out = nv.alloc_zeroed::<i32>(2)?;
     let k = pe.module(KERNELS)?.kernel("ring_wait_until")?;
     for round in 1..=3i64 {
+        let args = (value.sym_ptr(), flag.sym_ptr(), round, out.device_ptr());
         // SAFETY: one thread: a `p` and an atomic to the next PE, a wait on its own flag.
-        unsafe {
-            k.launch(
-                nv.stream(),
-                1,
-                1,
-                (value.sym_ptr(), flag.sym_ptr(), round, out.device_ptr()),
-            )?
-        };
-        barrier(nv)?;
+        unsafe { launch_then_barrier(nv, &k, (1, 1), args)? };
         check_eq(
             &format!("ring_wait_until (round {round}: [value, test])"),
             &out.to_vec(nv.stream())?,
@@ -328,16 +317,9 @@ fn iput(pe: &mut TestPe) -> TestResult {
     )?;
     let dest = nv.alloc_zeroed::<i32>(2 * n)?;
     let k = pe.module(KERNELS)?.kernel("iput_every_other")?;
+    let args = (dest.sym_ptr(), src.sym_ptr(), n as u64);
     // SAFETY: writes dest[2i] on the next PE for i < n (2n elements allocated).
-    unsafe {
-        k.launch(
-            nv.stream(),
-            1,
-            32,
-            (dest.sym_ptr(), src.sym_ptr(), n as u64),
-        )?
-    };
-    barrier(nv)?;
+    unsafe { launch_then_barrier(nv, &k, (1, 32), args)? };
     let want: Vec<i32> = (0..2 * n)
         .map(|j| {
             if j % 2 == 0 {
@@ -365,16 +347,9 @@ fn peer_ptr(pe: &mut TestPe) -> TestResult {
         )
     })?;
     let k = pe.module(KERNELS)?.kernel("store_through_ptr")?;
+    let args = (dest.sym_ptr(), n as u64, out.device_ptr());
     // SAFETY: thread i < n stores element i of the next PE's `dest` when reachable.
-    unsafe {
-        k.launch(
-            nv.stream(),
-            2,
-            128,
-            (dest.sym_ptr(), n as u64, out.device_ptr()),
-        )?
-    };
-    barrier(nv)?;
+    unsafe { launch_then_barrier(nv, &k, (2, 128), args)? };
     check_eq(
         "store_through_ptr (reachable)",
         &out.to_vec(nv.stream())?,
@@ -702,39 +677,19 @@ fn address_queries(pe: &mut TestPe) -> TestResult {
     )
 }
 
-fn main() {
-    harness::main(
-        env!("NVSHMEM_RS_PTX_DIR"),
-        &[
-            GpuTest::new("put_block", put_block).pes(ALL),
-            GpuTest::new("get_nbi", get_nbi).pes(ALL),
-            GpuTest::new("unaligned_bytes", unaligned_bytes).pes(ALL),
-            GpuTest::new("staged_put", staged_put).pes(ALL),
-            GpuTest::new("get_in_use", get_in_use).pes(ALL),
-            GpuTest::new("rma_path", rma_path).pes(&[1]),
-            GpuTest::new("address_queries", address_queries)
-                .pes(ALL)
-                .env(&[("NVSHMEM_DISABLE_NVLS", "1")]),
-            GpuTest::new("p_and_g", p_and_g).pes(ALL),
-            GpuTest::new("p_and_g_from_ptx", p_and_g_from_ptx).pes(&[1, 2]),
-            GpuTest::new("atomic_fetch_add", atomic_fetch_add).pes(ALL),
-            GpuTest::new("atomic_sequence", atomic_sequence).pes(ALL),
-            GpuTest::new("put_signal_ring", put_signal_ring).pes(ALL),
-            GpuTest::new("wait_until_ring", wait_until_ring).pes(ALL),
-            GpuTest::new("iput", iput).pes(ALL),
-            GpuTest::new("peer_ptr", peer_ptr).pes(ALL),
-            GpuTest::new("collective_launch", collective_launch).pes(ALL),
-            GpuTest::new("stream_ops", stream_ops).pes(ALL),
-            // A fault leaves its PE unable to join a collective teardown: 1 PE.
-            // NVSHMEM 3.8's proxy thread ends the process (exit status 255,
-            // "proxy.cpp:1773 cuda failed with an illegal memory access")
-            // as soon as it sees the fault, before the host can report it.
-            // With no remote transport it can be turned off, as here.
-            GpuTest::new("kernel_fault", kernel_fault)
-                .pes(&[1])
-                .env(&[("NVSHMEM_DISABLE_LOCAL_ONLY_PROXY", "1")]),
-            GpuTest::new("version_mismatch", version_mismatch).pes(&[1]),
-            GpuTest::new("unregistrable_module", unregistrable_module).pes(&[1]),
-        ],
-    );
+// A fault leaves its PE unable to join a collective teardown: 1 PE.
+// NVSHMEM 3.8's proxy thread ends the process (exit status 255,
+// "proxy.cpp:1773 cuda failed with an illegal memory access") as soon as it
+// sees the fault, before the host can report it. With no remote transport it
+// can be turned off, as for `kernel_fault` here.
+gpu_main! {
+    ALL => put_block, get_nbi, unaligned_bytes, staged_put, get_in_use;
+    &[1] => rma_path;
+    ALL, with &[("NVSHMEM_DISABLE_NVLS", "1")] => address_queries;
+    ALL => p_and_g;
+    &[1, 2] => p_and_g_from_ptx;
+    ALL => atomic_fetch_add, atomic_sequence, put_signal_ring, wait_until_ring, iput, peer_ptr,
+        collective_launch, stream_ops;
+    &[1], with &[("NVSHMEM_DISABLE_LOCAL_ONLY_PROXY", "1")] => kernel_fault;
+    &[1] => version_mismatch, unregistrable_module;
 }

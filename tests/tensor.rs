@@ -7,23 +7,22 @@
 //! Without a GPU every test prints `SKIPPED`; `NVSHMEM_RS_REQUIRE_GPU=1`
 //! makes that a failure.
 
+#[macro_use]
+mod common;
+use bytemuck::Pod;
+use common::ONE;
 use half::{bf16, f16};
 use nvshmem_device::mma::{FragA, FragB, M16N8K16};
-use nvshmem_host::harness::{self, GpuTest, TestPe, TestResult, check_eq, ensure};
-use nvshmem_host::tensor_map::{self, TensorMap, TmaSwizzle, swizzle128_offset};
-use nvshmem_host::{DevicePtr, LaunchConfig, Module, Nvshmem};
-use std::path::Path;
-
-const ONE: &[u32] = &[1];
+use nvshmem_host::harness::{Failure, TestPe, TestResult, check_eq, ensure};
+use nvshmem_host::tensor_map::{self, TmaSwizzle, swizzle128_offset};
+use nvshmem_host::{Kernel, KernelArgs, LaunchConfig, Module, Nvshmem};
+use nvshmem_rs::KernelSet;
+use nvshmem_rs::tensor::{self, DeviceMaps, Gemm, wgmma};
 
 /// The Hopper (`sm_90a`) folder beside the harness's, as `tensor_ptx_dir()` picks it.
 fn tensor_module(pe: &TestPe, name: &str) -> nvshmem_host::Result<Module> {
-    let dir = pe.ptx_dir();
-    let dir = match dir.file_name().and_then(|n| n.to_str()) {
-        Some("sm_90") => dir.with_file_name("sm_90a"),
-        _ => dir.to_path_buf(),
-    };
-    pe.nvshmem().load_module_in(Path::new(&dir), name)
+    pe.nvshmem()
+        .load_module_in(nvshmem_rs::hopper_dir(pe.ptx_dir()), name)
 }
 
 /// Small integers (exact in bf16, f16, tf32 and in their f32 sums).
@@ -34,6 +33,40 @@ fn small(i: usize, salt: usize) -> f32 {
 fn sync(nv: &Nvshmem) -> TestResult {
     nv.synchronize(nv.stream())?;
     Ok(())
+}
+
+/// Launches `k` with `config` and `args` on this PE's stream and waits for it.
+///
+/// # Safety
+/// The arguments are valid for the kernel (each call says why).
+unsafe fn run<A: KernelArgs>(
+    nv: &Nvshmem,
+    k: &Kernel,
+    config: LaunchConfig,
+    args: A,
+) -> TestResult {
+    // SAFETY: the caller's.
+    unsafe { k.launch_with(nv.stream(), config, args)? };
+    sync(nv)
+}
+
+/// One warp of an `mma` kernel on A, B and C: D.
+fn run_mma<AB: Pod, CD: Pod>(
+    nv: &Nvshmem,
+    k: &Kernel,
+    (a, b, c): (&[AB], &[AB], &[CD]),
+) -> Result<Vec<CD>, Failure> {
+    let (da, db) = (nv.alloc_from(a)?, nv.alloc_from(b)?);
+    let (dc, dd) = (nv.alloc_from(c)?, nv.alloc_zeroed::<CD>(c.len())?);
+    let args = (
+        da.device_ptr(),
+        db.device_ptr(),
+        dc.device_ptr(),
+        dd.device_ptr(),
+    );
+    // SAFETY: the kernel reads M×K, K×N, M×N and writes M×N elements.
+    unsafe { run(nv, k, LaunchConfig::new(1, 32), args)? };
+    Ok(dd.to_vec(nv.stream())?)
 }
 
 /// Every `mma.sync` of the table on small integers: D = A·B + C exactly.
@@ -74,66 +107,12 @@ fn mma_sync_shapes(pe: &mut TestPe) -> TestResult {
         };
         let kernel = module.kernel(name)?;
         let got: Vec<f32> = if elem == 2 {
-            let (da, db) = (nv.alloc_from(&a)?, nv.alloc_from(&b)?);
-            let (dc, dd) = (nv.alloc_from(&c)?, nv.alloc_zeroed::<f32>(m * n)?);
-            // SAFETY: the kernel reads M×K, K×N, M×N and writes M×N elements.
-            unsafe {
-                kernel.launch(
-                    nv.stream(),
-                    1,
-                    32,
-                    (
-                        da.device_ptr(),
-                        db.device_ptr(),
-                        dc.device_ptr(),
-                        dd.device_ptr(),
-                    ),
-                )?
-            };
-            sync(nv)?;
-            dd.to_vec(nv.stream())?
+            run_mma(nv, &kernel, (&a, &b, &c))?
+        } else if acc16 {
+            let d = run_mma(nv, &kernel, (&bits16(&a), &bits16(&b), &bits16(&c)))?;
+            d.into_iter().map(|x| f16::from_bits(x).to_f32()).collect()
         } else {
-            let (da, db) = (nv.alloc_from(&bits16(&a))?, nv.alloc_from(&bits16(&b))?);
-            if acc16 {
-                let (dc, dd) = (nv.alloc_from(&bits16(&c))?, nv.alloc_zeroed::<u16>(m * n)?);
-                // SAFETY: as above.
-                unsafe {
-                    kernel.launch(
-                        nv.stream(),
-                        1,
-                        32,
-                        (
-                            da.device_ptr(),
-                            db.device_ptr(),
-                            dc.device_ptr(),
-                            dd.device_ptr(),
-                        ),
-                    )?
-                };
-                sync(nv)?;
-                dd.to_vec(nv.stream())?
-                    .into_iter()
-                    .map(|x| f16::from_bits(x).to_f32())
-                    .collect()
-            } else {
-                let (dc, dd) = (nv.alloc_from(&c)?, nv.alloc_zeroed::<f32>(m * n)?);
-                // SAFETY: as above.
-                unsafe {
-                    kernel.launch(
-                        nv.stream(),
-                        1,
-                        32,
-                        (
-                            da.device_ptr(),
-                            db.device_ptr(),
-                            dc.device_ptr(),
-                            dd.device_ptr(),
-                        ),
-                    )?
-                };
-                sync(nv)?;
-                dd.to_vec(nv.stream())?
-            }
+            run_mma(nv, &kernel, (&bits16(&a), &bits16(&b), &c))?
         };
         check_eq(name, &got, &want)?;
     }
@@ -163,15 +142,10 @@ fn ldmatrix_forms(pe: &mut TestPe) -> TestResult {
     let k = tensor_module(pe, "tensor-kernels")?.kernel("ldmatrix_forms")?;
     let src: Vec<u16> = (0..256).map(|i| i as u16 + 1).collect();
     let (d_src, out) = (nv.alloc_from(&src)?, nv.alloc_zeroed::<u32>(6 * 32 * 4)?);
+    let cfg = LaunchConfig::new(1, 32).shared_mem_bytes(512);
+    let args = (d_src.device_ptr(), out.device_ptr());
     // SAFETY: 256 u16 in, 6·32·4 u32 out, 512 bytes of shared memory.
-    unsafe {
-        k.launch_with(
-            nv.stream(),
-            LaunchConfig::new(1, 32).shared_mem_bytes(512),
-            (d_src.device_ptr(), out.device_ptr()),
-        )?
-    };
-    sync(nv)?;
+    unsafe { run(nv, &k, cfg, args)? };
     let got = out.to_vec(nv.stream())?;
     for (f, (count, trans, name)) in [
         (1, false, "x1"),
@@ -198,15 +172,10 @@ fn fragment_loads(pe: &mut TestPe) -> TestResult {
     let k = tensor_module(pe, "tensor-kernels")?.kernel("frag_loads")?;
     let x: Vec<bf16> = (0..256).map(|i| bf16::from_f32(i as f32)).collect();
     let (dx, out) = (nv.alloc_from(&x)?, nv.alloc_zeroed::<u32>(32 * 24)?);
+    let cfg = LaunchConfig::new(1, 32).shared_mem_bytes(1024);
+    let args = (dx.device_ptr(), out.device_ptr());
     // SAFETY: 256 bf16 in, 32·24 u32 out, 1024 bytes of shared memory.
-    unsafe {
-        k.launch_with(
-            nv.stream(),
-            LaunchConfig::new(1, 32).shared_mem_bytes(1024),
-            (dx.device_ptr(), out.device_ptr()),
-        )?
-    };
-    sync(nv)?;
+    unsafe { run(nv, &k, cfg, args)? };
     let got = out.to_vec(nv.stream())?;
     let x_at = |r: usize, c: usize| x[r * 16 + c];
     let mut want = Vec::new();
@@ -239,15 +208,10 @@ fn cp_async_copy(pe: &mut TestPe) -> TestResult {
     let n = 4096usize;
     let src: Vec<u8> = (0..n).map(|i| (i * 31 % 251) as u8 + 1).collect();
     let (d_src, dst) = (nv.alloc_from(&src)?, nv.alloc_zeroed::<u8>(n)?);
+    let cfg = LaunchConfig::new(1, 128).shared_mem_bytes(n as u32);
+    let args = (d_src.device_ptr(), dst.device_ptr(), n as u32);
     // SAFETY: n bytes each way; n bytes of shared memory.
-    unsafe {
-        k.launch_with(
-            nv.stream(),
-            LaunchConfig::new(1, 128).shared_mem_bytes(n as u32),
-            (d_src.device_ptr(), dst.device_ptr(), n as u32),
-        )?
-    };
-    sync(nv)?;
+    unsafe { run(nv, &k, cfg, args)? };
     let want: Vec<u8> = (0..n)
         .map(|i| {
             let c = i / 16;
@@ -292,15 +256,9 @@ fn tma_tiles(pe: &mut TestPe) -> TestResult {
         for (x, y) in [(0i32, 0i32), (64, 64), (160, 120), (-16, -4)] {
             let out = nv.alloc_zeroed::<u8>(box_bytes)?;
             let cfg = LaunchConfig::new(1, 128).shared_mem_bytes(box_bytes as u32 + 1024 + 16);
+            let args = (dmap.device_ptr(), x, y, box_bytes as u32, out.device_ptr());
             // SAFETY: the map in device memory, box_bytes out.
-            unsafe {
-                load.launch_with(
-                    nv.stream(),
-                    cfg,
-                    (dmap.device_ptr(), x, y, box_bytes as u32, out.device_ptr()),
-                )?
-            };
-            sync(nv)?;
+            unsafe { run(nv, &load, cfg, args)? };
             let got = out.to_vec(nv.stream())?;
             let mut want = vec![0u8; box_bytes];
             for r in 0..by as usize {
@@ -346,21 +304,15 @@ fn tma_tiles(pe: &mut TestPe) -> TestResult {
     }
     let dtile = nv.alloc_from(&tile)?;
     let cfg = LaunchConfig::new(1, 128).shared_mem_bytes(64 * 64 * 2 + 1024);
+    let args = (
+        dmap.device_ptr(),
+        64i32,
+        32i32,
+        (64 * 64 * 2) as u32,
+        dtile.device_ptr(),
+    );
     // SAFETY: the map over dst, the tile in device memory.
-    unsafe {
-        store.launch_with(
-            nv.stream(),
-            cfg,
-            (
-                dmap.device_ptr(),
-                64i32,
-                32i32,
-                (64 * 64 * 2) as u32,
-                dtile.device_ptr(),
-            ),
-        )?
-    };
-    sync(nv)?;
+    unsafe { run(nv, &store, cfg, args)? };
     let want: Vec<bf16> = (0..rows * cols)
         .map(|i| {
             let (r, c) = (i / cols, i % cols);
@@ -394,15 +346,9 @@ fn wgmma_tiles(pe: &mut TestPe) -> TestResult {
         for swizzle in [0u32, 1] {
             let out = nv.alloc_zeroed::<f32>(64 * n)?;
             let cfg = LaunchConfig::new(1, 128).shared_mem_bytes(((64 + n) * 128 + 1024) as u32);
+            let args = (da.device_ptr(), db.device_ptr(), out.device_ptr(), swizzle);
             // SAFETY: 64×64 and N×64 bf16 in, 64×N f32 out.
-            unsafe {
-                k.launch_with(
-                    nv.stream(),
-                    cfg,
-                    (da.device_ptr(), db.device_ptr(), out.device_ptr(), swizzle),
-                )?
-            };
-            sync(nv)?;
+            unsafe { run(nv, &k, cfg, args)? };
             check_eq(
                 &format!("wgmma_m64n{n}k16 (swizzle {swizzle})"),
                 &out.to_vec(nv.stream())?,
@@ -444,7 +390,7 @@ fn check_gemm(
                 mag += p.abs();
             }
             let got = c[i * n + j].to_f64();
-            let tol = s.abs() / 128.0 + mag * k as f64 * f32::EPSILON as f64 + 1e-6;
+            let tol = tensor::bf16_tolerance(s, mag, k);
             ensure((got - s).abs() <= tol, || {
                 format!("kernel `{name}`: C[{i}][{j}] = {got}, expected {s} (±{tol:.3e})")
             })?;
@@ -456,92 +402,46 @@ fn check_gemm(
 /// The standalone GEMMs (mma.sync, and wgmma + TMA) on a 256 × 512 × 320 problem.
 fn gemm_kernels(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
-    let module = tensor_module(pe, "tc-gemm-kernels")?;
+    let gemm =
+        Gemm::from_module(&tensor_module(pe, "tc-gemm-kernels")?).map_err(|e| e.to_string())?;
     let (m, n, k) = (256usize, 512usize, 320usize);
     let (a, b) = (data(m * k, 1), data(n * k, 2));
     let (da, db) = (nv.alloc_from(&a)?, nv.alloc_from(&b)?);
     let c = nv.alloc_zeroed::<bf16>(m * n)?;
-    let mma = module.kernel("gemm_bf16_mma")?;
-    let cfg = LaunchConfig::new(((n / 128) as u32, (m / 128) as u32), 128)
-        .shared_mem_bytes(4 * 256 * 32 * 2);
+    let ptrs = (da.device_ptr(), db.device_ptr(), c.device_ptr());
     // SAFETY: M×K, N×K in, M×N out; sizes multiples of the tile.
-    unsafe {
-        mma.launch_with(
-            nv.stream(),
-            cfg,
-            (
-                da.device_ptr(),
-                db.device_ptr(),
-                c.device_ptr(),
-                n as u32,
-                k as u32,
-            ),
-        )?
-    };
+    unsafe { gemm.mma(nv, ptrs, (m, n, k)) }.map_err(|e| e.to_string())?;
     sync(nv)?;
     check_gemm("gemm_bf16_mma", &a, &b, &c.to_vec(nv.stream())?, (m, n, k))?;
-    let Ok(wg) = module.kernel("gemm_bf16_wgmma") else {
+    if gemm.wgmma_kernel().is_none() {
         return Ok(()); // not an sm_90 build
-    };
-    let am = tensor_map::encode_2d(
-        da.device_ptr(),
-        m as u64,
-        k as u64,
-        (k * 2) as u64,
-        (64, 128),
-        TmaSwizzle::B128,
-    )?;
-    let bm = tensor_map::encode_2d(
-        db.device_ptr(),
-        n as u64,
-        k as u64,
-        (k * 2) as u64,
-        (64, 256),
-        TmaSwizzle::B128,
-    )?;
-    let maps = nv.alloc_from(&[am, bm])?;
-    let map_ptr =
-        |i: usize| DevicePtr::<TensorMap>::new(maps.device_ptr().addr() + (i * 128) as u64);
+    }
+    let maps = DeviceMaps::operands(
+        nv,
+        &[
+            (da.device_ptr(), m, k, wgmma::A_BOX),
+            (db.device_ptr(), n, k, wgmma::B_BOX),
+        ],
+    )
+    .map_err(|e| e.to_string())?;
     let c2 = nv.alloc_zeroed::<bf16>(m * n)?;
-    let smem = nvshmem_rs::tensor::wgmma::SMEM_BYTES;
     // Fewer blocks than tiles: the persistent loop and the pipeline across tiles.
-    let cfg = LaunchConfig::new(3, 384).shared_mem_bytes(smem);
     // SAFETY: the maps over A and B, C M×N; sizes multiples of the tile.
     unsafe {
-        wg.launch_with(
-            nv.stream(),
-            cfg,
-            (
-                map_ptr(0),
-                map_ptr(1),
-                c2.device_ptr(),
-                m as u32,
-                n as u32,
-                k as u32,
-            ),
-        )?
-    };
+        gemm.wgmma(
+            nv,
+            3,
+            (maps.ptr(0), maps.ptr(1), c2.device_ptr()),
+            (m, n, k),
+        )
+    }
+    .map_err(|e| e.to_string())?;
     sync(nv)?;
-    check_gemm(
-        "gemm_bf16_wgmma",
-        &a,
-        &b,
-        &c2.to_vec(nv.stream())?,
-        (m, n, k),
-    )
+    let c2 = c2.to_vec(nv.stream())?;
+    check_gemm("gemm_bf16_wgmma", &a, &b, &c2, (m, n, k))
 }
 
-fn main() {
-    harness::main(
-        env!("NVSHMEM_RS_PTX_DIR"),
-        &[
-            GpuTest::new("mma_sync_shapes", mma_sync_shapes).pes(ONE),
-            GpuTest::new("ldmatrix_forms", ldmatrix_forms).pes(ONE),
-            GpuTest::new("fragment_loads", fragment_loads).pes(ONE),
-            GpuTest::new("cp_async_copy", cp_async_copy).pes(ONE),
-            GpuTest::new("tma_tiles", tma_tiles).pes(ONE),
-            GpuTest::new("wgmma_tiles", wgmma_tiles).pes(ONE),
-            GpuTest::new("gemm_kernels", gemm_kernels).pes(ONE),
-        ],
-    );
+gpu_main! {
+    ONE => mma_sync_shapes, ldmatrix_forms, fragment_loads, cp_async_copy, tma_tiles,
+        wgmma_tiles, gemm_kernels;
 }

@@ -4,87 +4,166 @@
 //! nvshmem-bench [run] [--check] [--quick] [--cpp NAME=CUBIN]... [--no-nccl]
 //!               [--reps N] [--warmup N] [--only CASE,...] [--csv PATH] [--plots DIR]
 //! nvshmem-bench render CSV [--plots DIR] [--pes LABEL]
-//! nvshmem-bench gemm [--sizes LIST] [--no-fused] [--no-cublas] [--reps N] [--warmup N] [--csv PATH] [--plots DIR]
+//! nvshmem-bench gemm [--sizes LIST] [--no-fused] [--no-cublas] [--reps N] [--warmup N]
+//!                    [--samples N] [--csv PATH] [--plots DIR]
 //! ```
 //! Run N PEs with `nvshmem-run -n N -- nvshmem-bench ...`; `bench/run.sh`
 //! builds the C++ cubins and runs everything. `render` redraws the table and
-//! the plots from a CSV, without a GPU.
+//! the plots from a CSV, without a GPU. Without a GPU, `run` and `gemm` print
+//! `no GPU: ...` and exit 0.
 
+use clap::{Args, Parser, Subcommand};
+use nvshmem_bench::gemm::{self, GemmOptions};
 use nvshmem_bench::measure::{Bench, Options, Res};
 use nvshmem_bench::report;
+use nvshmem_rs::cli::{at_least_one, multiple_of};
 use std::path::PathBuf;
+use std::process::ExitCode;
 
-const USAGE: &str = "\
-usage: nvshmem-bench [run] [--check] [--quick] [--cpp NAME=CUBIN]... [--no-nccl]
-                     [--reps N] [--warmup N] [--only CASE,...] [--csv PATH] [--plots DIR]
-       nvshmem-bench render CSV [--plots DIR] [--pes LABEL]
-       nvshmem-bench gemm [--sizes LIST] [--no-fused] [--no-cublas] [--reps N] [--warmup N]
-                          [--csv PATH] [--plots DIR]   (bf16 tensor-core GEMMs vs cuBLAS, AG+GEMM, GEMM+RS)
+/// Rust kernels against their CUDA C++ twins and NCCL, with the hardware
+/// ceilings: a table, a CSV and SVG plots.
+#[derive(Parser)]
+#[command(
+    name = "nvshmem-bench",
+    args_conflicts_with_subcommands = true,
+    after_help = "Run N PEs with: nvshmem-run -n N -- nvshmem-bench ...\n\
+                  bench/run.sh builds the C++ cubins and runs everything."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// `run`'s options, when no command is given.
+    #[command(flatten)]
+    run: RunArgs,
+}
 
-  --check        correctness only (small sizes, every check, nothing timed)
-  --quick        fewer sizes
-  --cpp N=PATH   also time the C++ cubin PATH as implementation N (cpp, cpp-lto)
-  --no-nccl      skip NCCL (else libnccl.so is loaded from the library path)
-  --only LIST    only cases whose name contains one of these
-                 (copy, p_lat, g_lat, put_lat, get_lat, amo_lat, amo_tput,
-                  pingpong, barrier, put_bw, get_bw, allreduce)";
+#[derive(Subcommand)]
+enum Command {
+    /// Every case (the default).
+    Run(RunArgs),
+    /// Redraw the table and the plots from a CSV, without a GPU.
+    Render(RenderArgs),
+    /// bf16 tensor-core GEMMs vs cuBLAS, all-gather + GEMM, GEMM + reduce-scatter.
+    Gemm(GemmArgs),
+}
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = if args.first().map(String::as_str) == Some("render") {
-        render(&args[1..])
-    } else if args.first().map(String::as_str) == Some("gemm") {
-        gemm(&args[1..])
-    } else {
-        let rest = if args.first().map(String::as_str) == Some("run") {
-            &args[1..]
-        } else {
-            &args[..]
-        };
-        run(rest)
-    };
-    match result {
-        Ok(true) => {}
-        Ok(false) => std::process::exit(1),
-        Err(e) => {
-            eprintln!("nvshmem-bench: {e}");
-            std::process::exit(1);
-        }
+/// Where the results go.
+#[derive(Args)]
+struct Output {
+    /// Write the records as CSV.
+    #[arg(long, value_name = "PATH")]
+    csv: Option<PathBuf>,
+    /// Write SVG plots into this folder.
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
+}
+
+/// How many runs each measurement takes.
+#[derive(Args)]
+struct Reps {
+    /// Timed launches per case, at least 1 (the median is reported).
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
+    reps: Option<usize>,
+    /// Untimed launches first.
+    #[arg(long, value_name = "N")]
+    warmup: Option<usize>,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Correctness only (small sizes, every check, nothing timed).
+    #[arg(long)]
+    check: bool,
+    /// Fewer sizes.
+    #[arg(long)]
+    quick: bool,
+    /// Also time the C++ cubin PATH as implementation NAME (cpp, cpp-lto).
+    #[arg(long, value_name = "NAME=PATH", value_parser = cpp_impl)]
+    cpp: Vec<(String, PathBuf)>,
+    /// Skip NCCL (else libnccl.so is loaded from the library path).
+    #[arg(long)]
+    no_nccl: bool,
+    #[command(flatten)]
+    reps: Reps,
+    /// Only cases whose name contains one of these (copy, p_lat, g_lat,
+    /// put_lat, get_lat, amo_lat, amo_tput, pingpong, barrier, put_bw,
+    /// get_bw, allreduce).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    only: Vec<String>,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Args)]
+struct RenderArgs {
+    /// A CSV written by `--csv`.
+    csv: PathBuf,
+    /// Write SVG plots into this folder.
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
+    /// The PE label of the plots (default: from the CSV).
+    #[arg(long, value_name = "LABEL")]
+    pes: Option<String>,
+}
+
+#[derive(Args)]
+struct GemmArgs {
+    /// Square problem sizes M = N = K, comma-separated, multiples of 256
+    /// (default 1024,2048,4096,8192).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = multiple_of(256))]
+    sizes: Vec<usize>,
+    /// Skip the fused all-gather + GEMM and GEMM + reduce-scatter cases.
+    #[arg(long)]
+    no_fused: bool,
+    /// Skip cuBLAS.
+    #[arg(long)]
+    no_cublas: bool,
+    #[command(flatten)]
+    reps: Reps,
+    /// Entries of each result checked against the CPU.
+    #[arg(long, value_name = "N")]
+    samples: Option<usize>,
+    #[command(flatten)]
+    out: Output,
+}
+
+/// `--cpp NAME=PATH`.
+fn cpp_impl(s: &str) -> Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((n, p)) if !n.is_empty() && !p.is_empty() => Ok((n.to_string(), PathBuf::from(p))),
+        _ => Err(format!("`{s}` is not NAME=PATH")),
     }
 }
 
-fn run(args: &[String]) -> Res<bool> {
-    let mut opts = Options::default();
-    let mut csv = None;
-    let mut plots = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut val = || it.next().cloned().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return Ok(true);
-            }
-            "--check" => opts.check = true,
-            "--quick" => opts.quick = true,
-            "--no-nccl" => opts.nccl = false,
-            "--cpp" => {
-                let v = val()?;
-                let (n, p) = v.split_once('=').ok_or("--cpp takes NAME=PATH")?;
-                opts.cpp.push((n.to_string(), PathBuf::from(p)));
-            }
-            "--reps" => opts.reps = val()?.parse::<usize>()?.max(1),
-            "--warmup" => opts.warmup = val()?.parse()?,
-            "--only" => opts.only = val()?.split(',').map(String::from).collect(),
-            "--csv" => csv = Some(PathBuf::from(val()?)),
-            "--plots" => plots = Some(PathBuf::from(val()?)),
-            other => return Err(format!("unknown argument `{other}`\n{USAGE}").into()),
-        }
-    }
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    nvshmem_rs::exit_code(match cli.command {
+        None => run(cli.run),
+        Some(Command::Run(args)) => run(args),
+        Some(Command::Render(args)) => render(args),
+        Some(Command::Gemm(args)) => gemm(args),
+    })
+}
+
+fn run(args: RunArgs) -> Res<bool> {
+    let defaults = Options::default();
+    let opts = Options {
+        check: args.check,
+        quick: args.quick,
+        cpp: args.cpp,
+        nccl: !args.no_nccl,
+        reps: args.reps.reps.unwrap_or(defaults.reps),
+        warmup: args.reps.warmup.unwrap_or(defaults.warmup),
+        only: args.only,
+    };
+    let Output { csv, plots } = args.out;
     let check = opts.check;
-    let nv = nvshmem_host::Nvshmem::options()
-        .symmetric_size(if check { 256 << 20 } else { 2 << 30 })
-        .init()?;
+    let nv =
+        nvshmem_rs::init_with_or_exit(nvshmem_host::Nvshmem::options().symmetric_size(if check {
+            256 << 20
+        } else {
+            2 << 30
+        }));
     let lead = nv.my_pe().index() == 0;
     let mut bench = Bench::new(&nv, opts)?;
     if lead {
@@ -121,20 +200,8 @@ fn run(args: &[String]) -> Res<bool> {
     Ok(ok)
 }
 
-fn render(args: &[String]) -> Res<bool> {
-    let mut csv = None;
-    let mut plots = None;
-    let mut pes = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--plots" => plots = it.next().map(PathBuf::from),
-            "--pes" => pes = it.next().cloned(),
-            s if csv.is_none() && !s.starts_with('-') => csv = Some(PathBuf::from(s)),
-            other => return Err(format!("unknown argument `{other}`\n{USAGE}").into()),
-        }
-    }
-    let csv = csv.ok_or(format!("render needs a CSV\n{USAGE}"))?;
+fn render(args: RenderArgs) -> Res<bool> {
+    let RenderArgs { csv, plots, pes } = args;
     let (info, records) = report::from_csv(&std::fs::read_to_string(&csv)?)?;
     for (k, v) in &info {
         println!("- {k}: {v}");
@@ -155,39 +222,27 @@ fn render(args: &[String]) -> Res<bool> {
 }
 
 /// `nvshmem-bench gemm`: see `nvshmem_bench::gemm`.
-fn gemm(args: &[String]) -> Res<bool> {
-    use nvshmem_bench::gemm::{self, GemmOptions};
-    let mut o = GemmOptions::default();
-    let (mut csv, mut plots) = (None, None);
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut val = || it.next().cloned().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "--sizes" => {
-                o.sizes = val()?
-                    .split(',')
-                    .map(str::parse)
-                    .collect::<Result<_, _>>()?
-            }
-            "--no-fused" => o.fused = false,
-            "--no-cublas" => o.cublas = false,
-            "--reps" => o.reps = val()?.parse::<usize>()?.max(1),
-            "--warmup" => o.warmup = val()?.parse()?,
-            "--samples" => o.samples = val()?.parse()?,
-            "--csv" => csv = Some(PathBuf::from(val()?)),
-            "--plots" => plots = Some(PathBuf::from(val()?)),
-            other => return Err(format!("unknown argument `{other}`\n{USAGE}").into()),
-        }
-    }
-    if let Some(bad) = o.sizes.iter().find(|&&s| s == 0 || !s.is_multiple_of(256)) {
-        return Err(format!("--sizes: {bad} is not a positive multiple of 256").into());
-    }
+fn gemm(args: GemmArgs) -> Res<bool> {
+    let d = GemmOptions::default();
+    let o = GemmOptions {
+        sizes: if args.sizes.is_empty() {
+            d.sizes
+        } else {
+            args.sizes
+        },
+        reps: args.reps.reps.unwrap_or(d.reps),
+        warmup: args.reps.warmup.unwrap_or(d.warmup),
+        cublas: !args.no_cublas,
+        fused: !args.no_fused,
+        samples: args.samples.unwrap_or(d.samples),
+    };
+    let Output { csv, plots } = args.out;
     let largest = o.sizes.iter().copied().max().unwrap_or(0) as u64;
     // A, B, C, the gathered A and the f32 partials of the largest size, twice over.
     let heap = (largest * largest * 16).max(256 << 20) + (256 << 20);
-    let nv = nvshmem_host::Nvshmem::options()
-        .symmetric_size(heap as usize)
-        .init()?;
+    let nv = nvshmem_rs::init_with_or_exit(
+        nvshmem_host::Nvshmem::options().symmetric_size(heap as usize),
+    );
     let lead = nv.my_pe().index() == 0;
     let result = gemm::run(&nv, &o)?;
     if lead {

@@ -289,22 +289,67 @@ fn colour(i: usize) -> RGBColor {
     C[i % C.len()]
 }
 
-type Series = (String, Vec<(f64, f64)>, bool);
+/// A plotted line: its legend, its points, and whether it is drawn thin.
+pub(crate) type Series = (String, Vec<(f64, f64)>, bool);
 
-/// A log-log line plot.
-fn plot(path: &Path, title: &str, ylabel: &str, series: &[Series]) -> Result<(), String> {
-    let pts = series.iter().flat_map(|s| s.1.iter());
+/// The lowest and highest `x` and `y` of every point.
+pub(crate) fn bounds(series: &[Series]) -> (f64, f64, f64, f64) {
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, 0.0f64, f64::MAX, 0.0f64);
-    for &(x, y) in pts {
+    for &(x, y) in series.iter().flat_map(|s| s.1.iter()) {
         x0 = x0.min(x);
         x1 = x1.max(x);
         y0 = y0.min(y);
         y1 = y1.max(y);
     }
+    (x0, x1, y0, y1)
+}
+
+/// The error of a plot written to `path`.
+pub(crate) fn plot_error(path: &Path) -> impl Fn(&dyn std::fmt::Display) -> String + '_ {
+    move |e| format!("{}: {e}", path.display())
+}
+
+/// Draws every series (a line and dots) of a chart whose mesh is drawn, and
+/// the legend.
+pub(crate) fn draw_series<'a, 'b: 'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
+    series: &[Series],
+    path: &Path,
+) -> Result<(), String>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let e = plot_error(path);
+    for (i, (name, points, thin)) in series.iter().enumerate() {
+        let c = colour(i);
+        let style = c.stroke_width(if *thin { 1 } else { 2 });
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), style))
+            .map_err(|x| e(&x))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 3, c.filled())))
+            .map_err(|x| e(&x))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|x| e(&x))?;
+    Ok(())
+}
+
+/// A log-log line plot.
+fn plot(path: &Path, title: &str, ylabel: &str, series: &[Series]) -> Result<(), String> {
+    let (x0, x1, y0, y1) = bounds(series);
     if x1 <= 0.0 || y1 <= 0.0 {
         return Ok(());
     }
-    let e = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let e = plot_error(path);
     let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
     let mut chart = ChartBuilder::on(&root)
@@ -325,29 +370,7 @@ fn plot(path: &Path, title: &str, ylabel: &str, series: &[Series]) -> Result<(),
         .y_label_formatter(&|v| format!("{v:.3}"))
         .draw()
         .map_err(|x| e(&x))?;
-    for (i, (name, points, dashed)) in series.iter().enumerate() {
-        let c = colour(i);
-        let style = if *dashed {
-            c.stroke_width(1)
-        } else {
-            c.stroke_width(2)
-        };
-        chart
-            .draw_series(LineSeries::new(points.iter().copied(), style))
-            .map_err(|x| e(&x))?
-            .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-        chart
-            .draw_series(points.iter().map(|&p| Circle::new(p, 3, c.filled())))
-            .map_err(|x| e(&x))?;
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|x| e(&x))?;
+    draw_series(&mut chart, series, path)?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
 }

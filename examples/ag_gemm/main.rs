@@ -59,15 +59,15 @@
 //! fusion can save is the all-gather's time, which shrinks next to the GEMM
 //! as `n` grows: try a small `--n` (e.g. 256) to make communication matter.
 
-use nvshmem_host::cudarc::driver::CudaEvent;
-use nvshmem_host::cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
+use clap::{Parser, ValueEnum};
 use nvshmem_host::{LaunchConfig, Nvshmem, Pe};
+use nvshmem_rs::Res;
+use nvshmem_rs::cli::{Timing, multiple_of};
+use nvshmem_rs::measure::{Samples, Timer, max_abs_diff, max_nan, median, splitmix};
 use std::cell::Cell;
-use std::error::Error;
+use std::process::ExitCode;
 
 mod bf16;
-
-type Res<T> = std::result::Result<T, Box<dyn Error>>;
 
 // Must match examples/ag_gemm/kernel/src/lib.rs.
 /// Rows per block tile (and per panel of `A`).
@@ -83,124 +83,54 @@ const SMEM_BYTES: u32 = (2 * (BK * BM + BK * BN) * 4 + 16) as u32;
 /// Rows per `get_block` of `ag_allgather`.
 const AG_ROWS: usize = 8;
 
-const HELP: &str = "\
-ag_gemm: all-gather + GEMM fused in one NVSHMEM kernel, against the unfused version.
-
-Usage: ag_gemm [--dtype f32|bf16|both] [--m-per-pe ROWS] [--k K] [--n N] [--iters I] [--warmup W] [--samples S]
-  (as N PEs: nvshmem-run -n N -- ag_gemm ...)
-
-  --dtype D        f32 (CUDA cores), bf16 (tensor cores: mma.sync, and wgmma + TMA on sm_90)
-                   or both (default)
-  --m-per-pe ROWS  rows of A on each PE, a multiple of 128 (default 2048); M = n_pes * ROWS
-  --k K            inner dimension, a multiple of 8 (default 2048)
-  --n N            columns of B and C on each PE, a multiple of 128 (default 2048)
-  --iters I        timed runs per variant; the median is printed (default 10)
-  --warmup W       untimed runs per variant first (default 2)
-  --samples S      entries of C checked against an f64 CPU dot product (default 512)
-
-Exit status: 0 when every check passes, 1 on a mismatch or an error, 2 on bad arguments.";
-
-/// The command line.
+/// ag_gemm: all-gather + GEMM fused in one NVSHMEM kernel, against the unfused version.
+#[derive(Parser, Debug)]
+#[command(name = "ag_gemm", after_help = nvshmem_rs::cli::after_help("ag_gemm"))]
 struct Opts {
-    /// Which half to run: `f32`, `bf16` (tensor cores) or `both`.
-    dtype: String,
+    /// f32 (CUDA cores), bf16 (tensor cores: mma.sync, and wgmma + TMA on sm_90) or both.
+    #[arg(long, value_enum, value_name = "D", default_value_t = Dtype::Both)]
+    dtype: Dtype,
+    /// Rows of A on each PE, a multiple of 128; M = n_pes * ROWS.
+    #[arg(long, value_name = "ROWS", default_value_t = 2048, value_parser = multiple_of(BM))]
     m_per_pe: usize,
+    /// The inner dimension, a multiple of 8.
+    #[arg(long = "k", value_name = "K", default_value_t = 2048, value_parser = multiple_of(BK))]
     k: usize,
+    /// Columns of B and C on each PE, a multiple of 128.
+    #[arg(long = "n", value_name = "N", default_value_t = 2048, value_parser = multiple_of(BN))]
     n: usize,
-    iters: usize,
-    warmup: usize,
+    #[command(flatten)]
+    timing: Timing,
+    /// Entries of C checked against an f64 CPU dot product.
+    #[arg(long, value_name = "S", default_value_t = 512)]
     samples: usize,
 }
 
-impl Opts {
-    fn parse() -> std::result::Result<Opts, String> {
-        let mut o = Opts {
-            dtype: "both".into(),
-            m_per_pe: 2048,
-            k: 2048,
-            n: 2048,
-            iters: 10,
-            warmup: 2,
-            samples: 512,
-        };
-        let mut args = std::env::args().skip(1);
-        while let Some(flag) = args.next() {
-            if flag == "-h" || flag == "--help" {
-                println!("{HELP}");
-                std::process::exit(0);
-            }
-            if flag == "--dtype" {
-                o.dtype = args
-                    .next()
-                    .ok_or_else(|| "--dtype needs a value".to_string())?;
-                if !["f32", "bf16", "both"].contains(&o.dtype.as_str()) {
-                    return Err(format!(
-                        "--dtype must be f32, bf16 or both, got `{}`",
-                        o.dtype
-                    ));
-                }
-                continue;
-            }
-            let slot = match flag.as_str() {
-                "--m-per-pe" => &mut o.m_per_pe,
-                "--k" => &mut o.k,
-                "--n" => &mut o.n,
-                "--iters" => &mut o.iters,
-                "--warmup" => &mut o.warmup,
-                "--samples" => &mut o.samples,
-                _ => return Err(format!("unknown argument `{flag}`")),
-            };
-            let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-            *slot = value
-                .parse()
-                .map_err(|_| format!("{flag}: `{value}` is not a non-negative integer"))?;
-        }
-        let check = |name: &str, v: usize, multiple: usize| {
-            if v == 0 || !v.is_multiple_of(multiple) || v > u32::MAX as usize {
-                Err(format!(
-                    "{name} must be a positive multiple of {multiple}, got {v}"
-                ))
-            } else {
-                Ok(())
-            }
-        };
-        check("--m-per-pe", o.m_per_pe, BM)?;
-        check("--k", o.k, BK)?;
-        check("--n", o.n, BN)?;
-        if o.iters == 0 {
-            return Err("--iters must be at least 1".into());
-        }
-        Ok(o)
-    }
+/// `--dtype`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Dtype {
+    /// The f32 kernels on the CUDA cores.
+    F32,
+    /// The bf16 kernels on the tensor cores.
+    Bf16,
+    /// Both, f32 first.
+    Both,
 }
 
-fn main() {
-    let opts = match Opts::parse() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("ag_gemm: {e}\n\n{HELP}");
-            std::process::exit(2);
-        }
-    };
-    match run(&opts) {
-        Ok(true) => {}
-        Ok(false) => std::process::exit(1),
-        Err(e) => {
-            eprintln!("ag_gemm: {e}");
-            std::process::exit(1);
-        }
-    }
+fn main() -> ExitCode {
+    let opts = Opts::parse();
+    let nv = nvshmem_rs::init_or_exit();
+    nvshmem_rs::exit_code(run(&nv, &opts))
 }
 
 /// Runs the requested halves; `Ok(false)` when a check failed.
-fn run(o: &Opts) -> Res<bool> {
-    let nv = Nvshmem::init()?;
+fn run(nv: &Nvshmem, o: &Opts) -> Res<bool> {
     let mut ok = true;
-    if o.dtype != "bf16" {
-        ok &= run_f32(&nv, o)?;
+    if o.dtype != Dtype::Bf16 {
+        ok &= run_f32(nv, o)?;
     }
-    if o.dtype != "f32" {
-        ok &= bf16::run(&nv, o)?;
+    if o.dtype != Dtype::F32 {
+        ok &= bf16::run(nv, o)?;
     }
     Ok(ok)
 }
@@ -233,10 +163,7 @@ fn run_f32(nv: &Nvshmem, o: &Opts) -> Res<bool> {
     let fused = module.kernel("ag_gemm_fused")?;
     let fused_p2p = module.kernel("ag_gemm_fused_p2p")?;
 
-    let sms = nv
-        .context()
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
-        as usize;
+    let sms = nvshmem_rs::tensor::sms(nv)?;
     let ag_blocks = (m / AG_ROWS).min(4 * sms) as u32;
     let tiles = (m / BM) * (n / BN);
     let gemm_cfg =
@@ -248,61 +175,29 @@ fn run_f32(nv: &Nvshmem, o: &Opts) -> Res<bool> {
     }
 
     let (k32, n32, mloc32) = (k as u32, n as u32, m_loc as u32);
+    let (shard, full) = (a_shard.sym_ptr(), a_full.device_ptr());
+    let (flag, bp, cp) = (flags.device_ptr(), b.device_ptr(), c.device_ptr());
     // The fused kernel's flag epoch: one more per launch.
     let epoch = Cell::new(0u32);
-    // The launches. SAFETY (all three): the buffers have the sizes the
+    // The launches. SAFETY (all four): the buffers have the sizes the
     // kernels' docs ask for (a_shard m_loc×k on every PE, a_full M×k, flags
     // M/BM, b k×n, c M×n), the grids cover exactly M × n, and the sizes are
-    // multiples of the tiles (checked in Opts::parse).
+    // multiples of the tiles (checked by the command line's parsers).
     let launch_allgather = || -> Res<()> {
-        unsafe {
-            allgather.launch(
-                stream,
-                ag_blocks,
-                THREADS,
-                (a_shard.sym_ptr(), a_full.device_ptr(), mloc32, k32),
-            )?
-        };
-        Ok(())
+        let args = (shard, full, mloc32, k32);
+        unsafe { allgather.launch(stream, ag_blocks, THREADS, args) }.map_err(Into::into)
     };
     let launch_gemm = || -> Res<()> {
-        let args = (
-            a_full.device_ptr(),
-            b.device_ptr(),
-            c.device_ptr(),
-            n32,
-            k32,
-        );
-        unsafe { gemm.launch_with(stream, gemm_cfg, args)? };
-        Ok(())
+        unsafe { gemm.launch_with(stream, gemm_cfg, (full, bp, cp, n32, k32)) }.map_err(Into::into)
     };
     let launch_fused = || -> Res<()> {
         epoch.set(epoch.get() + 1);
-        let args = (
-            a_shard.sym_ptr(),
-            a_full.device_ptr(),
-            flags.device_ptr(),
-            b.device_ptr(),
-            c.device_ptr(),
-            mloc32,
-            n32,
-            k32,
-            epoch.get(),
-        );
-        unsafe { fused.launch_with(stream, fused_cfg, args)? };
-        Ok(())
+        let args = (shard, full, flag, bp, cp, mloc32, n32, k32, epoch.get());
+        unsafe { fused.launch_with(stream, fused_cfg, args) }.map_err(Into::into)
     };
     let launch_p2p = || -> Res<()> {
-        let args = (
-            a_shard.sym_ptr(),
-            b.device_ptr(),
-            c.device_ptr(),
-            mloc32,
-            n32,
-            k32,
-        );
-        unsafe { fused_p2p.launch_with(stream, fused_cfg, args)? };
-        Ok(())
+        let args = (shard, bp, cp, mloc32, n32, k32);
+        unsafe { fused_p2p.launch_with(stream, fused_cfg, args) }.map_err(Into::into)
     };
 
     // Every PE's shard is in place before anyone reads it.
@@ -329,13 +224,9 @@ fn run_f32(nv: &Nvshmem, o: &Opts) -> Res<bool> {
         None
     };
 
-    let scale = c_ref.iter().fold(0f32, |acc, v| {
-        if v.is_nan() {
-            f32::NAN
-        } else {
-            acc.max(v.abs())
-        }
-    });
+    let scale = c_ref
+        .iter()
+        .fold(0f64, |acc, &v| max_nan(acc, v.abs() as f64));
     let diff_tol = 1e-5 * scale.max(1.0);
     let mut ok = true;
     let mut report = Vec::new();
@@ -352,8 +243,26 @@ fn run_f32(nv: &Nvshmem, o: &Opts) -> Res<bool> {
     if let Some(p) = &c_p2p {
         compare("fused_p2p", p);
     }
-    let (cpu_err, cpu_ok) = cpu_check(o, me, m, &[&c_ref, &c_fused], c_p2p.as_deref());
-    ok &= cpu_ok;
+    // Every result against an f64 dot product on the same sampled entries,
+    // within `k · ε_f32 · Σ|a·b|` (a bound for any summation order).
+    let samples = Samples {
+        count: o.samples,
+        seed: 0x2545_f491_4f6c_dd1d ^ me as u64,
+        rows: m,
+        cols: n,
+        k,
+    };
+    let mut cpu_err = 0f64;
+    for r in [&c_ref, &c_fused].into_iter().chain(c_p2p.as_ref()) {
+        let checked = samples.check(
+            |i, kk| a_val(i, kk) as f64,
+            |j, kk| b_val(me, kk, j) as f64,
+            |i, j| r[i * n + j] as f64,
+            |_, mag| k as f64 * f32::EPSILON as f64 * mag + 1e-30,
+        );
+        ok &= checked.pass();
+        cpu_err = max_nan(cpu_err, checked.worst);
+    }
     report.push(format!(
         "CPU f64 on {} samples: max abs err {cpu_err:.3e}",
         o.samples
@@ -365,43 +274,25 @@ fn run_f32(nv: &Nvshmem, o: &Opts) -> Res<bool> {
     );
 
     // ---- Timing: median of `iters` runs after `warmup`, one barrier before each.
-    let ev = || -> Res<CudaEvent> {
-        Ok(nv
-            .context()
-            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?)
+    let timer = Timer::new(nv, o.timing.warmup, o.timing.iters)?;
+    // The unfused run records `mid` between its two kernels.
+    let mid = timer.event()?;
+    let (mut gather, mut multiply, mut total) = (Vec::new(), Vec::new(), Vec::new());
+    let unfused = || -> Res<()> {
+        launch_allgather()?;
+        mid.record(stream)?;
+        launch_gemm()
     };
-    let (e0, e1, e2) = (ev()?, ev()?, ev()?);
-    // Medians of [start → e1, e1 → end, start → end]; the launch records e1
-    // between its two kernels when `split`.
-    let time = |launch: &dyn Fn() -> Res<()>, split: bool| -> Res<[f64; 3]> {
-        let (mut first, mut second, mut total) = (Vec::new(), Vec::new(), Vec::new());
-        for i in 0..o.warmup + o.iters {
-            nv.barrier_all_on_stream(stream)?;
-            e0.record(stream)?;
-            launch()?;
-            e2.record(stream)?;
-            nv.synchronize(stream)?;
-            if i >= o.warmup {
-                total.push(e0.elapsed_ms(&e2)? as f64);
-                if split {
-                    first.push(e0.elapsed_ms(&e1)? as f64);
-                    second.push(e1.elapsed_ms(&e2)? as f64);
-                }
-            }
-        }
-        Ok([median(&mut first), median(&mut second), median(&mut total)])
-    };
-    let [ag_ms, gemm_ms, unfused_ms] = time(
-        &|| {
-            launch_allgather()?;
-            e1.record(stream)?;
-            launch_gemm()
-        },
-        true,
-    )?;
-    let [_, _, fused_ms] = time(&launch_fused, false)?;
+    timer.each_run(&unfused, |start, end| {
+        gather.push(start.elapsed_ms(&mid)? as f64);
+        multiply.push(mid.elapsed_ms(end)? as f64);
+        total.push(start.elapsed_ms(end)? as f64);
+        Ok(())
+    })?;
+    let [ag_ms, gemm_ms, unfused_ms] = [&mut gather, &mut multiply, &mut total].map(|v| median(v));
+    let fused_ms = timer.median_ms(&launch_fused)?;
     let p2p_ms = if peers_p2p {
-        Some(time(&launch_p2p, false)?[2])
+        Some(timer.median_ms(&launch_p2p)?)
     } else {
         None
     };
@@ -430,83 +321,7 @@ fn run_f32(nv: &Nvshmem, o: &Opts) -> Res<bool> {
     Ok(ok)
 }
 
-/// Checks `--samples` entries of each result against an f64 dot product,
-/// spread over every shard's rows. Returns the largest error and whether every
-/// entry is within `k · ε_f32 · Σ|a·b|` (a bound for any summation order).
-fn cpu_check(
-    o: &Opts,
-    me: usize,
-    m: usize,
-    results: &[&[f32]],
-    extra: Option<&[f32]>,
-) -> (f64, bool) {
-    let (k, n) = (o.k, o.n);
-    let mut rng = 0x2545_f491_4f6c_dd1du64 ^ me as u64;
-    let (mut worst, mut ok) = (0f64, true);
-    for s in 0..o.samples {
-        rng = splitmix(rng);
-        let shard = s % (m / o.m_per_pe);
-        let i = shard * o.m_per_pe + (rng as usize >> 8) % o.m_per_pe;
-        let j = (rng >> 40) as usize % n;
-        let (mut dot, mut mag) = (0f64, 0f64);
-        for kk in 0..k {
-            let p = a_val(i, kk) as f64 * b_val(me, kk, j) as f64;
-            dot += p;
-            mag += p.abs();
-        }
-        let tol = k as f64 * f32::EPSILON as f64 * mag + 1e-30;
-        for r in results.iter().copied().chain(extra) {
-            let err = (r[i * n + j] as f64 - dot).abs();
-            if err.is_nan() || err > tol {
-                ok = false;
-            }
-            worst = if err.is_nan() {
-                f64::NAN
-            } else {
-                worst.max(err)
-            };
-        }
-    }
-    (worst, ok)
-}
-
-fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).fold(0f32, |acc, (x, y)| {
-        let d = (x - y).abs();
-        if d.is_nan() || acc.is_nan() {
-            f32::NAN
-        } else {
-            acc.max(d)
-        }
-    })
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let h = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[h]
-    } else {
-        (v[h - 1] + v[h]) / 2.0
-    }
-}
-
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
-/// A value in [-1, 1) from a hash.
-fn unit(h: u64) -> f32 {
-    ((h >> 40) as i32 - (1 << 23)) as f32 / (1 << 23) as f32
-}
-
-/// Element `(row, col)` of the full A (`M × k`).
+/// Element `(row, col)` of the full A (`M × k`): a value in [-1, 1) from a hash.
 fn a_val(row: usize, col: usize) -> f32 {
     unit(splitmix(((row as u64) << 32) | col as u64))
 }
@@ -516,4 +331,9 @@ fn b_val(pe: usize, row: usize, col: usize) -> f32 {
     unit(splitmix(
         splitmix(0xb0b0_0000 + pe as u64) ^ ((row as u64) << 32) ^ col as u64,
     ))
+}
+
+/// A value in [-1, 1) from a hash.
+fn unit(h: u64) -> f32 {
+    ((h >> 40) as i32 - (1 << 23)) as f32 / (1 << 23) as f32
 }

@@ -6,41 +6,27 @@
 //! cargo run --release --example ring -- [LAPS]             # 1 PE
 //! nvshmem-run -n 2 -- target/release/examples/ring          # 2 PEs
 //! nvshmem-run -n 4 -- target/release/examples/ring          # 4 PEs (one GPU: needs CUDA MPS, see README)
+//! mpirun -n 2 target/release/examples/ring                  # the bootstrap is detected
 //! ```
 //!
 //! After `LAPS` laps (default 1000) PE 0 must hold `LAPS * n_pes`; the
-//! program checks that and prints the time per hop.
+//! program checks that and prints the time per hop. Without a GPU it prints
+//! `no GPU: ...` and exits 0.
 
-use nvshmem_host::Nvshmem;
+use clap::Parser;
+use std::process::ExitCode;
 
-fn main() {
-    let laps = match std::env::args().nth(1).map(|a| a.parse::<u64>()) {
-        None => 1000,
-        Some(Ok(laps)) => laps,
-        Some(Err(_)) => {
-            eprintln!("usage: ring [LAPS]  (LAPS is a whole number, default 1000)");
-            std::process::exit(2);
-        }
-    };
-    let outcome = Nvshmem::init().and_then(|nv| nvshmem_rs::ring::run(&nv, laps));
-    match outcome {
-        Ok(o) => {
-            if let Some(token) = o.token {
-                println!(
-                    "ring: {} PEs, {laps} laps: token = {token} (expected {}) {}; {:.2} us per hop",
-                    o.n_pes,
-                    o.expected(),
-                    if o.passed() { "PASS" } else { "FAIL" },
-                    o.us_per_hop()
-                );
-            }
-            if !o.passed() {
-                std::process::exit(1);
-            }
-        }
-        Err(e) => {
-            eprintln!("ring: {e}");
-            std::process::exit(1);
-        }
-    }
+/// A token passed around every PE with put-with-signal; PE 0 checks it.
+#[derive(Parser)]
+#[command(name = "ring", after_help = nvshmem_rs::cli::after_help("ring"))]
+struct Args {
+    /// Laps around the ring.
+    #[arg(value_name = "LAPS", default_value_t = 1000)]
+    laps: u64,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let nv = nvshmem_rs::init_or_exit();
+    nvshmem_rs::exit_code(nvshmem_rs::ring::run_and_report(&nv, args.laps))
 }

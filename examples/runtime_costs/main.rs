@@ -12,8 +12,21 @@
 //! JIT cache (`~/.nv/ComputeCache`), which would hide the compile time.
 //! Every PE prints its own line; init time is the slowest PE's that matters.
 
-use nvshmem_host::{ModuleImage, Nvshmem};
+use clap::Parser;
+use nvshmem_host::ModuleImage;
+use nvshmem_rs::Res;
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+/// What the host runtime costs: NVSHMEM init, loading a module (PTX through
+/// the driver's JIT vs cubin), plain and collective launches. Prints figures,
+/// asserts nothing.
+///
+/// Set CUDA_CACHE_DISABLE=1 to keep the driver's JIT cache from hiding the
+/// PTX compile time.
+#[derive(Parser)]
+#[command(name = "runtime_costs", after_help = nvshmem_rs::cli::after_help("runtime_costs"))]
+struct Args {}
 
 const MODULE: &str = "runtime-kernels";
 /// A plain kernel that, with `n = 0`, does nothing but `quiet`.
@@ -31,17 +44,15 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-fn main() {
-    if let Err(e) = run() {
-        eprintln!("runtime_costs: {e}");
-        std::process::exit(1);
-    }
+fn main() -> ExitCode {
+    Args::parse();
+    let started = Instant::now();
+    let nv = nvshmem_rs::init_or_exit();
+    let init = started.elapsed();
+    nvshmem_rs::exit_code(run(&nv, init).map(|()| true))
 }
 
-fn run() -> nvshmem_host::Result<()> {
-    let started = Instant::now();
-    let nv = Nvshmem::init()?;
-    let init = started.elapsed();
+fn run(nv: &nvshmem_host::Nvshmem, init: Duration) -> Res<()> {
     let (me, n) = (nv.my_pe().index(), nv.n_pes());
     let tag = format!("PE {me}/{n}");
     println!("{tag}: init {:.1} ms", init.as_secs_f64() * 1e3);

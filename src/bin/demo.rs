@@ -7,8 +7,9 @@
 //! cargo run --release --bin demo -- 4       # ... and on 4 PEs (one GPU: needs CUDA MPS)
 //! ```
 
+use clap::Parser;
+use nvshmem_host::Manifest;
 use nvshmem_host::launcher::{self, LaunchPlan, Outcome};
-use nvshmem_host::{Manifest, Nvshmem};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -16,10 +17,24 @@ use std::time::Duration;
 const WORKER: &str = "NVSHMEM_RS_DEMO_PE";
 const LAPS: u64 = 1000;
 
+/// Lists the kernels the build script built, then runs the ring on 1 and 2
+/// PEs (and on each extra PE count given) when a GPU is present.
+#[derive(Parser)]
+#[command(name = "demo")]
+struct Args {
+    /// More PE counts to run the ring on, after 1 and 2 (more than 2 PEs on
+    /// one GPU need CUDA MPS).
+    #[arg(value_name = "PES")]
+    more: Vec<usize>,
+}
+
 fn main() -> ExitCode {
     if std::env::var_os(WORKER).is_some() {
-        return pe_main();
+        // One PE of the demo.
+        let nv = nvshmem_rs::init_or_exit();
+        return nvshmem_rs::exit_code(nvshmem_rs::ring::run_and_report(&nv, LAPS));
     }
+    let args = Args::parse();
     let ptx_dir = nvshmem_rs::ptx_dir();
     if let Err(e) = print_summary(&ptx_dir) {
         eprintln!("demo: {e}");
@@ -35,12 +50,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    let mut counts = vec![1usize, 2];
-    counts.extend(
-        std::env::args()
-            .skip(1)
-            .filter_map(|a| a.parse::<usize>().ok()),
-    );
+    let counts = [1usize, 2].into_iter().chain(args.more);
     println!(
         "\n{gpus} GPU(s). The ring: a token passed around every PE {LAPS} times with put-with-signal."
     );
@@ -139,33 +149,6 @@ fn run_ring(n: usize) -> bool {
         Err(e) => {
             eprintln!("demo: cannot start {n} PEs: {e}");
             false
-        }
-    }
-}
-
-/// One PE of the demo.
-fn pe_main() -> ExitCode {
-    let outcome = Nvshmem::init().and_then(|nv| nvshmem_rs::ring::run(&nv, LAPS));
-    match outcome {
-        Ok(o) => {
-            if let Some(token) = o.token {
-                println!(
-                    "ring on {} PE(s): token = {token}, expected {}: {}; {:.2} us per hop",
-                    o.n_pes,
-                    o.expected(),
-                    if o.passed() { "PASS" } else { "FAIL" },
-                    o.us_per_hop()
-                );
-            }
-            if o.passed() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
-        Err(e) => {
-            eprintln!("{e}");
-            ExitCode::FAILURE
         }
     }
 }

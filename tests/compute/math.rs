@@ -225,8 +225,28 @@ fn tol(case: &Case) -> (u64, u64) {
     }
 }
 
-fn run_table(pe: &mut TestPe, is_f32: bool) -> TestResult {
+/// Runs `name` with `cfg` on inputs `x`, `y`, `z` and an output as long,
+/// and `n`; returns the output.
+fn run_xyz<T: bytemuck::Pod>(
+    pe: &TestPe,
+    (name, cfg): (&str, LaunchConfig),
+    [x, y, z]: [Vec<T>; 3],
+    n: usize,
+) -> Result<Vec<T>, Failure> {
     let nv = pe.nvshmem();
+    let (x, y, z) = (nv.alloc_from(&x)?, nv.alloc_from(&y)?, nv.alloc_from(&z)?);
+    let out = nv.alloc_zeroed::<T>(x.len())?;
+    let ptrs = (
+        x.device_ptr(),
+        y.device_ptr(),
+        z.device_ptr(),
+        out.device_ptr(),
+    );
+    launch(pe, name, cfg, (ptrs.0, ptrs.1, ptrs.2, ptrs.3, n as u32))?;
+    Ok(out.to_vec(nv.stream())?)
+}
+
+fn run_table(pe: &mut TestPe, is_f32: bool) -> TestResult {
     let cases = cases();
     let n = 64usize;
     let integer_y = |k: usize| (59..=61).contains(&k);
@@ -249,49 +269,11 @@ fn run_table(pe: &mut TestPe, is_f32: bool) -> TestResult {
     let name = if is_f32 { "math_f32" } else { "math_f64" };
     let cfg = LaunchConfig::for_elements(n as u32, 64);
     let results: Vec<f64> = if is_f32 {
-        let f = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
-        let (x, y, z) = (
-            nv.alloc_from(&f(&xs))?,
-            nv.alloc_from(&f(&ys))?,
-            nv.alloc_from(&f(&zs))?,
-        );
-        let out = nv.alloc_zeroed::<f32>(xs.len())?;
-        launch(
-            pe,
-            name,
-            cfg,
-            (
-                x.device_ptr(),
-                y.device_ptr(),
-                z.device_ptr(),
-                out.device_ptr(),
-                n as u32,
-            ),
-        )?;
-        out.to_vec(nv.stream())?
-            .into_iter()
-            .map(f64::from)
-            .collect()
+        let narrow = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
+        let out = run_xyz(pe, (name, cfg), [narrow(&xs), narrow(&ys), narrow(&zs)], n)?;
+        out.into_iter().map(f64::from).collect()
     } else {
-        let (x, y, z) = (
-            nv.alloc_from(&xs)?,
-            nv.alloc_from(&ys)?,
-            nv.alloc_from(&zs)?,
-        );
-        let out = nv.alloc_zeroed::<f64>(xs.len())?;
-        launch(
-            pe,
-            name,
-            cfg,
-            (
-                x.device_ptr(),
-                y.device_ptr(),
-                z.device_ptr(),
-                out.device_ptr(),
-                n as u32,
-            ),
-        )?;
-        out.to_vec(nv.stream())?
+        run_xyz(pe, (name, cfg), [xs.clone(), ys.clone(), zs.clone()], n)?
     };
     let mut failures = Vec::new();
     for (k, case) in cases.iter().enumerate() {

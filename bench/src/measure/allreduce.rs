@@ -1,97 +1,43 @@
 //! The all-reduce cases: the example's kernels against NCCL, on every PE.
 
 use super::*;
+use nvshmem_rs::allreduce::{Algo, THREADS};
 
 impl Bench<'_> {
-    pub(super) fn ar_grid(&self, oneshot: bool, n: usize) -> u32 {
-        let per_block = if oneshot {
-            AR_THREADS as usize * 8
-        } else {
-            AR_TILE * self.nv.n_pes() as usize
-        };
-        n.div_ceil(per_block).clamp(1, self.ar_max_grid as usize) as u32
-    }
-
-    /// One in-kernel all-reduce of `ar_data[..n]` with implementation `imp`.
-    pub(super) fn ar_call(&self, k: &Kernel, oneshot: bool, n: usize) -> Res<()> {
-        let grid = self.ar_grid(oneshot, n);
-        let epoch = self.epoch.get() + 1;
-        self.epoch.set(epoch);
-        let (data, scratch) = (self.ar_data.sym_ptr(), self.ar_scratch.sym_ptr());
-        let (ready, done) = (self.ar_ready.sym_ptr(), self.ar_done.sym_ptr());
-        let stream = self.nv.stream();
-        // SAFETY: the buffers hold n floats, the stage half, scratch tiles and
-        // grid * n_pes signal words (see Bench::new); all blocks co-resident.
-        unsafe {
-            if oneshot {
-                let off = (epoch % 2) as usize * self.ar_stage_half;
-                let stage = self.ar_stage.view(off..off + n)?.sym_ptr();
-                k.launch_collective(
-                    stream,
-                    grid,
-                    AR_THREADS,
-                    (data, stage, scratch, ready, n as u64, epoch),
-                )?;
-            } else {
-                k.launch_collective(
-                    stream,
-                    grid,
-                    AR_THREADS,
-                    (data, scratch, ready, done, n as u64, epoch),
-                )?;
-            }
-        }
-        Ok(())
-    }
-
-    pub(super) fn ar_fill(&self, n: usize) -> Res<u32> {
-        let seed = self.next_seed();
-        let k = self.ar_util.kernel("fill_pattern")?;
-        // SAFETY: writes n floats of ar_data.
-        unsafe {
-            k.launch(
-                self.nv.stream(),
-                self.grid_for(n as u64),
-                512,
-                (self.ar_data.device_ptr(), n as u64, self.me(), seed),
-            )?
-        };
-        Ok(seed)
-    }
-
-    pub(super) fn ar_check(&self, n: usize, seed: u32) -> Res<u64> {
-        let stream = self.nv.stream();
-        self.errors.fill(stream, 0)?;
-        let k = self.ar_util.kernel("check_pattern")?;
-        let errors: DevicePtr<u32> = self.errors.at(0)?.device_ptr();
-        let args = (
-            self.ar_data.device_ptr(),
-            n as u64,
-            self.nv.n_pes(),
-            seed,
-            errors,
-        );
-        // SAFETY: reads n floats; adds to one u32.
-        unsafe { k.launch(stream, self.grid_for(n as u64), 512, args)? };
-        let mut wrong = self.errors.to_vec(stream)?[0] as u64;
-        // And a host spot check of the first elements.
-        let m = n.min(4096);
-        let got = self.ar_data.view(..m)?.to_vec(stream)?;
-        for (i, &g) in got.iter().enumerate() {
-            let want: u32 = (0..self.nv.n_pes())
-                .map(|pe| ar_pattern(pe, i as u64, seed))
-                .sum();
-            wrong += (g != want as f32) as u64;
+    /// Three rounds of fill, all-reduce with `call`, and check (on the
+    /// device, and the first 4096 elements on the host): the wrong elements.
+    fn ar_verify(&self, n: usize, call: &dyn Fn() -> Res<()>) -> Res<u64> {
+        let mut wrong = 0;
+        for _ in 0..3 {
+            self.ar.clear_errors()?;
+            let seed = self.ar.fill(n)?;
+            call()?;
+            self.ar.check(n, seed, 0)?;
+            wrong += self.ar.device_errors()? + self.ar.host_errors(n.min(4096), seed)?;
         }
         Ok(wrong)
+    }
+
+    /// Verifies `call` ([`ar_verify`](Self::ar_verify)) and times it (not in
+    /// check mode): every PE's wrong elements and the slowest PE's time.
+    fn ar_measure(&self, n: usize, call: &dyn Fn() -> Res<()>) -> Res<(u64, f64)> {
+        self.barrier()?;
+        let wrong = self.ar_verify(n, call)?;
+        self.barrier()?;
+        let t = if self.opts.check {
+            0.0
+        } else {
+            self.time(call)?
+        };
+        self.agree(wrong, t)
     }
 
     pub(super) fn allreduce(&mut self) -> Res<()> {
         if !self.wanted("allreduce") {
             return Ok(());
         }
-        let np = self.nv.n_pes();
-        let threshold = (2u64 << 20) / np.max(2) as u64;
+        let threshold = oneshot_threshold(self.nv.n_pes()) as u64;
+        let grid = self.ar.agreement;
         let nccl = if self.opts.nccl {
             self.nccl_comm()?
         } else {
@@ -99,10 +45,10 @@ impl Bench<'_> {
         };
         if self.lead() {
             println!(
-                "  all-reduce: grid up to {} x {AR_THREADS}, one-shot up to {}, peers {}",
-                self.ar_max_grid,
+                "  all-reduce: grid up to {} x {THREADS}, one-shot up to {}, peers {}",
+                grid.max_grid,
                 human(threshold),
-                if self.all_direct {
+                if grid.all_direct {
                     "direct"
                 } else {
                     "partly by get/put"
@@ -111,65 +57,32 @@ impl Bench<'_> {
         }
         for &bytes in &self.ar_sizes.clone() {
             let n = (bytes / 4) as usize;
-            let oneshot = bytes <= threshold;
-            let algo = if oneshot { "one-shot" } else { "rs+ag" };
+            let algo = Algo::by_size(bytes as usize, threshold as usize);
             for ii in 0..self.impls.len() {
                 let name = self.impls[ii].name.clone();
-                let k = self.impls[ii].kernel(if oneshot {
-                    "allreduce_oneshot"
-                } else {
-                    "allreduce_rs_ag"
+                let k = self.impls[ii].kernel(match algo {
+                    Algo::OneShot => "allreduce_oneshot",
+                    Algo::RsAg => "allreduce_rs_ag",
                 })?;
-                self.barrier()?;
-                let mut wrong = 0;
-                for _ in 0..3 {
-                    let seed = self.ar_fill(n)?;
-                    self.ar_call(&k, oneshot, n)?;
-                    wrong += self.ar_check(n, seed)?;
-                }
-                self.barrier()?;
-                let t = if self.opts.check {
-                    0.0
-                } else {
-                    self.time(|| self.ar_call(&k, oneshot, n))?
-                };
-                let (wrong, t) = self.agree(wrong, t)?;
+                let call = || self.ar.call_with(&k, algo, n);
+                let (wrong, t) = self.ar_measure(n, &call)?;
+                let gbs = bytes as f64 / t / 1e9;
                 self.record(
                     "allreduce",
-                    algo,
+                    algo.name(),
                     bytes,
                     &name,
                     t,
-                    bytes as f64 / t / 1e9,
+                    gbs,
                     "GB/s",
                     wrong,
                 );
             }
             if let Some(comm) = nccl {
-                self.barrier()?;
-                let mut wrong = 0;
-                for _ in 0..3 {
-                    let seed = self.ar_fill(n)?;
-                    nccl_all_reduce(comm, &self.ar_data, n, self.nv)?;
-                    wrong += self.ar_check(n, seed)?;
-                }
-                self.barrier()?;
-                let t = if self.opts.check {
-                    0.0
-                } else {
-                    self.time(|| nccl_all_reduce(comm, &self.ar_data, n, self.nv))?
-                };
-                let (wrong, t) = self.agree(wrong, t)?;
-                self.record(
-                    "allreduce",
-                    "nccl",
-                    bytes,
-                    "nccl",
-                    t,
-                    bytes as f64 / t / 1e9,
-                    "GB/s",
-                    wrong,
-                );
+                let call = || nccl_all_reduce(comm, &self.ar.data, n, self.nv);
+                let (wrong, t) = self.ar_measure(n, &call)?;
+                let gbs = bytes as f64 / t / 1e9;
+                self.record("allreduce", "nccl", bytes, "nccl", t, gbs, "GB/s", wrong);
             }
         }
         if let Some(comm) = nccl {
@@ -196,12 +109,12 @@ impl Bench<'_> {
             ));
             return Ok(None);
         }
-        if np > 1 && !self.distinct_gpus {
+        if np > 1 && !self.ar.agreement.distinct_gpus {
             self.info.push((
                 "NCCL".into(),
                 format!(
                     "not measured with {np} PEs: {} PEs share a GPU, which NCCL refuses (needs one GPU per PE)",
-                    self.pes_per_gpu
+                    self.ar.agreement.pes_per_gpu
                 ),
             ));
             return Ok(None);

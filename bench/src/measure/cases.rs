@@ -105,9 +105,7 @@ impl Bench<'_> {
                 // A pointer chase over 8 words: word j holds next index + 8 * (j + 1).
                 let chase: Vec<u64> = (0..8u64).map(|j| ((j * 5 + 3) & 7) + 8 * (j + 1)).collect();
                 self.words.view(..8)?.copy_from_host(&stream, &chase)?;
-                self.out.fill(&stream, 0)?;
-                self.barrier()?;
-                let args = (self.words.sym_ptr(), tgt, iters, self.out.device_ptr());
+                let args = self.word_args(iters)?;
                 self.lead_launch(&k, 1, 1, args)?;
                 self.barrier()?;
                 let mut wrong = 0;
@@ -129,33 +127,17 @@ impl Bench<'_> {
                 }
                 let bytes = 8u64;
                 let seed = self.next_seed();
-                let (owner, checker) = match dir {
-                    Dir::Put => (0, tgt),
-                    Dir::Get => (tgt, 0),
-                };
-                if self.me() == owner {
-                    self.fill(self.src.device_ptr(), bytes, seed)?;
-                }
-                if self.me() == checker {
-                    self.fill(self.dst.device_ptr(), bytes, 0)?;
-                }
-                self.barrier()?;
+                let checker = self.prepare_transfer(dir, bytes, seed)?;
                 let t = match dir {
                     Dir::Put => {
                         let k = self.impls[ii].kernel("lat_put")?;
-                        let args = (self.dst.sym_ptr(), self.src.device_ptr(), bytes, tgt, iters);
-                        self.lead_launch(&k, 1, 1, args)?;
-                        self.barrier()?;
-                        let w = self.checked_on(checker, self.dst.device_ptr(), bytes, seed)?;
-                        (self.lead_time(&k, 1, 1, args)?, w)
+                        let a = (self.dst.sym_ptr(), self.src.device_ptr(), bytes, tgt, iters);
+                        self.check_then_time(&k, (1, 1), a, a, (checker, bytes, seed))?
                     }
                     Dir::Get => {
                         let k = self.impls[ii].kernel("lat_get")?;
-                        let args = (self.dst.device_ptr(), self.src.sym_ptr(), bytes, tgt, iters);
-                        self.lead_launch(&k, 1, 1, args)?;
-                        self.barrier()?;
-                        let w = self.checked_on(checker, self.dst.device_ptr(), bytes, seed)?;
-                        (self.lead_time(&k, 1, 1, args)?, w)
+                        let a = (self.dst.device_ptr(), self.src.sym_ptr(), bytes, tgt, iters);
+                        self.check_then_time(&k, (1, 1), a, a, (checker, bytes, seed))?
                     }
                 };
                 let (wrong, t) = self.agree(t.1, t.0 / iters as f64)?;
@@ -167,6 +149,56 @@ impl Bench<'_> {
     }
 
     /// `check_bytes` on PE `pe` only; 0 elsewhere.
+    /// Before a `dir` transfer of `region` bytes between PE 0 and its
+    /// target: fills the source on the PE that owns it with round `seed`,
+    /// zeroes the destination on the PE that checks it, and passes a
+    /// barrier. Returns the checking PE.
+    fn prepare_transfer(&self, dir: Dir, region: u64, seed: u32) -> Res<u32> {
+        let tgt = self.target();
+        let (owner, checker) = match dir {
+            Dir::Put => (0, tgt),
+            Dir::Get => (tgt, 0),
+        };
+        if self.me() == owner {
+            self.fill(self.src.device_ptr(), region, seed)?;
+        }
+        if self.me() == checker {
+            self.fill(self.dst.device_ptr(), region, 0)?;
+        }
+        self.barrier()?;
+        Ok(checker)
+    }
+
+    /// Launches `k` once on PE 0 with `checked`, checks the destination
+    /// (`(checker, region, seed)`, see [`prepare_transfer`](Self::prepare_transfer)),
+    /// then times it with `timed`: `(time, wrong bytes)`. Collective.
+    fn check_then_time<A: KernelArgs + Copy>(
+        &self,
+        k: &Kernel,
+        (grid, block): (u32, u32),
+        checked: A,
+        timed: A,
+        (checker, region, seed): (u32, u64, u32),
+    ) -> Res<(f64, u64)> {
+        self.lead_launch(k, grid, block, checked)?;
+        self.barrier()?;
+        let wrong = self.checked_on(checker, self.dst.device_ptr(), region, seed)?;
+        Ok((self.lead_time(k, grid, block, timed)?, wrong))
+    }
+
+    /// Zeroes `out`, passes a barrier, and gives the arguments of a
+    /// one-word latency kernel: `(words, target, iters, out)`.
+    fn word_args(&self, iters: u64) -> Res<(SymPtr<u64>, u32, u64, DevicePtr<u64>)> {
+        self.out.fill(self.nv.stream(), 0)?;
+        self.barrier()?;
+        Ok((
+            self.words.sym_ptr(),
+            self.target(),
+            iters,
+            self.out.device_ptr(),
+        ))
+    }
+
     pub(super) fn checked_on(
         &self,
         pe: u32,
@@ -193,9 +225,7 @@ impl Bench<'_> {
                     let iters: u64 = if self.opts.check { 10 } else { 2000 };
                     let k = self.impls[ii].kernel(&format!("lat_amo_{op}"))?;
                     self.words.fill(&stream, 0)?;
-                    self.out.fill(&stream, 0)?;
-                    self.barrier()?;
-                    let args = (self.words.sym_ptr(), tgt, iters, self.out.device_ptr());
+                    let args = self.word_args(iters)?;
                     self.lead_launch(&k, 1, 1, args)?;
                     self.barrier()?;
                     let mut wrong = 0;
@@ -413,47 +443,19 @@ impl Bench<'_> {
                             let k = self.impls[ii].kernel(&kname)?;
                             let region = nbuf * bytes;
                             let seed = self.next_seed();
-                            let (owner, checker) = match dir {
-                                Dir::Put => (0, tgt),
-                                Dir::Get => (tgt, 0),
-                            };
-                            if self.me() == owner {
-                                self.fill(self.src.device_ptr(), region, seed)?;
-                            }
-                            if self.me() == checker {
-                                self.fill(self.dst.device_ptr(), region, 0)?;
-                            }
-                            self.barrier()?;
+                            let checker = self.prepare_transfer(dir, region, seed)?;
+                            let check = (checker, region, seed);
+                            let (src, dst) = (self.src.device_ptr(), self.dst.device_ptr());
+                            let (s, d) = (self.src.sym_ptr(), self.dst.sym_ptr());
+                            let shape = (grid, block);
                             let t = match dir {
                                 Dir::Put => {
-                                    let args =
-                                        (self.dst.sym_ptr(), self.src.device_ptr(), bytes, tgt);
-                                    let a = (args.0, args.1, args.2, args.3, nbuf, nbuf);
-                                    self.lead_launch(&k, grid, block, a)?;
-                                    self.barrier()?;
-                                    let w = self.checked_on(
-                                        checker,
-                                        self.dst.device_ptr(),
-                                        region,
-                                        seed,
-                                    )?;
-                                    let a = (args.0, args.1, args.2, args.3, iters, nbuf);
-                                    (self.lead_time(&k, grid, block, a)?, w)
+                                    let a = |it| (d, src, bytes, tgt, it, nbuf);
+                                    self.check_then_time(&k, shape, a(nbuf), a(iters), check)?
                                 }
                                 Dir::Get => {
-                                    let args =
-                                        (self.dst.device_ptr(), self.src.sym_ptr(), bytes, tgt);
-                                    let a = (args.0, args.1, args.2, args.3, nbuf, nbuf);
-                                    self.lead_launch(&k, grid, block, a)?;
-                                    self.barrier()?;
-                                    let w = self.checked_on(
-                                        checker,
-                                        self.dst.device_ptr(),
-                                        region,
-                                        seed,
-                                    )?;
-                                    let a = (args.0, args.1, args.2, args.3, iters, nbuf);
-                                    (self.lead_time(&k, grid, block, a)?, w)
+                                    let a = |it| (dst, s, bytes, tgt, it, nbuf);
+                                    self.check_then_time(&k, shape, a(nbuf), a(iters), check)?
                                 }
                             };
                             let (wrong, t) = self.agree(t.1, t.0 / iters as f64)?;

@@ -14,19 +14,21 @@
 //! Latency and bandwidth kernels repeat their operation `iters` times inside
 //! one launch, so the launch itself is amortized.
 
-use crate::{Record, ar_pattern, human, median, sizes};
+pub use crate::Res;
+use crate::{Record, human, median, sizes};
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
 use nvshmem_host::cudarc;
-use nvshmem_host::exchange::{GridAgreement, WordExchange};
-use nvshmem_host::{DevicePtr, Kernel, KernelArgs, Manifest, Module, Nvshmem, Pe, SymBuffer};
+use nvshmem_host::exchange::WordExchange;
+use nvshmem_host::{
+    DevicePtr, Kernel, KernelArgs, Manifest, Module, Nvshmem, Pe, SymBuffer, SymPtr,
+};
+use nvshmem_rs::KernelSet;
+use nvshmem_rs::allreduce::{AllReduce, AllReduceKernels, oneshot_threshold};
 use std::cell::Cell;
 use std::path::PathBuf;
 
 mod allreduce;
 mod cases;
-
-/// Errors of a run.
-pub type Res<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -78,10 +80,6 @@ impl Impl {
     }
 }
 
-/// Threads per block of the all-reduce (the example's).
-const AR_THREADS: u32 = 512;
-/// The all-reduce kernels' tile: `AR_THREADS * UNROLL * 4` floats.
-const AR_TILE: usize = AR_THREADS as usize * 4 * 4;
 /// Bandwidth messages at least this large rotate over buffers.
 const ROTATE_MIN: u64 = 1 << 20;
 /// Threads of the atomic-throughput grid per SM.
@@ -118,7 +116,6 @@ pub struct Bench<'a> {
     opts: Options,
     impls: Vec<Impl>,
     util: Module,
-    ar_util: Module,
     ex: WordExchange,
     sms: u32,
     pool: u64,
@@ -130,19 +127,10 @@ pub struct Bench<'a> {
     sig: SymBuffer<u64>,
     ppdata: SymBuffer<u64>,
     ppsrc: SymBuffer<u64>,
-    ar_data: SymBuffer<f32>,
-    ar_stage: SymBuffer<f32>,
-    ar_stage_half: usize,
-    ar_scratch: SymBuffer<f32>,
-    ar_ready: SymBuffer<u64>,
-    ar_done: SymBuffer<u64>,
-    ar_max_grid: u32,
+    /// The all-reduce (the example's host side and kernels).
+    ar: AllReduce<'a>,
     ar_sizes: Vec<u64>,
-    all_direct: bool,
-    pes_per_gpu: u32,
-    distinct_gpus: bool,
     seed: Cell<u32>,
-    epoch: Cell<u64>,
     sig_base: Cell<u64>,
     /// This PE's records (PE 0's are the run's).
     pub records: Vec<Record>,
@@ -182,6 +170,7 @@ impl<'a> Bench<'a> {
     pub fn new(nv: &'a Nvshmem, opts: Options) -> Res<Bench<'a>> {
         let rust_bench = nv.load_module_in(crate::ptx_dir(), "bench-kernels")?;
         let rust_ar = nv.load_module_in(nvshmem_rs::ptx_dir(), "allreduce-kernels")?;
+        let ar_kernels = AllReduceKernels::from_module(&rust_ar)?;
         let mut impls = vec![Impl {
             name: "rust".into(),
             modules: vec![rust_bench.clone(), rust_ar.clone()],
@@ -199,21 +188,6 @@ impl<'a> Bench<'a> {
         let np = nv.n_pes();
         let ex = WordExchange::new(nv, 16)?;
 
-        // The all-reduce grid: the same on every PE, all blocks of all PEs on a GPU resident.
-        let mut cap = 2 * sms;
-        for i in &impls {
-            for k in ["allreduce_oneshot", "allreduce_rs_ag"] {
-                cap = cap.min(i.kernel(k)?.max_collective_blocks(AR_THREADS, 0)?);
-            }
-        }
-        let GridAgreement {
-            max_grid: ar_max_grid,
-            all_direct,
-            pes_per_gpu,
-            distinct_gpus,
-            ..
-        } = nv.agree_on_grid(&ex, cap)?;
-
         let (pool, ar_max) = if opts.check {
             (8u64 << 20, 1u64 << 20)
         } else if opts.quick {
@@ -228,15 +202,28 @@ impl<'a> Bench<'a> {
         } else {
             sizes(4 << 10, ar_max, 2)
         };
-        let threshold = (2u64 << 20) / np.max(2) as u64;
-        let stage_half = ar_sizes
+        // The all-reduce grid: the same on every PE, all blocks of all PEs
+        // on a GPU resident, whichever implementation runs.
+        let threshold = oneshot_threshold(np) as u64;
+        let oneshot_n = ar_sizes
             .iter()
             .filter(|&&b| b <= threshold)
             .max()
-            .map(|b| b / 4)
-            .unwrap_or(4)
-            .next_multiple_of(4) as usize;
-        let ar_words = ar_max_grid as usize * np as usize;
+            .map_or(4, |b| b / 4);
+        let twins = impls[1..]
+            .iter()
+            .flat_map(|i| ["allreduce_oneshot", "allreduce_rs_ag"].map(|k| i.kernel(k)))
+            .collect::<Res<Vec<Kernel>>>()?;
+        let twins: Vec<&Kernel> = twins.iter().collect();
+        let ar = AllReduce::new(
+            nv,
+            &ex,
+            ar_kernels,
+            &twins,
+            (ar_max / 4) as usize,
+            oneshot_n as usize,
+        )?;
+        let pes_per_gpu = ar.agreement.pes_per_gpu;
         let tput_slots = (sms * TPUT_BLOCKS_PER_SM * TPUT_THREADS) as usize;
 
         info.push(("PEs".into(), format!("{np}, {pes_per_gpu} per GPU")));
@@ -270,7 +257,6 @@ impl<'a> Bench<'a> {
             nv,
             impls,
             util: rust_bench,
-            ar_util: rust_ar,
             ex,
             sms,
             pool,
@@ -282,23 +268,9 @@ impl<'a> Bench<'a> {
             sig: nv.alloc_zeroed(1)?,
             ppdata: nv.alloc_zeroed(1)?,
             ppsrc: nv.alloc_from(&[0xabc0 + nv.my_pe().index() as u64])?,
-            ar_data: nv.alloc((ar_max / 4) as usize)?,
-            ar_stage: nv.alloc(2 * stage_half)?,
-            ar_stage_half: stage_half,
-            ar_scratch: nv.alloc(if all_direct {
-                4
-            } else {
-                ar_max_grid as usize * AR_TILE
-            })?,
-            ar_ready: nv.alloc_zeroed(ar_words)?,
-            ar_done: nv.alloc_zeroed(ar_words)?,
-            ar_max_grid,
+            ar,
             ar_sizes,
-            all_direct,
-            pes_per_gpu,
-            distinct_gpus,
             seed: Cell::new(0),
-            epoch: Cell::new(0),
             sig_base: Cell::new(0),
             records: Vec::new(),
             info,
@@ -374,26 +346,8 @@ impl<'a> Bench<'a> {
 
     /// Times `reps` calls of `f` between CUDA events after `warmup` more;
     /// the median in seconds.
-    fn time(&self, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
-        let (ctx, stream) = (self.nv.context(), self.nv.stream());
-        for _ in 0..self.opts.warmup {
-            f()?;
-        }
-        let mut events = Vec::with_capacity(self.opts.reps);
-        for _ in 0..self.opts.reps {
-            let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-            let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-            start.record(stream)?;
-            f()?;
-            end.record(stream)?;
-            events.push((start, end));
-        }
-        self.nv.synchronize(stream)?;
-        let mut t = events
-            .iter()
-            .map(|(s, e)| Ok(s.elapsed_ms(e)? as f64 * 1e-3))
-            .collect::<Res<Vec<f64>>>()?;
-        Ok(median(&mut t))
+    fn time(&self, f: impl FnMut() -> Res<()>) -> Res<f64> {
+        nvshmem_rs::measure::back_to_back(self.nv, self.opts.warmup, self.opts.reps, f)
     }
 
     /// Every PE's `wrong` count summed, and the slowest PE's `t`. Collective.

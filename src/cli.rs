@@ -1,0 +1,170 @@
+//! What every program of the project (the demo, the examples, the benchmark)
+//! does the same way at its edges: start NVSHMEM or say plainly that there is
+//! no GPU, turn a run's outcome into an exit status, and parse the values of
+//! its command line (with `clap`, whose derive gives `--help` and errors that
+//! name the flag).
+
+use nvshmem_host::{Error, InitOptions, Nvshmem};
+use std::process::ExitCode;
+
+/// The result of a run: `Ok(true)` when every check passed.
+pub type Res<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// Set to `1` (GPU runners do), a missing GPU is a failure, not a clean exit.
+pub const REQUIRE_GPU: &str = "NVSHMEM_RS_REQUIRE_GPU";
+
+/// Initializes NVSHMEM with the default options, or exits; see [`init_with_or_exit`].
+pub fn init_or_exit() -> Nvshmem {
+    init_with_or_exit(Nvshmem::options())
+}
+
+/// Initializes NVSHMEM with `options`, or ends the process:
+///
+/// - no GPU here (no CUDA driver, or a driver that sees no GPU): one line
+///   `no GPU: <reason>` on stdout, exit status 0, so that a program run on a
+///   CPU machine (or by `mpirun` there, once per rank) ends cleanly; status 1
+///   instead when `NVSHMEM_RS_REQUIRE_GPU=1`;
+/// - any other error: `<program>: <error>` on stderr, exit status 1.
+///
+/// An error that is not about the GPU (NVSHMEM not installed, say) on a
+/// machine that has no GPU either is reported as `no GPU`: nothing could run
+/// there anyway.
+pub fn init_with_or_exit(options: InitOptions) -> Nvshmem {
+    let error = match options.init() {
+        Ok(nv) => return nv,
+        Err(e) => e,
+    };
+    let no_gpu = match error {
+        Error::NoCudaDriver | Error::NoGpu { .. } => Some(error.to_string()),
+        // The GPU is probed after the library is loaded: ask the driver now.
+        _ => nvshmem_host::gpu_count().err().map(|e| e.to_string()),
+    };
+    match no_gpu {
+        Some(reason) if std::env::var_os(REQUIRE_GPU).is_none_or(|v| v != "1") => {
+            println!("no GPU: {}", first_line(&reason));
+            std::process::exit(0)
+        }
+        Some(reason) => {
+            eprintln!("{}: {REQUIRE_GPU}=1: no GPU: {reason}", program());
+            std::process::exit(1)
+        }
+        None => {
+            eprintln!("{}: {error}", program());
+            std::process::exit(1)
+        }
+    }
+}
+
+/// The exit status of a run: success when it returned `Ok(true)`; failure
+/// when a check failed (`Ok(false)`, the run printed what) or on an error,
+/// which goes to stderr after the program's name.
+pub fn exit_code(outcome: Res<bool>) -> ExitCode {
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("{}: {e}", program());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// This program's file name, for messages.
+fn program() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "nvshmem-rs".into())
+}
+
+/// The `--help` footer of a program that runs as PEs: how to start N of
+/// them, and what its exit status means.
+///
+/// ```
+/// assert!(nvshmem_rs::cli::after_help("ring").contains("nvshmem-run -n N -- ring"));
+/// ```
+pub fn after_help(program: &str) -> String {
+    format!(
+        "Run N PEs with: nvshmem-run -n N -- {program} [OPTIONS] (or under mpirun, srun or torchrun).\n\
+         Exit status: 0 when every check passes, or when there is no GPU (a `no GPU:` line); \
+         1 on a failed check or an error; 2 on bad arguments."
+    )
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or(s)
+}
+
+/// A `clap` value parser for a positive multiple of `step` that fits in a
+/// `u32` (the kernels' sizes): `--k 4096`.
+///
+/// ```
+/// let p = nvshmem_rs::cli::multiple_of(128);
+/// assert_eq!(p("256"), Ok(256));
+/// assert!(p("100").unwrap_err().contains("multiple of 128"));
+/// assert!(p("0").is_err() && p("x").is_err());
+/// ```
+pub fn multiple_of(step: usize) -> impl Fn(&str) -> Result<usize, String> + Clone {
+    move |s: &str| {
+        let v: usize = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}` is not a whole number"))?;
+        if v == 0 || !v.is_multiple_of(step) || v > u32::MAX as usize {
+            return Err(format!("must be a positive multiple of {step}, got {v}"));
+        }
+        Ok(v)
+    }
+}
+
+/// A `clap` value parser for a count of at least 1 (`--iters`, `--reps`).
+///
+/// ```
+/// assert_eq!(nvshmem_rs::cli::at_least_one("3"), Ok(3));
+/// assert!(nvshmem_rs::cli::at_least_one("0").is_err());
+/// ```
+pub fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(v) => Ok(v),
+        Err(_) => Err(format!("`{s}` is not a whole number")),
+    }
+}
+
+/// A byte count: `4096`, `4K`, `16M`, `1G` (also `KB`, `KiB`, ...).
+///
+/// ```
+/// use nvshmem_rs::cli::bytes;
+/// assert_eq!(bytes("64KiB"), Ok(64 << 10));
+/// assert_eq!(bytes("256M"), Ok(256 << 20));
+/// assert!(bytes("1X").is_err());
+/// ```
+pub fn bytes(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let upper = t.to_ascii_uppercase();
+    let digits = upper.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let shift = match &upper[digits.len()..] {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        _ => return Err(format!("size `{t}`: unknown unit")),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|v| v.checked_mul(1 << shift))
+        .ok_or_else(|| format!("size `{t}` is not a number of bytes"))
+}
+
+/// `--iters` and `--warmup` of the fused-kernel examples (`ag_gemm`,
+/// `gemm_rs`), for `#[command(flatten)]`.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct Timing {
+    /// Timed runs per variant; the median is printed.
+    #[arg(long, value_name = "I", default_value_t = 10, value_parser = at_least_one)]
+    pub iters: usize,
+    /// Untimed runs per variant first.
+    #[arg(long, value_name = "W", default_value_t = 2)]
+    pub warmup: usize,
+}

@@ -1,0 +1,314 @@
+//! Host-side pieces of the bf16 tensor-core kernels, shared by the `ag_gemm`
+//! (bf16 part) and `gemm_rs` examples, the benchmark and the GPU tests: the
+//! kernels' tile shapes and launch figures (which must match
+//! `examples/tc_gemm/tiles`), their TMA tensor maps, the persistent-grid
+//! size that keeps every PE's blocks co-resident, and the launches of the
+//! fused kernels with their buffers ([`AgGemm`], [`GemmRs`]).
+
+use crate::KernelSet;
+use crate::cli::Res;
+use half::bf16;
+use nvshmem_host::cudarc::driver::sys::CUdevice_attribute;
+use nvshmem_host::exchange::WordExchange;
+use nvshmem_host::tensor_map::{self, TensorMap, TmaSwizzle};
+use nvshmem_host::{DevicePtr, Kernel, KernelArgs, LaunchConfig, Module, Nvshmem, SymBuffer};
+use std::path::PathBuf;
+
+mod ag_gemm;
+mod gemm_rs;
+mod variants;
+
+pub use ag_gemm::{AgGemm, AgGemmKernels, PANEL, Tc};
+pub use gemm_rs::{GemmRs, GemmRsKernels};
+
+/// The sizes of a fused GEMM: all-gather + GEMM ([`AgGemm`]: A `m_per_pe × k`
+/// on each PE, gathered; `m_per_pe` a multiple of [`PANEL`]) or GEMM +
+/// reduce-scatter ([`GemmRs`]: `k` is each PE's share of the inner
+/// dimension, `m_per_pe` the rows of C each PE ends with, a multiple of 128).
+/// `n` is a multiple of [`mma::BN`] (of [`wgmma::BN`] for the wgmma kernels),
+/// `k` of [`wgmma::BK`].
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// Rows per PE.
+    pub m_per_pe: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// The inner dimension (per PE for GEMM + reduce-scatter).
+    pub k: usize,
+}
+pub use variants::{Variant, Variants, variants};
+
+/// The `mma.sync` tiles (`tc_gemm_tiles::sm80`): 128 × 128, K a multiple of 32.
+pub mod mma {
+    /// Rows of C per tile.
+    pub const BM: usize = 128;
+    /// Columns of C per tile.
+    pub const BN: usize = 128;
+    /// K per pipeline stage.
+    pub const BK: usize = 32;
+    /// Threads per block.
+    pub const THREADS: u32 = 128;
+    /// Dynamic shared memory: 4 stages of (128 + 128) × 32 bf16.
+    pub const SMEM_BYTES: u32 = 4 * 256 * 32 * 2;
+}
+
+/// The `wgmma` + TMA tiles (`tc_gemm_tiles::sm90`): 128 × 256, K a multiple of 64.
+pub mod wgmma {
+    /// Rows of C per tile.
+    pub const BM: usize = 128;
+    /// Columns of C per tile.
+    pub const BN: usize = 256;
+    /// K per pipeline stage.
+    pub const BK: usize = 64;
+    /// Threads per block: a producer and two consumer warpgroups.
+    pub const THREADS: u32 = 384;
+    /// Dynamic shared memory: alignment slack, 4 stages, two 16 KiB
+    /// epilogue staging buffers, the barriers.
+    pub const SMEM_BYTES: u32 = 1024 + 4 * (128 + 256) * 64 * 2 + 2 * 64 * 128 * 2 + 16 * 4;
+    /// The A map's box: 64 (K) × 128 rows.
+    pub const A_BOX: (u32, u32) = (64, 128);
+    /// The B map's box: 64 (K) × 256 rows.
+    pub const B_BOX: (u32, u32) = (64, 256);
+}
+
+/// The tensor map of a row-major `rows × k` bf16 operand at `ptr` for the
+/// wgmma kernels, with box `box_dims` (`wgmma::A_BOX` or `wgmma::B_BOX`) and
+/// 128-byte swizzle.
+pub fn operand_map(
+    ptr: DevicePtr<bf16>,
+    rows: usize,
+    k: usize,
+    box_dims: (u32, u32),
+) -> Res<TensorMap> {
+    Ok(tensor_map::encode_2d(
+        ptr,
+        rows as u64,
+        k as u64,
+        (k * 2) as u64,
+        box_dims,
+        TmaSwizzle::B128,
+    )?)
+}
+
+/// A bf16 operand for [`DeviceMaps::operands`]: `(pointer, rows, k, box)`.
+pub type Operand = (DevicePtr<bf16>, usize, usize, (u32, u32));
+
+/// Tensor maps in device memory, as the kernels take them.
+pub struct DeviceMaps {
+    buf: SymBuffer<TensorMap>,
+}
+
+impl DeviceMaps {
+    /// Copies `maps` to device memory. **Collective** (it allocates
+    /// symmetric memory): every PE calls it with as many maps.
+    pub fn new(nv: &Nvshmem, maps: &[TensorMap]) -> Res<DeviceMaps> {
+        Ok(DeviceMaps {
+            buf: nv.alloc_from(maps)?,
+        })
+    }
+
+    /// The maps of bf16 operands (see [`operand_map`]): `(pointer, rows, k,
+    /// box)` each. **Collective**, like [`new`](Self::new).
+    pub fn operands(nv: &Nvshmem, operands: &[Operand]) -> Res<DeviceMaps> {
+        let maps = operands
+            .iter()
+            .map(|&(ptr, rows, k, box_dims)| operand_map(ptr, rows, k, box_dims))
+            .collect::<Res<Vec<_>>>()?;
+        Self::new(nv, &maps)
+    }
+
+    /// The device address of map `i`.
+    pub fn ptr(&self, i: usize) -> DevicePtr<TensorMap> {
+        assert!(i < self.buf.len(), "map {i} of {}", self.buf.len());
+        DevicePtr::new(self.buf.device_ptr().addr() + (i * std::mem::size_of::<TensorMap>()) as u64)
+    }
+}
+
+/// A persistent grid for `kernel`: at most `tiles` blocks, and no more than
+/// this PE's share of what its GPU holds at once (agreed with every PE that
+/// shares it), so that the blocks of every PE are resident together (a fused
+/// kernel whose blocks wait for a peer's relies on it). **Collective**: every
+/// PE calls it, in the same order.
+pub fn persistent_grid(
+    nv: &Nvshmem,
+    ex: &WordExchange,
+    kernel: &Kernel,
+    threads: u32,
+    smem: u32,
+    tiles: usize,
+) -> Res<u32> {
+    let agreed = nv.agree_on_grid(ex, kernel.max_collective_blocks(threads, smem)?)?;
+    Ok((agreed.max_grid as usize).min(tiles).max(1) as u32)
+}
+
+/// The [`persistent_grid`] of a kernel made of `tc`'s tiles, for an `m × n`
+/// result. **Collective.**
+pub fn tile_grid(
+    nv: &Nvshmem,
+    ex: &WordExchange,
+    kernel: &Kernel,
+    tc: Tc,
+    (m, n): (usize, usize),
+) -> Res<u32> {
+    let (threads, smem, tiles) = match tc {
+        Tc::Mma => (mma::THREADS, mma::SMEM_BYTES, (m / mma::BM) * (n / mma::BN)),
+        Tc::Wgmma => (
+            wgmma::THREADS,
+            wgmma::SMEM_BYTES,
+            (m / wgmma::BM) * (n / wgmma::BN),
+        ),
+    };
+    persistent_grid(nv, ex, kernel, threads, smem, tiles)
+}
+
+/// Deterministic bf16 data in [-1, 1): element `i` of stream `seed`.
+pub fn bf16_value(seed: u64, i: u64) -> bf16 {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    bf16::from_f32(((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0)
+}
+
+/// The tolerance of a bf16 result whose f64 reference is `want`: bf16 output
+/// rounding (`|want|/128`) plus an f32 accumulation bound (`k · ε · Σ|a·b|`,
+/// `mag` = `Σ|a·b|`).
+///
+/// ```
+/// assert!(nvshmem_rs::tensor::bf16_tolerance(128.0, 10.0, 64) > 1.0);
+/// ```
+pub fn bf16_tolerance(want: f64, mag: f64, k: usize) -> f64 {
+    want.abs() / 128.0 + k as f64 * f32::EPSILON as f64 * mag + 1e-6
+}
+
+/// The GPU's number of SMs.
+pub fn sms(nv: &Nvshmem) -> Res<usize> {
+    Ok(nv
+        .context()
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as usize)
+}
+
+/// The standalone GEMMs of `tc-gemm-kernels`: `C (m × n) = A (m × k) · Bᵀ`
+/// (B `n × k`), bf16 in and out, f32 accumulation.
+pub struct Gemm {
+    mma: Kernel,
+    wgmma: Option<Kernel>,
+}
+
+impl KernelSet for Gemm {
+    const CRATE: &'static str = "tc-gemm-kernels";
+
+    fn dir() -> PathBuf {
+        crate::tensor_ptx_dir()
+    }
+
+    fn from_module(module: &Module) -> Res<Gemm> {
+        Ok(Gemm {
+            mma: module.kernel("gemm_bf16_mma")?,
+            wgmma: module.kernel("gemm_bf16_wgmma").ok(),
+        })
+    }
+}
+
+impl Gemm {
+    /// The `wgmma` kernel (`sm_90a` builds only).
+    pub fn wgmma_kernel(&self) -> Option<&Kernel> {
+        self.wgmma.as_ref()
+    }
+
+    /// The persistent grid of the `wgmma` kernel for an `m × n` result, when
+    /// it is there. **Collective.**
+    pub fn wgmma_grid(
+        &self,
+        nv: &Nvshmem,
+        ex: &WordExchange,
+        m: usize,
+        n: usize,
+    ) -> Res<Option<u32>> {
+        self.wgmma
+            .as_ref()
+            .map(|g| tile_grid(nv, ex, g, Tc::Wgmma, (m, n)))
+            .transpose()
+    }
+
+    /// The `mma.sync` GEMM over every tile, on this PE's stream.
+    ///
+    /// # Safety
+    /// `a`, `b` and `c` hold `m × k`, `n × k` and `m × n` elements, and the
+    /// sizes are multiples of the [`mma`] tiles.
+    pub unsafe fn mma(
+        &self,
+        nv: &Nvshmem,
+        (a, b, c): (DevicePtr<bf16>, DevicePtr<bf16>, DevicePtr<bf16>),
+        (m, n, k): (usize, usize, usize),
+    ) -> Res<()> {
+        let args = (a, b, c, n as u32, k as u32);
+        // SAFETY: the caller's sizes.
+        unsafe { self.mma.launch_with(nv.stream(), mma_config(m, n), args)? };
+        Ok(())
+    }
+
+    /// The `wgmma` + TMA GEMM on a `grid` from [`wgmma_grid`](Self::wgmma_grid),
+    /// with the tensor maps of A and B.
+    ///
+    /// # Safety
+    /// The maps describe `m × k` and `n × k` operands, `c` holds `m × n`
+    /// elements, and the sizes are multiples of the [`wgmma`] tiles.
+    pub unsafe fn wgmma(
+        &self,
+        nv: &Nvshmem,
+        grid: u32,
+        (a, b, c): (DevicePtr<TensorMap>, DevicePtr<TensorMap>, DevicePtr<bf16>),
+        (m, n, k): (usize, usize, usize),
+    ) -> Res<()> {
+        let g = self.wgmma.as_ref().ok_or(NO_WGMMA)?;
+        let args = (a, b, c, m as u32, n as u32, k as u32);
+        // SAFETY: the caller's sizes and maps.
+        unsafe { g.launch_with(nv.stream(), wgmma_config(grid), args)? };
+        Ok(())
+    }
+}
+
+/// The launch of an `mma.sync` GEMM over every tile of an `m × n` result.
+pub fn mma_config(m: usize, n: usize) -> LaunchConfig {
+    LaunchConfig::new(((n / mma::BN) as u32, (m / mma::BM) as u32), mma::THREADS)
+        .shared_mem_bytes(mma::SMEM_BYTES)
+}
+
+/// The error of a wgmma call where the kernels are missing.
+const NO_WGMMA: &str = "the wgmma kernels are not in this build (or n is not a multiple of 256)";
+
+/// Launches the `wgmma` form of a kernel pair (the kernel and its grid, when
+/// there) with `wgmma_args`, or the `mma.sync` form (the kernel and its
+/// launch) with `mma_args`, on this PE's stream.
+///
+/// # Safety
+/// Each form's arguments are valid for its kernel (see the kernel's docs).
+pub(crate) unsafe fn launch_tc<W: KernelArgs, M: KernelArgs>(
+    nv: &Nvshmem,
+    tc: Tc,
+    (wgmma, wgmma_args): (Option<(&Kernel, u32)>, W),
+    (mma, cfg): (&Kernel, LaunchConfig),
+    mma_args: M,
+) -> Res<()> {
+    let stream = nv.stream();
+    // SAFETY: the caller's arguments.
+    match (tc, wgmma) {
+        (Tc::Wgmma, Some((k, grid))) => unsafe {
+            k.launch_with(stream, wgmma_config(grid), wgmma_args)?
+        },
+        (Tc::Wgmma, None) => return Err(NO_WGMMA.into()),
+        (Tc::Mma, _) => unsafe { mma.launch_with(stream, cfg, mma_args)? },
+    }
+    Ok(())
+}
+
+/// A persistent launch of `grid` blocks of `mma.sync` tiles.
+pub fn mma_persistent(grid: u32) -> LaunchConfig {
+    LaunchConfig::new(grid, mma::THREADS).shared_mem_bytes(mma::SMEM_BYTES)
+}
+
+/// A persistent launch of `grid` blocks of `wgmma` tiles.
+pub fn wgmma_config(grid: u32) -> LaunchConfig {
+    LaunchConfig::new(grid, wgmma::THREADS).shared_mem_bytes(wgmma::SMEM_BYTES)
+}
