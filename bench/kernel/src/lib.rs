@@ -28,16 +28,8 @@ use nvshmem_device::{put_pod_nbi_warp, put_pod_warp};
 
 nvshmem_device::panic_handler!();
 
-/// The byte pattern of round `seed` at index `i`: never zero.
-#[inline(always)]
-pub fn pattern_byte(i: u64, seed: u32) -> u8 {
-    let mut h = (i as u32) ^ ((i >> 32) as u32).wrapping_mul(0x27d4_eb2f);
-    h = h.wrapping_mul(0x9e37_79b1) ^ seed.wrapping_mul(0x85eb_ca77);
-    h ^= h >> 15;
-    h = h.wrapping_mul(0x2c1b_3c6d);
-    h ^= h >> 13;
-    (h % 255) as u8 + 1
-}
+/// The byte pattern, the same function the host checks with.
+pub use example_patterns::pattern_byte;
 
 /// Writes [`pattern_byte`]`(i, seed)` to `buf[i]` for `i < bytes` (`seed` 0: zeros, as poison).
 ///

@@ -346,20 +346,8 @@ pub unsafe fn allreduce_rs_ag(
     complete_signals();
 }
 
-/// The test pattern: the value PE `pe` contributes at index `i` in round
-/// `seed`, an integer in 1..=16, so any sum of up to 2^20 PEs is exact in
-/// `f32`. The host has the same function.
-#[inline(always)]
-pub fn pattern(pe: u32, i: u64, seed: u32) -> u32 {
-    let mut h = (i as u32) ^ ((i >> 32) as u32).wrapping_mul(0x27d4_eb2f);
-    h = h.wrapping_mul(0x9e37_79b1)
-        ^ pe.wrapping_add(1).wrapping_mul(0x85eb_ca77)
-        ^ seed.wrapping_mul(0xc2b2_ae3d);
-    h ^= h >> 15;
-    h = h.wrapping_mul(0x2c1b_3c6d);
-    h ^= h >> 12;
-    (h & 15) + 1
-}
+/// The test pattern, the same function the host checks with.
+pub use example_patterns::pattern;
 
 /// Writes PE `pe`'s pattern for round `seed` into `data[0..n]` (this PE's copy).
 ///
