@@ -24,8 +24,14 @@ pub fn run(_: Args) -> Result<ExitCode, String> {
         .no_deps()
         .exec()
         .map_err(|e| format!("cargo metadata: {e}"))?;
+    // Every package whose normal dependencies include nvshmem-device: the
+    // kernel crates and the libraries they use (tc-gemm-tiles), not the
+    // host programs whose tests use it.
     for p in meta.workspace_packages() {
-        if p.dependencies.iter().any(|d| d.name == "nvshmem-device") {
+        let kernel_side = p.dependencies.iter().any(|d| {
+            d.name == "nvshmem-device" && d.kind == cargo_metadata::DependencyKind::Normal
+        });
+        if kernel_side {
             cmd.args(["-p", p.name.as_str()]);
         }
     }

@@ -5,7 +5,7 @@
 //! - [`sm80`]: one 128 × 128 tile per block of 128 threads (4 warps of
 //!   64 × 64), `mma.sync.m16n8k16` fed by `ldmatrix` from XOR-swizzled shared
 //!   memory, a 4-stage `cp.async` pipeline along K (BK = 32). sm_80+.
-//! - [`sm90`] (feature `sm90a`): 128 × 256 tiles on 384 threads: a producer
+//! - `sm90` (feature `sm90a`): 128 × 256 tiles on 384 threads: a producer
 //!   warpgroup whose one elected thread issues TMA loads into a 4-stage ring
 //!   (BK = 64, 128-byte swizzle, `mbarrier` full/empty pairs), and two
 //!   consumer warpgroups that each run `wgmma.m64n256k16` on 64 rows.
@@ -21,7 +21,10 @@
 #![no_std]
 // The one piece of inline PTX with no device-crate API (`sm90`'s 16-byte
 // shared → global copy); on the host it is a stub.
-#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
+#![cfg_attr(
+    all(target_arch = "nvptx64", feature = "sm90a"),
+    feature(asm_experimental_arch)
+)]
 
 /// Runs `$body` once per listed index with `$i` bound to it: loops over
 /// accumulator arrays must be unrolled, or LLVM puts the array in local memory.
