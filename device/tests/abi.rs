@@ -20,9 +20,9 @@
 
 use nvshmem_builder::Version;
 use nvshmem_builder::install::Installation as Nvshmem;
+use nvshmem_builder::ir::{FnSig as Sig, fn_signatures};
 use nvshmem_builder::toolchain::Toolchain;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
@@ -141,66 +141,19 @@ fn find_nvshmem(version: &str) -> Result<Nvshmem, String> {
 fn toolchain() -> &'static Toolchain {
     static TC: OnceLock<Toolchain> = OnceLock::new();
     TC.get_or_init(|| {
-        Toolchain::detect(device_dir())
+        Toolchain::pinned()
             .unwrap_or_else(|e| panic!("the pinned nightly toolchain is required: {e}"))
     })
 }
 
 // ---------------------------------------------------------------------------
-// LLVM function types.
+// LLVM function types (the builder's parser: `nvshmem_builder::ir`).
 
-/// An LLVM function type without attributes: `ret (param, ...)`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Sig {
-    ret: String,
-    params: Vec<String>,
-}
-
-impl fmt::Display for Sig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.ret, self.params.join(", "))
-    }
-}
-
-/// Parses a `define`/`declare` line. LLVM writes each parameter as `type
-/// [attributes] [%name]` and the return type right before `@name`, so
-/// attributes (`noundef`, `signext`, `byval(...)`, `align N`, `captures(...)`,
-/// ...) and names drop out by taking those tokens.
-fn parse_fn_line(line: &str) -> Option<(String, Sig)> {
-    let at = line.find(" @")?;
-    let rest = &line[at + 2..];
-    let open = rest.find('(')?;
-    let name = rest[..open].trim_matches('"').to_string();
-    let ret = line[..at].split_whitespace().last()?.to_string();
-    let mut params = Vec::new();
-    let (mut depth, mut cur) = (0i32, String::new());
-    for c in rest[open + 1..].chars() {
-        match c {
-            ')' if depth == 0 => break,
-            '(' | '{' | '[' | '<' => depth += 1,
-            ')' | '}' | ']' | '>' => depth -= 1,
-            ',' if depth == 0 => {
-                params.push(std::mem::take(&mut cur));
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-    }
-    if !cur.trim().is_empty() {
-        params.push(cur);
-    }
-    let params = params
-        .iter()
-        .map(|p| p.split_whitespace().next().unwrap_or("").to_string())
-        .collect();
-    Some((name, Sig { ret, params }))
-}
-
-fn parse_functions(ll: &str, keyword: &str) -> BTreeMap<String, Sig> {
-    ll.lines()
-        .filter(|l| l.starts_with(keyword))
-        .filter_map(parse_fn_line)
+/// The `nvshmem*` functions of a module's `keyword` (`"define "` or
+/// `"declare "`) lines.
+fn nvshmem_functions(ll: &str, keyword: &str) -> BTreeMap<String, Sig> {
+    fn_signatures(ll, keyword)
+        .into_iter()
         .filter(|(name, _)| name.starts_with("nvshmem"))
         .collect()
 }
@@ -219,7 +172,7 @@ fn bitcode_defines(bc: &Path) -> BTreeMap<String, Sig> {
         bc.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    let defs = parse_functions(&String::from_utf8_lossy(&out.stdout), "define ");
+    let defs = nvshmem_functions(&String::from_utf8_lossy(&out.stdout), "define ");
     assert!(
         defs.len() > 1000,
         "{} defines only {} nvshmem functions",
@@ -319,7 +272,7 @@ fn probe(features: &[&str]) -> BTreeMap<String, Sig> {
         .to_string();
     let ll = rmeta.with_file_name(format!("{stem}.ll"));
     let text = std::fs::read_to_string(&ll).unwrap_or_else(|e| panic!("{}: {e}", ll.display()));
-    let decls = parse_functions(&text, "declare ");
+    let decls = nvshmem_functions(&text, "declare ");
     assert!(
         decls.len() > 1000,
         "the probe declares only {} functions: is `abi-probe` wired up?",
@@ -1089,30 +1042,7 @@ fn constants_match_headers() {
 }
 
 // ---------------------------------------------------------------------------
-// The parsers themselves.
-
-#[test]
-fn parses_llvm_function_lines() {
-    let (name, sig) = parse_fn_line(
-        "define dso_local void @nvshmem_half_p(ptr noundef %0, ptr noundef readonly byval(%struct.__half) \
-         align 2 captures(none) %1, i32 noundef %2) local_unnamed_addr #5 {",
-    )
-    .unwrap();
-    assert_eq!(name, "nvshmem_half_p");
-    assert_eq!(sig.to_string(), "void (ptr, ptr, i32)");
-    let (_, sig) = parse_fn_line(
-        "define dso_local signext i8 @nvshmem_char_g(ptr noundef %0, i32 noundef %1) #1 {",
-    )
-    .unwrap();
-    assert_eq!(sig.to_string(), "i8 (ptr, i32)");
-    let (_, sig) = parse_fn_line("declare noundef i32 @nvshmem_my_pe() unnamed_addr #2").unwrap();
-    assert_eq!(sig.to_string(), "i32 ()");
-    let (_, sig) = parse_fn_line(
-        "define dso_local %struct.__half @nvshmem_half_g(ptr noundef %0, i32 noundef %1)",
-    )
-    .unwrap();
-    assert_eq!(sig.ret, "%struct.__half");
-}
+// The header parsers.
 
 #[test]
 fn parses_x_macro_lists() {
