@@ -107,7 +107,7 @@
 //! - `debug-checks`: the typed layer traps, after printing what and where,
 //!   when a PE is out of range (`pe >= n_pes()`) or an array argument is
 //!   shorter than `nelems`. Without it the checks do not exist.
-//! - `abi-probe`: internal, for `tests/abi.rs`.
+//! - `abi-probe`: internal, for `tests/abi/`.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",

@@ -1,7 +1,7 @@
 //! NVSHMEM's type lists, as X-macros (crate-internal) and as tables (public).
 //!
 //! Each list is a copy, in the same order, of the list of the same name in
-//! NVSHMEM's headers; `tests/abi.rs` parses the headers and checks that they
+//! NVSHMEM's headers; `tests/abi/` parses the headers and checks that they
 //! are equal. An entry is `(NAME, "C type", RustType)`: `NAME` is what goes into
 //! the function name (`nvshmem_NAME_p`).
 //!
