@@ -147,51 +147,26 @@ pub trait Scope: Copy + Sealed {
     const KIND: ScopeKind;
 }
 
-macro_rules! markers {
-    ($($(#[$doc:meta])* $name:ident: $trait:ident = $kind:expr, $($extra:ident),*;)*) => {$(
-        $(#[$doc])*
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-        pub struct $name;
-        impl Sealed for $name {}
-        impl $trait for $name {
-            markers!(@const $trait $kind);
-        }
-        $(impl $extra for $name {})*
-    )*};
-    (@const Ordering $kind:expr) => { const SEM: Sem = $kind; };
-    (@const Scope $kind:expr) => { const KIND: ScopeKind = $kind; };
-}
-
 markers! {
     /// No ordering beyond the atomicity of the operation itself (`.relaxed`).
-    Relaxed: Ordering = Sem::Relaxed, LoadOrdering, StoreOrdering, RmwOrdering, ReduceOrdering;
+    Relaxed: Ordering { const SEM: Sem = Sem::Relaxed; }, LoadOrdering, StoreOrdering, RmwOrdering, ReduceOrdering;
     /// Later accesses stay after it (`.acquire`): pairs with a [`Release`] it reads from.
-    Acquire: Ordering = Sem::Acquire, LoadOrdering, RmwOrdering, FenceOrdering;
+    Acquire: Ordering { const SEM: Sem = Sem::Acquire; }, LoadOrdering, RmwOrdering, FenceOrdering;
     /// Earlier accesses stay before it (`.release`).
-    Release: Ordering = Sem::Release, StoreOrdering, RmwOrdering, ReduceOrdering, FenceOrdering;
+    Release: Ordering { const SEM: Sem = Sem::Release; }, StoreOrdering, RmwOrdering, ReduceOrdering, FenceOrdering;
     /// Both [`Acquire`] and [`Release`] (`.acq_rel`).
-    AcqRel: Ordering = Sem::AcqRel, RmwOrdering, FenceOrdering;
+    AcqRel: Ordering { const SEM: Sem = Sem::AcqRel; }, RmwOrdering, FenceOrdering;
+    /// Sequentially consistent: `fence.sc` at the scope, then the acquire (load),
+    /// release (store) or acq_rel (read-modify-write) operation.
+    SeqCst: Ordering { const SEM: Sem = Sem::AcqRel; const FENCE_SC: bool = true; },
+        LoadOrdering, StoreOrdering, RmwOrdering, FenceOrdering;
     /// The thread block (`.cta`).
-    Cta: Scope = ScopeKind::Cta,;
+    Cta: Scope { const KIND: ScopeKind = ScopeKind::Cta; };
     /// Every thread of this GPU (`.gpu`).
-    Gpu: Scope = ScopeKind::Gpu,;
+    Gpu: Scope { const KIND: ScopeKind = ScopeKind::Gpu; };
     /// This GPU, the host and peer GPUs (`.sys`): for memory others map.
-    Sys: Scope = ScopeKind::Sys,;
+    Sys: Scope { const KIND: ScopeKind = ScopeKind::Sys; };
 }
-
-/// Sequentially consistent: `fence.sc` at the scope, then the acquire (load),
-/// release (store) or acq_rel (read-modify-write) operation.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct SeqCst;
-impl Sealed for SeqCst {}
-impl Ordering for SeqCst {
-    const SEM: Sem = Sem::AcqRel;
-    const FENCE_SC: bool = true;
-}
-impl LoadOrdering for SeqCst {}
-impl StoreOrdering for SeqCst {}
-impl RmwOrdering for SeqCst {}
-impl FenceOrdering for SeqCst {}
 
 /// A type with atomic loads, stores, [`swap`] and [`compare_exchange`]:
 /// 32- and 64-bit words (`u32 i32 f32 u64 i64 f64`, [`F16x2`], [`Bf16x2`]).
