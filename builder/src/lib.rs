@@ -57,6 +57,7 @@
 
 mod error;
 mod settings;
+pub mod testing;
 pub mod toolchain;
 pub mod wheels;
 

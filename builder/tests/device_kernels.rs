@@ -4,7 +4,7 @@
 //! `NVSHMEM_RS_REQUIRE_ALL=1` (CI) makes that a failure.
 //!
 //! (Its own file, not `build.rs`, so that it and the builder's tests change
-//! apart; `installed` is the same as there.)
+//! apart.)
 
 use nvshmem_builder::Builder;
 use nvshmem_builder::Version;
@@ -13,18 +13,7 @@ use std::path::Path;
 /// The version, when it is installed or can be downloaded into the per-user
 /// cache; else a skip (a failure under `NVSHMEM_RS_REQUIRE_ALL=1`).
 fn installed(version: &str) -> Option<Version> {
-    let v: Version = version.parse().unwrap();
-    match nvshmem_builder::wheels::nvshmem(v) {
-        Ok(_) => Some(v),
-        Err(e) => {
-            let reason = format!("NVSHMEM {version} is not installed: {e}");
-            if std::env::var_os("NVSHMEM_RS_REQUIRE_ALL").is_some_and(|v| v == "1") {
-                panic!("NVSHMEM_RS_REQUIRE_ALL=1 but: {reason}");
-            }
-            eprintln!("SKIPPED: {reason}");
-            None
-        }
-    }
+    nvshmem_builder::testing::nvshmem(version).map(|nv| nv.version)
 }
 
 /// The GPU tests' kernels (`tests/kernels/runtime`) build through ptxas both

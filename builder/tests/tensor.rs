@@ -9,15 +9,9 @@
 
 use nvshmem_builder::Builder;
 use nvshmem_builder::Version;
+use nvshmem_builder::testing::skip;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn skip(reason: &str) {
-    if std::env::var_os("NVSHMEM_RS_REQUIRE_ALL").is_some_and(|v| v == "1") {
-        panic!("NVSHMEM_RS_REQUIRE_ALL=1 but: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-}
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

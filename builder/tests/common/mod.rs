@@ -24,17 +24,7 @@ pub fn builder(name: &str) -> Builder {
         .out_dir(target().join("builder-tests").join(name))
 }
 
-pub fn require_all() -> bool {
-    std::env::var_os("NVSHMEM_RS_REQUIRE_ALL").is_some_and(|v| v == "1")
-}
-
-/// Prints `SKIPPED: <reason>`; fails instead under `NVSHMEM_RS_REQUIRE_ALL=1`.
-pub fn skip(reason: &str) {
-    if require_all() {
-        panic!("NVSHMEM_RS_REQUIRE_ALL=1 but: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-}
+pub use nvshmem_builder::testing::skip;
 
 /// The version, when it is installed where the builder looks.
 pub fn installed(version: &str) -> Option<Version> {

@@ -45,16 +45,9 @@ macro_rules! say {
     }};
 }
 
-fn require_all() -> bool {
-    std::env::var("NVSHMEM_RS_REQUIRE_ALL").is_ok_and(|v| v == "1")
-}
-
 /// Reports a skip loudly; a failure under `NVSHMEM_RS_REQUIRE_ALL=1`.
 fn skip(what: &str, reason: &str) {
-    if require_all() {
-        panic!("{what}: NVSHMEM_RS_REQUIRE_ALL=1, but {reason}");
-    }
-    say!("SKIPPED: {what}: {reason}");
+    nvshmem_builder::testing::skip(&format!("{what}: {reason}"));
 }
 
 /// NVSHMEM `version`, found or downloaded into the per-user cache.
