@@ -8,7 +8,7 @@
 //! alignment against the PTX. The launch helpers need `<cuda.h>`; defining
 //! `NVSHMEM_RS_NO_LAUNCH_HELPERS` leaves them (and `<cuda.h>`) out.
 
-use crate::manifest::Manifest;
+use crate::manifest::{KernelInfo, Manifest};
 use crate::ptx::PtxParam;
 use crate::signature::{Sources, c_type};
 use quote::ToTokens;
@@ -256,11 +256,7 @@ pub(crate) fn render(m: &Manifest, structs: &[CStruct]) -> String {
         render_struct(&mut h, s);
     }
     for k in &m.kernels {
-        let c: Vec<String> = k
-            .params
-            .iter()
-            .map(|p| format!("{} {}", p.c_type, p.name))
-            .collect();
+        let c = c_params(k);
         let rust: Vec<String> = k
             .params
             .iter()
@@ -293,11 +289,7 @@ pub(crate) fn render(m: &Manifest, structs: &[CStruct]) -> String {
          typedef struct {{ unsigned x, y, z; }} dim3_t;\n#endif\n"
     );
     for k in &m.kernels {
-        let c: Vec<String> = k
-            .params
-            .iter()
-            .map(|p| format!("{} {}", p.c_type, p.name))
-            .collect();
+        let c = c_params(k);
         let addrs = if k.params.is_empty() {
             "0".to_string()
         } else {
@@ -358,6 +350,14 @@ fn render_struct(h: &mut String, s: &CStruct) {
         );
     }
     h.push('\n');
+}
+
+/// A kernel's parameters as C declares them: `type name` each.
+fn c_params(k: &KernelInfo) -> Vec<String> {
+    k.params
+        .iter()
+        .map(|p| format!("{} {}", p.c_type, p.name))
+        .collect()
 }
 
 #[cfg(test)]

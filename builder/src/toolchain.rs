@@ -472,29 +472,12 @@ pub(crate) fn find_nvlink(ptxas: &Path) -> Result<Option<PathBuf>> {
 
 fn find_cuda_tool(tool: &str, var: &str) -> Result<Option<PathBuf>> {
     if let Some(p) = settings::var_os(var) {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(Some(p))
-        } else {
-            Err(Error::ToolNotRunnable {
-                program: p,
-                source: std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    format!("{var} names no file"),
-                ),
-            })
-        };
+        return settings::named_file(var, p.into(), "file").map(Some);
     }
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    for site in nvshmem_types::install::python_site_packages() {
-        candidates.extend(in_wheel(&site, tool));
-    }
-    if let Some(cache) = nvshmem_types::install::cache_dir() {
-        candidates.extend(in_wheel(
-            &nvshmem_types::install::wheel_dir(&cache, NVCC_WHEEL),
-            tool,
-        ));
-    }
+    let mut candidates: Vec<PathBuf> = crate::wheels::wheel_roots(NVCC_WHEEL)
+        .iter()
+        .flat_map(|root| in_wheel(root, tool))
+        .collect();
     if let Some(home) = settings::var_os("CUDA_HOME") {
         candidates.push(Path::new(&home).join("bin").join(tool));
     }

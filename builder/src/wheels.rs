@@ -242,6 +242,14 @@ fn download_wheel(requirement: &str, dest: &Path) -> std::result::Result<PathBuf
         .ok_or_else(|| format!("pip downloaded no wheel for {requirement}"))
 }
 
+/// Where an installed `wheel` may be unpacked, in search order: the
+/// `site-packages` folders `python3` has, then the per-user cache's copy.
+pub(crate) fn wheel_roots(wheel: &str) -> Vec<PathBuf> {
+    let mut roots = nvshmem_types::install::python_site_packages();
+    roots.extend(cache_dir().map(|cache| wheel_dir(&cache, wheel)));
+    roots
+}
+
 fn cache() -> Result<PathBuf> {
     let cache = cache_dir().ok_or(Error::NoCacheDir)?;
     std::fs::create_dir_all(&cache).map_err(io_err(&cache))?;
@@ -282,13 +290,10 @@ fn lock_in(cache: &Path, name: &str) -> Result<Option<File>> {
 /// }
 /// ```
 pub fn cuda_include_dir() -> Option<PathBuf> {
-    let mut candidates: Vec<PathBuf> = nvshmem_types::install::python_site_packages()
+    let mut candidates: Vec<PathBuf> = wheel_roots(CUDA_RUNTIME_WHEEL)
         .into_iter()
-        .map(|s| s.join("nvidia/cu13/include"))
+        .map(|root| root.join("nvidia/cu13/include"))
         .collect();
-    if let Some(cache) = cache_dir() {
-        candidates.push(wheel_dir(&cache, CUDA_RUNTIME_WHEEL).join("nvidia/cu13/include"));
-    }
     if let Some(home) = crate::settings::var_os("CUDA_HOME") {
         candidates.push(Path::new(&home).join("include"));
     }
