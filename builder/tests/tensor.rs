@@ -7,15 +7,13 @@
 //! Like `tests/build.rs`, a missing NVSHMEM or ptxas prints `SKIPPED` (a
 //! failure with `NVSHMEM_RS_REQUIRE_ALL=1`).
 
-use nvshmem_builder::Builder;
+mod common;
+
+use common::{assert_entries, build_ptx, kernel_crate};
 use nvshmem_builder::Version;
 use nvshmem_builder::testing::skip;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// The NVSHMEM version to build against (the builder downloads it when missing).
 fn installed(version: &str) -> Option<Version> {
@@ -52,32 +50,13 @@ fn build_and_check(e: &Expect, version: Version) -> Vec<String> {
         return Vec::new();
     };
     let started = std::time::Instant::now();
-    let mut b = Builder::new(root().join(e.krate))
-        .target_dir(root().join("target/nvshmem-kernels"))
-        .out_dir(root().join("target/builder-tests/tensor"))
-        .nvshmem_version(version)
-        .arch(e.arch);
+    let mut b = kernel_crate(e.krate, "tensor", version, e.arch);
     for f in e.features {
         b = b.feature(*f);
     }
-    let out = b
-        .build()
-        .unwrap_or_else(|err| panic!("{} {}/{}: {err}", e.krate, version, e.arch));
-    let ptx = std::fs::read_to_string(&out.ptx).unwrap();
-    assert!(
-        ptx.contains(&format!(".target {}", e.arch)),
-        "{}: not .target {}",
-        e.krate,
-        e.arch
-    );
-    for k in e.kernels {
-        assert!(
-            ptx.contains(&format!(".visible .entry {k}(")),
-            "{} {}: no .entry {k}",
-            e.krate,
-            e.arch
-        );
-    }
+    let what = format!("{} {}/{}", e.krate, version, e.arch);
+    let (out, ptx) = build_ptx(b, &what);
+    assert_entries(&ptx, e.kernels, &what);
     assert!(out.cubin.is_some(), "{}: no cubin", e.krate);
     let asm = Command::new(&ptxas)
         .args(["-v", &format!("-arch={}", e.arch), "-o", "/dev/null"])
