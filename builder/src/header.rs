@@ -42,8 +42,15 @@ pub(crate) struct CTypes<'a> {
     pub structs: Vec<CStruct>,
 }
 
-/// The crate name as a C identifier, lower case: `ring-kernels` → `ring_kernels`.
-pub(crate) fn c_prefix(crate_name: &str) -> String {
+/// The prefix of the names in a kernel crate's C header: the crate name as
+/// a C identifier, lower case (`ring-kernels` → `ring_kernels`, as in
+/// `ring_kernels_launch_put`); its macros use it in upper case
+/// (`RING_KERNELS_KERNEL_COUNT`).
+///
+/// ```
+/// assert_eq!(nvshmem_builder::c_prefix("ring-kernels"), "ring_kernels");
+/// ```
+pub fn c_prefix(crate_name: &str) -> String {
     crate_name
         .chars()
         .map(|c| {

@@ -4,7 +4,7 @@
 //! - its LLVM tools (`llvm-link`, `opt`, `llc`, ...);
 //! - CUDA's `ptxas` and `nvlink`.
 
-use crate::error::{Error, Result, io_err};
+use crate::error::{Error, Result, io_err, not_runnable};
 use crate::settings::{self, Progress};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -122,10 +122,7 @@ impl Toolchain {
             .current_dir(std::env::temp_dir())
             .stdin(Stdio::null())
             .output()
-            .map_err(|source| Error::ToolNotRunnable {
-                program: rustup.clone(),
-                source,
-            })?;
+            .map_err(not_runnable(&rustup))?;
         if !out.status.success() {
             return Err(missing(format!(
                 "{what_is_missing}, and installing it failed:\n{}",
@@ -170,13 +167,7 @@ impl Toolchain {
         let ask = |args: &[&str]| -> Result<String> {
             let mut cmd = rustc();
             let program = PathBuf::from(cmd.get_program());
-            let out = cmd
-                .args(args)
-                .output()
-                .map_err(|source| Error::ToolNotRunnable {
-                    program: program.clone(),
-                    source,
-                })?;
+            let out = cmd.args(args).output().map_err(not_runnable(&program))?;
             if !out.status.success() {
                 return Err(Error::ToolFailed {
                     tool: "rustc".into(),
@@ -367,10 +358,7 @@ impl LlvmTools {
                 let out = Command::new(&llvm_link)
                     .arg("--version")
                     .output()
-                    .map_err(|source| Error::ToolNotRunnable {
-                        program: llvm_link.clone(),
-                        source,
-                    })?;
+                    .map_err(not_runnable(&llvm_link))?;
                 String::from_utf8_lossy(&out.stdout)
                     .split_whitespace()
                     .skip_while(|w| *w != "version")
@@ -404,10 +392,7 @@ pub(crate) fn run(
 ) -> Result<String> {
     let mut cmd = Command::new(program);
     args(&mut cmd);
-    let out = cmd.output().map_err(|source| Error::ToolNotRunnable {
-        program: program.to_path_buf(),
-        source,
-    })?;
+    let out = cmd.output().map_err(not_runnable(program))?;
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     if out.status.success() {
         return Ok(stderr);

@@ -11,7 +11,7 @@
 //! final one and renamed into place, under a lock file, so a second build
 //! running at the same time waits and never sees half a wheel.
 
-use crate::error::{Error, Result, io_err};
+use crate::error::{Error, Result, io_err, not_runnable};
 use crate::settings::Progress;
 use nvshmem_types::Version;
 use nvshmem_types::install::{Installation, Query, Source};
@@ -153,10 +153,7 @@ fn unpack_locked(cache: &Path, dir: &Path, wheel: &Path) -> Result<()> {
         .arg(&tmp)
         .stdin(Stdio::null())
         .output()
-        .map_err(|source| Error::ToolNotRunnable {
-            program: "python3".into(),
-            source,
-        })?;
+        .map_err(not_runnable("python3"))?;
     if !out.status.success() {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(Error::ToolFailed {
