@@ -398,14 +398,8 @@ mod tests {
 
     fn kernel(name: &str, collective: bool, params: Vec<ParamInfo>) -> KernelInfo {
         KernelInfo {
-            name: name.into(),
-            params,
-            collective,
             registers: Some(12),
-            spill_stores: None,
-            spill_loads: None,
-            stack_frame: None,
-            static_shared_bytes: None,
+            ..KernelInfo::new(name, params, collective)
         }
     }
 

@@ -201,12 +201,8 @@ impl Kernel {
 
     /// The GPU supports cooperative launches and `config`'s grid fits on it at once.
     fn check_cooperative(&self, config: &LaunchConfig) -> Result<()> {
-        let cooperative = self
-            .module
-            .nv
-            .ctx
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)
-            .map_err(Error::driver("cuDeviceGetAttribute"))?;
+        let cooperative =
+            self.device_attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)?;
         if cooperative == 0 {
             return Err(Error::InvalidArgument {
                 reason: format!(
@@ -248,12 +244,15 @@ impl Kernel {
         }
         .map_err(Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?;
         let sms = self
-            .module
-            .nv
-            .ctx
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(Error::driver("cuDeviceGetAttribute"))?;
+            .device_attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
         Ok((per_sm.max(0) as u32, sms.max(0) as u32))
+    }
+
+    /// An attribute of the module's GPU.
+    fn device_attribute(&self, attribute: sys::CUdevice_attribute) -> Result<i32> {
+        (self.module.nv.ctx)
+            .attribute(attribute)
+            .map_err(Error::driver("cuDeviceGetAttribute"))
     }
 
     /// Checks the block's shared memory (static + `bytes` dynamic) against
