@@ -155,6 +155,18 @@ pub(crate) struct Resolved {
     pub toolchain: String,
 }
 
+/// The builder's setters: `name(arg: Type) => field = value;` makes
+/// `pub fn name(mut self, arg: Type) -> Self` that sets `field`.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) => $field:ident = $val:expr;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, $arg: $ty) -> Self {
+            self.$field = $val;
+            self
+        }
+    )*};
+}
+
 impl Builder {
     /// A builder for the kernel crate in `crate_dir` (the folder with its `Cargo.toml`).
     /// Defaults: `sm_90`, NVSHMEM found by [`Installation::find`] (and
@@ -178,48 +190,43 @@ impl Builder {
         }
     }
 
-    /// The GPU architecture, such as `sm_90` (H100/H200) or `sm_80` (A100).
-    /// Unset: `NVSHMEM_RS_ARCH`, else `sm_90`.
-    pub fn arch(mut self, arch: impl Into<String>) -> Self {
-        self.arch = Some(arch.into());
-        self
-    }
-
-    /// Link against this NVSHMEM version. Unset: `NVSHMEM_RS_NVSHMEM_VERSION`,
-    /// else the version of the installation found (downloading 3.4.5 when there is none).
-    pub fn nvshmem_version(mut self, version: Version) -> Self {
-        self.version = Some(version);
-        self
-    }
-
-    /// Link against the NVSHMEM in this folder. Unset: `NVSHMEM_HOME`, else
-    /// the search of [`Installation::find`].
-    pub fn nvshmem_home(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.home = Some(dir.into());
-        self
-    }
-
-    /// Where the outputs go; `<dir>/nvshmem-<version>/<arch>/` is created.
-    /// Default: `$OUT_DIR/ptx` in a build script, else `<target dir>/ptx`.
-    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.out_dir = Some(dir.into());
-        self
-    }
-
-    /// The cargo target folder for the nvptx64 build. Default: `nvshmem-kernels`
-    /// inside the outer build's target folder, else `<crate>/target`. Sharing
-    /// one between kernel crates shares the build of `core`. A relative path
-    /// is relative to the current folder.
-    pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.target_dir = Some(dir.into());
-        self
-    }
-
-    /// Force the PTX ISA version, as `major * 10 + minor` (`83` for PTX 8.3).
-    /// Default: the highest of what NVSHMEM's bitcode asks for and the arch's minimum.
-    pub fn ptx_isa(mut self, isa: u32) -> Self {
-        self.ptx_isa = Some(isa);
-        self
+    setters! {
+        /// The GPU architecture, such as `sm_90` (H100/H200) or `sm_80` (A100).
+        /// Unset: `NVSHMEM_RS_ARCH`, else `sm_90`.
+        arch(arch: impl Into<String>) => arch = Some(arch.into());
+        /// Link against this NVSHMEM version. Unset: `NVSHMEM_RS_NVSHMEM_VERSION`,
+        /// else the version of the installation found (downloading 3.4.5 when there is none).
+        nvshmem_version(version: Version) => version = Some(version);
+        /// Link against the NVSHMEM in this folder. Unset: `NVSHMEM_HOME`, else
+        /// the search of [`Installation::find`].
+        nvshmem_home(dir: impl Into<PathBuf>) => home = Some(dir.into());
+        /// Where the outputs go; `<dir>/nvshmem-<version>/<arch>/` is created.
+        /// Default: `$OUT_DIR/ptx` in a build script, else `<target dir>/ptx`.
+        out_dir(dir: impl Into<PathBuf>) => out_dir = Some(dir.into());
+        /// The cargo target folder for the nvptx64 build. Default: `nvshmem-kernels`
+        /// inside the outer build's target folder, else `<crate>/target`. Sharing
+        /// one between kernel crates shares the build of `core`. A relative path
+        /// is relative to the current folder.
+        target_dir(dir: impl Into<PathBuf>) => target_dir = Some(dir.into());
+        /// Force the PTX ISA version, as `major * 10 + minor` (`83` for PTX 8.3).
+        /// Default: the highest of what NVSHMEM's bitcode asks for and the arch's minimum.
+        ptx_isa(isa: u32) => ptx_isa = Some(isa);
+        /// Write the PTX only: no `ptxas`, no cubin, no register figures (a
+        /// host then JIT-compiles the PTX). Announced with a warning. Unset:
+        /// `NVSHMEM_RS_PTX_ONLY`, else `false`: `ptxas` is found (or
+        /// downloaded) and a build without it fails.
+        ptx_only(yes: bool) => ptx_only = Some(yes);
+        /// How ptxas makes the cubin. Unset: `NVSHMEM_RS_DEVICE_LINK`, else [`DeviceLink::Auto`].
+        device_link(mode: DeviceLink) => device_link = Some(mode);
+        /// Use LLVM tools from this folder instead of the toolchain's `llvm-tools`.
+        llvm_tools_dir(dir: impl Into<PathBuf>) => llvm_tools_dir = Some(dir.into());
+        /// The Rust toolchain that compiles the kernel crate: a rustup toolchain
+        /// name, or the path of a sysroot. Unset: `NVSHMEM_RS_TOOLCHAIN`, else
+        /// [`PINNED_TOOLCHAIN`]. A rustup toolchain that is missing is installed.
+        toolchain(name: impl Into<String>) => toolchain = Some(name.into());
+        /// Never download or install anything (toolchain, wheels): fail with the
+        /// command that would. Unset: `NVSHMEM_RS_OFFLINE`, else `false`.
+        offline(yes: bool) => offline = Some(yes);
     }
 
     /// Enable a cargo feature of the kernel crate.
@@ -228,47 +235,11 @@ impl Builder {
         self
     }
 
-    /// Write the PTX only: no `ptxas`, no cubin, no register figures (a
-    /// host then JIT-compiles the PTX). Announced with a warning. Unset:
-    /// `NVSHMEM_RS_PTX_ONLY`, else `false`: `ptxas` is found (or
-    /// downloaded) and a build without it fails.
-    pub fn ptx_only(mut self, yes: bool) -> Self {
-        self.ptx_only = Some(yes);
-        self
-    }
-
     /// `require_ptxas(false)` is [`ptx_only(true)`](Self::ptx_only). A
     /// cubin is always made otherwise: there is no silent PTX-only output.
     #[deprecated(note = "ptxas is required by default; use `ptx_only(true)` for PTX alone")]
     pub fn require_ptxas(self, yes: bool) -> Self {
         self.ptx_only(!yes)
-    }
-
-    /// How ptxas makes the cubin. Unset: `NVSHMEM_RS_DEVICE_LINK`, else [`DeviceLink::Auto`].
-    pub fn device_link(mut self, mode: DeviceLink) -> Self {
-        self.device_link = Some(mode);
-        self
-    }
-
-    /// Use LLVM tools from this folder instead of the toolchain's `llvm-tools`.
-    pub fn llvm_tools_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.llvm_tools_dir = Some(dir.into());
-        self
-    }
-
-    /// The Rust toolchain that compiles the kernel crate: a rustup toolchain
-    /// name, or the path of a sysroot. Unset: `NVSHMEM_RS_TOOLCHAIN`, else
-    /// [`PINNED_TOOLCHAIN`]. A rustup toolchain that is missing is installed.
-    pub fn toolchain(mut self, name: impl Into<String>) -> Self {
-        self.toolchain = Some(name.into());
-        self
-    }
-
-    /// Never download or install anything (toolchain, wheels): fail with the
-    /// command that would. Unset: `NVSHMEM_RS_OFFLINE`, else `false`.
-    pub fn offline(mut self, yes: bool) -> Self {
-        self.offline = Some(yes);
-        self
     }
 
     /// This builder's settings, resolved: the builder's own, else the environment's, else the defaults.

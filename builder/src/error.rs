@@ -319,3 +319,9 @@ pub(crate) fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) ->
     let path = path.into();
     move |source| Error::Io { path, source }
 }
+
+/// `map_err(not_runnable(program))`: `program` could not be started.
+pub(crate) fn not_runnable(program: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
+    let program = program.into();
+    move |source| Error::ToolNotRunnable { program, source }
+}

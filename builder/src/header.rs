@@ -8,7 +8,7 @@
 //! alignment against the PTX. The launch helpers need `<cuda.h>`; defining
 //! `NVSHMEM_RS_NO_LAUNCH_HELPERS` leaves them (and `<cuda.h>`) out.
 
-use crate::manifest::Manifest;
+use crate::manifest::{KernelInfo, Manifest};
 use crate::ptx::PtxParam;
 use crate::signature::{Sources, c_type};
 use quote::ToTokens;
@@ -42,8 +42,15 @@ pub(crate) struct CTypes<'a> {
     pub structs: Vec<CStruct>,
 }
 
-/// The crate name as a C identifier, lower case: `ring-kernels` → `ring_kernels`.
-pub(crate) fn c_prefix(crate_name: &str) -> String {
+/// The prefix of the names in a kernel crate's C header: the crate name as
+/// a C identifier, lower case (`ring-kernels` → `ring_kernels`, as in
+/// `ring_kernels_launch_put`); its macros use it in upper case
+/// (`RING_KERNELS_KERNEL_COUNT`).
+///
+/// ```
+/// assert_eq!(nvshmem_builder::c_prefix("ring-kernels"), "ring_kernels");
+/// ```
+pub fn c_prefix(crate_name: &str) -> String {
     crate_name
         .chars()
         .map(|c| {
@@ -256,11 +263,7 @@ pub(crate) fn render(m: &Manifest, structs: &[CStruct]) -> String {
         render_struct(&mut h, s);
     }
     for k in &m.kernels {
-        let c: Vec<String> = k
-            .params
-            .iter()
-            .map(|p| format!("{} {}", p.c_type, p.name))
-            .collect();
+        let c = c_params(k);
         let rust: Vec<String> = k
             .params
             .iter()
@@ -293,11 +296,7 @@ pub(crate) fn render(m: &Manifest, structs: &[CStruct]) -> String {
          typedef struct {{ unsigned x, y, z; }} dim3_t;\n#endif\n"
     );
     for k in &m.kernels {
-        let c: Vec<String> = k
-            .params
-            .iter()
-            .map(|p| format!("{} {}", p.c_type, p.name))
-            .collect();
+        let c = c_params(k);
         let addrs = if k.params.is_empty() {
             "0".to_string()
         } else {
@@ -360,6 +359,14 @@ fn render_struct(h: &mut String, s: &CStruct) {
     h.push('\n');
 }
 
+/// A kernel's parameters as C declares them: `type name` each.
+fn c_params(k: &KernelInfo) -> Vec<String> {
+    k.params
+        .iter()
+        .map(|p| format!("{} {}", p.c_type, p.name))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,14 +398,8 @@ mod tests {
 
     fn kernel(name: &str, collective: bool, params: Vec<ParamInfo>) -> KernelInfo {
         KernelInfo {
-            name: name.into(),
-            params,
-            collective,
             registers: Some(12),
-            spill_stores: None,
-            spill_loads: None,
-            stack_frame: None,
-            static_shared_bytes: None,
+            ..KernelInfo::new(name, params, collective)
         }
     }
 

@@ -57,6 +57,7 @@
 
 mod error;
 mod settings;
+pub mod testing;
 pub mod toolchain;
 pub mod wheels;
 
@@ -77,6 +78,7 @@ mod signature;
 
 pub use builder::{AUTO_SEPARATE_ABOVE_LINES, BuildOutput, Builder, CheckOutput, DeviceLink};
 pub use error::{Error, Result};
+pub use header::c_prefix;
 pub use nvshmem_types::{Arch, SUPPORTED_ARCHS, SUPPORTED_VERSIONS, Version, install, manifest};
 pub use parallel::build_all_from_build_script;
 pub use settings::ENV_VARS;

@@ -67,26 +67,12 @@ pub(crate) fn find() -> Result<Option<PathBuf>> {
         } else {
             p
         };
-        return match file.is_file() {
-            true => Ok(Some(file)),
-            false => Err(Error::ToolNotRunnable {
-                program: file,
-                source: std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    format!("{ENV} names no libdevice.10.bc"),
-                ),
-            }),
-        };
+        return settings::named_file(ENV, file, "libdevice.10.bc").map(Some);
     }
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    for site in nvshmem_types::install::python_site_packages() {
-        candidates.extend(in_wheel(&site));
-    }
-    if let Some(cache) = nvshmem_types::install::cache_dir() {
-        candidates.extend(in_wheel(&nvshmem_types::install::wheel_dir(
-            &cache, NVVM_WHEEL,
-        )));
-    }
+    let mut candidates: Vec<PathBuf> = crate::wheels::wheel_roots(NVVM_WHEEL)
+        .iter()
+        .flat_map(|root| in_wheel(root))
+        .collect();
     if let Some(home) = settings::var_os("CUDA_HOME") {
         candidates.push(Path::new(&home).join("nvvm/libdevice/libdevice.10.bc"));
     }

@@ -26,40 +26,39 @@ pub(crate) fn link(
         c.args(&kernel_objs).arg("-o").arg(&kernel_bc);
     })?;
     let deps_bc = link_deps_cached(tools, &dep_objs, &work.join("deps.bc"))?;
-    let linked_bc = work.join("linked.bc");
-    run("llvm-link", &tools.llvm_link, v, |c| {
-        c.arg(&kernel_bc)
-            .arg("--only-needed")
-            .arg(&deps_bc)
-            .args(libraries)
-            .arg("-o")
-            .arg(&linked_bc);
-    })?;
-    let linked_ll = work.join("linked.ll");
-    run("llvm-dis", &tools.llvm_dis, v, |c| {
-        c.arg(&linked_bc).arg("-o").arg(&linked_ll);
-    })?;
-    std::fs::read_to_string(&linked_ll).map_err(io_err(&linked_ll))
+    let needed = std::iter::once(deps_bc.as_path()).chain(libraries.iter().map(AsRef::as_ref));
+    link_needed(tools, &kernel_bc, needed, &work.join("linked.bc"))
 }
 
 /// Links one more library `--only-needed` into the module [`link`] made in
 /// `work` (`linked.bc`); returns the new module as text.
 pub(crate) fn link_more(tools: &LlvmTools, work: &Path, library: &Path) -> Result<String> {
-    let v = tools.version.as_str();
     check_producer(library, tools, work)?;
-    let (linked_bc, with_bc) = (work.join("linked.bc"), work.join("linked-more.bc"));
+    let (linked, more) = (work.join("linked.bc"), work.join("linked-more.bc"));
+    link_needed(tools, &linked, [library], &more)
+}
+
+/// `llvm-link base --only-needed needed... -o out` (a `.bc`); returns the
+/// result as text (`llvm-dis` to `out` with `.ll`).
+fn link_needed<'a>(
+    tools: &LlvmTools,
+    base: &Path,
+    needed: impl IntoIterator<Item = &'a Path>,
+    out: &Path,
+) -> Result<String> {
+    let v = tools.version.as_str();
     run("llvm-link", &tools.llvm_link, v, |c| {
-        c.arg(&linked_bc)
+        c.arg(base)
             .arg("--only-needed")
-            .arg(library)
+            .args(needed)
             .arg("-o")
-            .arg(&with_bc);
+            .arg(out);
     })?;
-    let with_ll = work.join("linked-more.ll");
+    let ll = out.with_extension("ll");
     run("llvm-dis", &tools.llvm_dis, v, |c| {
-        c.arg(&with_bc).arg("-o").arg(&with_ll);
+        c.arg(out).arg("-o").arg(&ll);
     })?;
-    std::fs::read_to_string(&with_ll).map_err(io_err(&with_ll))
+    std::fs::read_to_string(&ll).map_err(io_err(&ll))
 }
 
 /// Extracts the bitcode objects of each rlib (cached by the rlib's identity).

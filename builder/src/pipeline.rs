@@ -347,10 +347,15 @@ impl Builder {
         // re-running link, opt, llc and ptxas.
         let key = self.inputs_key(&c, ptxas.as_deref())?;
         let key_path = reuse::key_path(&c.work, &out_dir);
-        let reused =
-            reuse::reuse(&key_path, &key, &out_dir, &c.p.meta.name, &c.p.nv).or_else(|| {
-                reuse::from_stash(&c.work, &key_path, &key, &out_dir, &c.p.meta.name, &c.p.nv)
-            });
+        let reused = reuse::Reuse {
+            work: &c.work,
+            key_path: &key_path,
+            key: &key,
+            out_dir: &out_dir,
+            crate_name: &c.p.meta.name,
+            nv: &c.p.nv,
+        }
+        .output();
         if let Some(out) = reused {
             laps.lap("reused (inputs unchanged)");
             self.announce_ptx_only(s);

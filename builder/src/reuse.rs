@@ -79,32 +79,73 @@ pub(crate) fn record(
     std::fs::write(key_path, format!("{}{outputs}", key.0)).map_err(io_err(key_path))
 }
 
-/// The last build's outputs, if its inputs were exactly `key` and its outputs
-/// are still as it wrote them.
-pub(crate) fn reuse(
-    key_path: &Path,
-    key: &Key,
-    out_dir: &Path,
-    crate_name: &str,
-    nv: &Installation,
-) -> Option<BuildOutput> {
-    let stored = std::fs::read_to_string(key_path).ok()?;
-    let outputs = stored.strip_prefix(key.0.as_str())?;
-    let manifest_path = out_dir.join(format!("{crate_name}.json"));
-    let manifest: Manifest = serde_json::from_slice(&std::fs::read(&manifest_path).ok()?).ok()?;
-    if manifest.format != MANIFEST_FORMAT || outputs_identity(out_dir, &manifest).ok()? != outputs {
-        return None;
+/// Where a build would put its outputs, and the key of its inputs: what
+/// decides whether an earlier build's outputs can serve.
+pub(crate) struct Reuse<'a> {
+    /// The crate's work folder (the stash).
+    pub work: &'a Path,
+    /// The key file of `out_dir` ([`key_path`]).
+    pub key_path: &'a Path,
+    pub key: &'a Key,
+    pub out_dir: &'a Path,
+    pub crate_name: &'a str,
+    pub nv: &'a Installation,
+}
+
+impl Reuse<'_> {
+    /// The outputs of an earlier build with exactly this key: the last one
+    /// into `out_dir`, else the stashed one (copied into `out_dir`).
+    pub(crate) fn output(&self) -> Option<BuildOutput> {
+        self.recorded().or_else(|| {
+            self.restore_stash()?;
+            self.recorded()
+        })
     }
-    Some(BuildOutput {
-        ptx: out_dir.join(&manifest.ptx),
-        cubin: manifest.cubin.as_ref().map(|c| out_dir.join(c)),
-        manifest_path,
-        header: out_dir.join(format!("{crate_name}.h")),
-        manifest,
-        nvshmem: nv.clone(),
-        sources: Vec::new(),
-        timings: Vec::new(),
-    })
+
+    /// The last build's outputs, if its inputs were exactly `key` and its
+    /// outputs are still as it wrote them.
+    fn recorded(&self) -> Option<BuildOutput> {
+        let stored = std::fs::read_to_string(self.key_path).ok()?;
+        let outputs = stored.strip_prefix(self.key.0.as_str())?;
+        let manifest_path = self.out_dir.join(format!("{}.json", self.crate_name));
+        let manifest = read_manifest(&manifest_path)?;
+        if manifest.format != MANIFEST_FORMAT
+            || outputs_identity(self.out_dir, &manifest).ok()? != outputs
+        {
+            return None;
+        }
+        Some(BuildOutput {
+            ptx: self.out_dir.join(&manifest.ptx),
+            cubin: manifest.cubin.as_ref().map(|c| self.out_dir.join(c)),
+            manifest_path,
+            header: self.out_dir.join(format!("{}.h", self.crate_name)),
+            manifest,
+            nvshmem: self.nv.clone(),
+            sources: Vec::new(),
+            timings: Vec::new(),
+        })
+    }
+
+    /// Copies the stashed outputs of a build with exactly `key` into
+    /// `out_dir` and records them there, as a build would.
+    fn restore_stash(&self) -> Option<()> {
+        if std::fs::read_to_string(self.work.join("stash.key")).ok()? != self.key.0 {
+            return None;
+        }
+        let dir = self.work.join("stash");
+        let manifest = read_manifest(&dir.join(format!("{}.json", self.crate_name)))?;
+        std::fs::create_dir_all(self.out_dir).ok()?;
+        for f in output_files(&dir, &manifest) {
+            let bytes = std::fs::read(&f).ok()?;
+            write_if_changed(&self.out_dir.join(f.file_name()?), &bytes).ok()?;
+        }
+        record(self.key_path, self.key, self.out_dir, &manifest).ok()
+    }
+}
+
+/// A manifest file, if it can be read.
+fn read_manifest(path: &Path) -> Option<Manifest> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
 /// The files of a build in `out_dir`: PTX, manifest, header, and the cubin.
@@ -133,32 +174,6 @@ pub(crate) fn stash(work: &Path, key: &Key, out_dir: &Path, manifest: &Manifest)
     }
     let key_file = work.join("stash.key");
     std::fs::write(&key_file, &key.0).map_err(io_err(&key_file))
-}
-
-/// The stashed outputs of a build with exactly `key`, copied into `out_dir`
-/// (and recorded there, as a build would).
-pub(crate) fn from_stash(
-    work: &Path,
-    key_path: &Path,
-    key: &Key,
-    out_dir: &Path,
-    crate_name: &str,
-    nv: &Installation,
-) -> Option<BuildOutput> {
-    if std::fs::read_to_string(work.join("stash.key")).ok()? != key.0 {
-        return None;
-    }
-    let dir = work.join("stash");
-    let manifest: Manifest =
-        serde_json::from_slice(&std::fs::read(dir.join(format!("{crate_name}.json"))).ok()?)
-            .ok()?;
-    std::fs::create_dir_all(out_dir).ok()?;
-    for f in output_files(&dir, &manifest) {
-        let bytes = std::fs::read(&f).ok()?;
-        write_if_changed(&out_dir.join(f.file_name()?), &bytes).ok()?;
-    }
-    record(key_path, key, out_dir, &manifest).ok()?;
-    reuse(key_path, key, out_dir, crate_name, nv)
 }
 
 /// Writes only when the contents differ, so dependents don't rebuild needlessly.

@@ -9,6 +9,7 @@
 
 use crate::error::{Error, Result};
 use std::ffi::OsString;
+use std::path::PathBuf;
 
 /// Every environment variable the builder reads, and what it does. A build
 /// script ([`Builder::build_from_build_script`](crate::Builder::build_from_build_script))
@@ -90,6 +91,22 @@ pub(crate) fn var_os(name: &str) -> Option<OsString> {
         "{name} missing from ENV_VARS"
     );
     std::env::var_os(name).filter(|v| !v.is_empty())
+}
+
+/// The file that variable `var` names: `path` when it is a file, else the
+/// error that says `var names no <what>`.
+pub(crate) fn named_file(var: &str, path: PathBuf, what: &str) -> Result<PathBuf> {
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(Error::ToolNotRunnable {
+            program: path,
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("{var} names no {what}"),
+            ),
+        })
+    }
 }
 
 /// A `1`/`0` (also `true`/`false`, `yes`/`no`) variable; unset is `false`.

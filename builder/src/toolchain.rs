@@ -4,7 +4,7 @@
 //! - its LLVM tools (`llvm-link`, `opt`, `llc`, ...);
 //! - CUDA's `ptxas` and `nvlink`.
 
-use crate::error::{Error, Result, io_err};
+use crate::error::{Error, Result, io_err, not_runnable};
 use crate::settings::{self, Progress};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -122,10 +122,7 @@ impl Toolchain {
             .current_dir(std::env::temp_dir())
             .stdin(Stdio::null())
             .output()
-            .map_err(|source| Error::ToolNotRunnable {
-                program: rustup.clone(),
-                source,
-            })?;
+            .map_err(not_runnable(&rustup))?;
         if !out.status.success() {
             return Err(missing(format!(
                 "{what_is_missing}, and installing it failed:\n{}",
@@ -170,13 +167,7 @@ impl Toolchain {
         let ask = |args: &[&str]| -> Result<String> {
             let mut cmd = rustc();
             let program = PathBuf::from(cmd.get_program());
-            let out = cmd
-                .args(args)
-                .output()
-                .map_err(|source| Error::ToolNotRunnable {
-                    program: program.clone(),
-                    source,
-                })?;
+            let out = cmd.args(args).output().map_err(not_runnable(&program))?;
             if !out.status.success() {
                 return Err(Error::ToolFailed {
                     tool: "rustc".into(),
@@ -367,10 +358,7 @@ impl LlvmTools {
                 let out = Command::new(&llvm_link)
                     .arg("--version")
                     .output()
-                    .map_err(|source| Error::ToolNotRunnable {
-                        program: llvm_link.clone(),
-                        source,
-                    })?;
+                    .map_err(not_runnable(&llvm_link))?;
                 String::from_utf8_lossy(&out.stdout)
                     .split_whitespace()
                     .skip_while(|w| *w != "version")
@@ -404,10 +392,7 @@ pub(crate) fn run(
 ) -> Result<String> {
     let mut cmd = Command::new(program);
     args(&mut cmd);
-    let out = cmd.output().map_err(|source| Error::ToolNotRunnable {
-        program: program.to_path_buf(),
-        source,
-    })?;
+    let out = cmd.output().map_err(not_runnable(program))?;
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     if out.status.success() {
         return Ok(stderr);
@@ -472,29 +457,12 @@ pub(crate) fn find_nvlink(ptxas: &Path) -> Result<Option<PathBuf>> {
 
 fn find_cuda_tool(tool: &str, var: &str) -> Result<Option<PathBuf>> {
     if let Some(p) = settings::var_os(var) {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(Some(p))
-        } else {
-            Err(Error::ToolNotRunnable {
-                program: p,
-                source: std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    format!("{var} names no file"),
-                ),
-            })
-        };
+        return settings::named_file(var, p.into(), "file").map(Some);
     }
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    for site in nvshmem_types::install::python_site_packages() {
-        candidates.extend(in_wheel(&site, tool));
-    }
-    if let Some(cache) = nvshmem_types::install::cache_dir() {
-        candidates.extend(in_wheel(
-            &nvshmem_types::install::wheel_dir(&cache, NVCC_WHEEL),
-            tool,
-        ));
-    }
+    let mut candidates: Vec<PathBuf> = crate::wheels::wheel_roots(NVCC_WHEEL)
+        .iter()
+        .flat_map(|root| in_wheel(root, tool))
+        .collect();
     if let Some(home) = settings::var_os("CUDA_HOME") {
         candidates.push(Path::new(&home).join("bin").join(tool));
     }

@@ -11,7 +11,7 @@
 //! final one and renamed into place, under a lock file, so a second build
 //! running at the same time waits and never sees half a wheel.
 
-use crate::error::{Error, Result, io_err};
+use crate::error::{Error, Result, io_err, not_runnable};
 use crate::settings::Progress;
 use nvshmem_types::Version;
 use nvshmem_types::install::{Installation, Query, Source};
@@ -153,10 +153,7 @@ fn unpack_locked(cache: &Path, dir: &Path, wheel: &Path) -> Result<()> {
         .arg(&tmp)
         .stdin(Stdio::null())
         .output()
-        .map_err(|source| Error::ToolNotRunnable {
-            program: "python3".into(),
-            source,
-        })?;
+        .map_err(not_runnable("python3"))?;
     if !out.status.success() {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(Error::ToolFailed {
@@ -242,6 +239,14 @@ fn download_wheel(requirement: &str, dest: &Path) -> std::result::Result<PathBuf
         .ok_or_else(|| format!("pip downloaded no wheel for {requirement}"))
 }
 
+/// Where an installed `wheel` may be unpacked, in search order: the
+/// `site-packages` folders `python3` has, then the per-user cache's copy.
+pub(crate) fn wheel_roots(wheel: &str) -> Vec<PathBuf> {
+    let mut roots = nvshmem_types::install::python_site_packages();
+    roots.extend(cache_dir().map(|cache| wheel_dir(&cache, wheel)));
+    roots
+}
+
 fn cache() -> Result<PathBuf> {
     let cache = cache_dir().ok_or(Error::NoCacheDir)?;
     std::fs::create_dir_all(&cache).map_err(io_err(&cache))?;
@@ -282,13 +287,10 @@ fn lock_in(cache: &Path, name: &str) -> Result<Option<File>> {
 /// }
 /// ```
 pub fn cuda_include_dir() -> Option<PathBuf> {
-    let mut candidates: Vec<PathBuf> = nvshmem_types::install::python_site_packages()
+    let mut candidates: Vec<PathBuf> = wheel_roots(CUDA_RUNTIME_WHEEL)
         .into_iter()
-        .map(|s| s.join("nvidia/cu13/include"))
+        .map(|root| root.join("nvidia/cu13/include"))
         .collect();
-    if let Some(cache) = cache_dir() {
-        candidates.push(wheel_dir(&cache, CUDA_RUNTIME_WHEEL).join("nvidia/cu13/include"));
-    }
     if let Some(home) = crate::settings::var_os("CUDA_HOME") {
         candidates.push(Path::new(&home).join("include"));
     }

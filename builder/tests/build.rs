@@ -8,8 +8,10 @@
 
 mod common;
 
-use common::{builder, compile_header, installed, skip, target};
-use nvshmem_builder::install::FindError;
+use common::{
+    assert_entries, build_ptx, builder, compile_header, fails_with, installed, kernel_crate,
+    max_registers, skip, target,
+};
 use nvshmem_builder::{Builder, DeviceLink, Error};
 use std::path::Path;
 
@@ -25,21 +27,9 @@ fn builds_linked_ptx_and_cubin_for_every_version_and_arch() {
         let Some(v) = installed(version) else {
             continue;
         };
-        let out = builder("ok")
-            .nvshmem_version(v)
-            .arch(arch)
-            .build()
-            .unwrap_or_else(|e| panic!("{version}/{arch}: {e}"));
-        let ptx = std::fs::read_to_string(&out.ptx).unwrap();
-        assert!(
-            ptx.contains(&format!(".target {arch}")),
-            "{version}/{arch}: wrong .target"
-        );
-        assert!(
-            ptx.contains(".visible .entry put_rank("),
-            "{version}/{arch}"
-        );
-        assert!(ptx.contains(".visible .entry barrier("), "{version}/{arch}");
+        let what = format!("{version}/{arch}");
+        let (out, ptx) = build_ptx(builder("ok").nvshmem_version(v).arch(arch), &what);
+        assert_entries(&ptx, &["put_rank", "barrier"], &what);
         assert!(!ptx.lines().any(|l| (l.contains(".func") || l.contains("call")) && l.contains("nvshmem_int_p")),
             "{version}/{arch}: NVSHMEM call not inlined");
         for global in ["nvshmemi_device_state_d", "nvshmemi_device_lib_version_d"] {
@@ -95,70 +85,43 @@ fn ptx_isa_is_at_least_what_the_bitcode_asks_for() {
     assert!(isa >= 8.8, "PTX ISA {isa}");
 }
 
+/// A kernel crate that does not compile, calls a function nothing defines,
+/// or has no kernel fails with the reason: rustc's diagnostics, the
+/// unresolved name, what a kernel looks like.
 #[test]
-fn compile_errors_show_rustc_diagnostics() {
+fn broken_kernel_crates_fail_with_the_reason() {
     let Some(v) = installed("3.4.5") else { return };
-    match builder("compile_error").nvshmem_version(v).build() {
-        Err(e @ Error::CompileFailed { .. }) => {
-            let msg = e.to_string();
-            assert!(
-                msg.contains("E0308") && msg.contains("mismatched types"),
-                "{msg}"
-            );
-            assert!(msg.contains("src/lib.rs:"), "{msg}");
-        }
-        other => panic!("expected CompileFailed, got {other:?}"),
+    for (fixture, kind, says) in [
+        (
+            "compile_error",
+            "CompileFailed",
+            &["E0308", "mismatched types", "src/lib.rs:"][..],
+        ),
+        ("unresolved", "UnresolvedExterns", &["nvshmem_int_pp"]),
+        ("no_kernels", "NoKernels", &["extern \"ptx-kernel\""]),
+    ] {
+        fails_with(builder(fixture).nvshmem_version(v).build(), kind, says);
     }
-}
-
-#[test]
-fn unresolved_externs_are_named() {
-    let Some(v) = installed("3.4.5") else { return };
-    match builder("unresolved").nvshmem_version(v).build() {
-        Err(e @ Error::UnresolvedExterns { .. }) => {
-            assert!(e.to_string().contains("nvshmem_int_pp"), "{e}")
-        }
-        other => panic!("expected UnresolvedExterns, got {other:?}"),
-    }
-}
-
-#[test]
-fn a_crate_without_kernels_is_an_error() {
-    let Some(v) = installed("3.4.5") else { return };
-    match builder("no_kernels").nvshmem_version(v).build() {
-        Err(e @ Error::NoKernels { .. }) => {
-            assert!(e.to_string().contains("extern \"ptx-kernel\""), "{e}")
-        }
-        other => panic!("expected NoKernels, got {other:?}"),
-    }
+    // `check` names what does not link, as `build` does.
+    let r = builder("unresolved").nvshmem_version(v).check();
+    fails_with(r, "UnresolvedExterns", &["nvshmem_int_pp"]);
 }
 
 #[test]
 fn missing_nvshmem_says_how_to_install_it() {
-    let e = builder("ok")
+    let r = builder("ok")
         .nvshmem_version("9.9.9".parse().unwrap())
-        .build()
-        .unwrap_err();
-    assert!(matches!(e, Error::UnsupportedVersion { .. }), "{e:?}");
-    assert!(e.to_string().contains("3.4.5, 3.8.0"), "{e}");
-
-    let e = builder("ok")
-        .nvshmem_home("/nonexistent/nvshmem")
-        .build()
-        .unwrap_err();
-    assert!(
-        matches!(e, Error::Nvshmem(FindError::HomeInvalid { .. })),
-        "{e:?}"
-    );
-    assert!(e.to_string().contains("NVSHMEM_HOME"), "{e}");
+        .build();
+    fails_with(r, "UnsupportedVersion", &["3.4.5, 3.8.0"]);
+    let r = builder("ok").nvshmem_home("/nonexistent/nvshmem").build();
+    fails_with(r, "Nvshmem(HomeInvalid", &["NVSHMEM_HOME"]);
 }
 
 #[test]
 fn bad_architectures_are_rejected() {
     for bad in ["sm90", "sm_999", "sm_70", "sm_80a", "sm_101"] {
-        let e = builder("ok").arch(bad).build().unwrap_err();
-        assert!(matches!(e, Error::InvalidArch { .. }), "{e:?}");
-        assert!(e.to_string().contains("sm_80, sm_86"), "{e}");
+        let r = builder("ok").arch(bad).build();
+        fails_with(r, "InvalidArch", &["sm_80, sm_86"]);
     }
 }
 
@@ -224,12 +187,8 @@ fn both_device_link_modes_make_a_cubin() {
 
 #[test]
 fn a_missing_kernel_crate_is_named() {
-    let e = Builder::new("/nonexistent/kernels").build().unwrap_err();
-    assert!(
-        matches!(e, Error::KernelCrateNotFound { .. })
-            && e.to_string().contains("/nonexistent/kernels"),
-        "{e}"
-    );
+    let r = Builder::new("/nonexistent/kernels").build();
+    fails_with(r, "KernelCrateNotFound", &["/nonexistent/kernels"]);
 }
 
 /// Launch bounds moved from `[package.metadata.nvshmem.max-threads]` to
@@ -268,7 +227,6 @@ fn max_threads_in_cargo_metadata_is_refused() {
 /// million PTX lines, and whole-program ptxas ran over 21 minutes on them.
 #[test]
 fn coverage_kernels_build_for_both_versions() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/kernels/coverage");
     // The kernels are generated by macros over the type lists: these stand
     // for each family, and every build must have the same full set.
     let families = [
@@ -292,30 +250,17 @@ fn coverage_kernels_build_for_both_versions() {
         let Some(v) = installed(version) else {
             continue;
         };
-        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/nvshmem-kernels");
-        let out_dir =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/builder-tests/coverage");
         let started = std::time::Instant::now();
-        let out = Builder::new(&dir)
-            .target_dir(target)
-            .out_dir(out_dir)
-            .nvshmem_version(v)
-            .arch(arch)
-            .build()
-            .unwrap_or_else(|e| panic!("{version}/{arch}: {e}"));
-        let ptx = std::fs::read_to_string(&out.ptx).unwrap();
+        let b = kernel_crate("tests/kernels/coverage", "coverage", v, arch);
+        let what = format!("{version}/{arch}");
+        let (out, ptx) = build_ptx(b, &what);
         let kernels: Vec<String> = out
             .manifest
             .kernels
             .iter()
             .map(|k| k.name.clone())
             .collect();
-        for k in &kernels {
-            assert!(
-                ptx.contains(&format!(".visible .entry {k}(")),
-                "{version}/{arch}: no .entry {k}"
-            );
-        }
+        assert_entries(&ptx, &kernels, &what);
         for f in families {
             assert!(
                 kernels.iter().any(|k| k == f),
@@ -347,12 +292,6 @@ fn coverage_kernels_build_for_both_versions() {
             None => first = Some(common),
             Some(f) => assert_eq!(f, &common, "{version}/{arch}: another set of kernels"),
         }
-        let regs = out
-            .manifest
-            .kernels
-            .iter()
-            .filter_map(|k| k.registers)
-            .max();
         let spills: u32 = out
             .manifest
             .kernels
@@ -362,7 +301,7 @@ fn coverage_kernels_build_for_both_versions() {
         eprintln!(
             "coverage {version}/{arch}: {} kernels ({mode}), max {} registers, {spills} bytes spilled, {:.1} s",
             kernels.len(),
-            regs.unwrap_or(0),
+            max_registers(&out.manifest),
             started.elapsed().as_secs_f64()
         );
     }
@@ -418,20 +357,6 @@ fn collective_coverage_kernels_link_for_both_versions() {
             out.kernels.len(),
             started.elapsed().as_secs_f64()
         );
-    }
-}
-
-/// [`Builder::check`] names what does not link, as `build` does.
-#[test]
-fn check_names_unresolved_externs() {
-    let Some(v) = installed("3.4.5") else {
-        return;
-    };
-    match builder("unresolved").nvshmem_version(v).check() {
-        Err(e @ Error::UnresolvedExterns { .. }) => {
-            assert!(e.to_string().contains("nvshmem_int_pp"), "{e}")
-        }
-        other => panic!("expected UnresolvedExterns, got {other:?}"),
     }
 }
 

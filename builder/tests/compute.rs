@@ -7,9 +7,10 @@
 //! Without NVSHMEM 3.4.5, ptxas or libdevice (all from `./x setup`) it
 //! prints `SKIPPED`; `NVSHMEM_RS_REQUIRE_ALL=1` makes that a failure.
 
-use nvshmem_builder::Builder;
+mod common;
+
+use common::{assert_entries, build_ptx, kernel_crate};
 use nvshmem_builder::Version;
-use std::path::Path;
 
 const KERNELS: &[&str] = &[
     "warp_shuffle_u32",
@@ -32,29 +33,15 @@ const KERNELS: &[&str] = &[
 
 #[test]
 fn compute_kernels_build_for_sm80_and_sm90() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     // The builder downloads what is missing (NVSHMEM, ptxas, libdevice).
     let v: Version = "3.4.5".parse().unwrap();
     for arch in ["sm_80", "sm_90"] {
         let started = std::time::Instant::now();
-        let out = Builder::new(root.join("tests/kernels/compute"))
-            .target_dir(root.join("target/nvshmem-kernels"))
-            .out_dir(root.join("target/builder-tests/compute"))
-            .nvshmem_version(v)
-            .arch(arch)
-            .build()
-            .unwrap_or_else(|e| panic!("{arch}: {e}"));
-        let ptx = std::fs::read_to_string(&out.ptx).unwrap();
-        assert!(
-            ptx.contains(&format!(".target {arch}")),
-            "{arch}: wrong .target"
-        );
+        let b = kernel_crate("tests/kernels/compute", "compute", v, arch);
+        let (out, ptx) = build_ptx(b, arch);
         let m = &out.manifest;
+        assert_entries(&ptx, KERNELS, arch);
         for k in KERNELS {
-            assert!(
-                ptx.contains(&format!(".visible .entry {k}(")),
-                "{arch}: no .entry {k}"
-            );
             let info = m
                 .kernel(k)
                 .unwrap_or_else(|| panic!("{arch}: {k} not in the manifest"));

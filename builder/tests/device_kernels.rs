@@ -4,27 +4,17 @@
 //! `NVSHMEM_RS_REQUIRE_ALL=1` (CI) makes that a failure.
 //!
 //! (Its own file, not `build.rs`, so that it and the builder's tests change
-//! apart; `installed` is the same as there.)
+//! apart.)
 
-use nvshmem_builder::Builder;
+mod common;
+
+use common::{assert_entries, build_ptx, kernel_crate, max_registers};
 use nvshmem_builder::Version;
-use std::path::Path;
 
 /// The version, when it is installed or can be downloaded into the per-user
 /// cache; else a skip (a failure under `NVSHMEM_RS_REQUIRE_ALL=1`).
 fn installed(version: &str) -> Option<Version> {
-    let v: Version = version.parse().unwrap();
-    match nvshmem_builder::wheels::nvshmem(v) {
-        Ok(_) => Some(v),
-        Err(e) => {
-            let reason = format!("NVSHMEM {version} is not installed: {e}");
-            if std::env::var_os("NVSHMEM_RS_REQUIRE_ALL").is_some_and(|v| v == "1") {
-                panic!("NVSHMEM_RS_REQUIRE_ALL=1 but: {reason}");
-            }
-            eprintln!("SKIPPED: {reason}");
-            None
-        }
-    }
+    nvshmem_builder::testing::nvshmem(version).map(|nv| nv.version)
 }
 
 /// The GPU tests' kernels (`tests/kernels/runtime`) build through ptxas both
@@ -39,43 +29,31 @@ fn runtime_kernels_build_on_both_rma_paths() {
     let Some(v) = installed("3.4.5") else {
         return;
     };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut barriers = Vec::new();
     for (path, features) in [
         ("direct", &[][..]),
         ("nvshmem", &["nvshmem-device/nvshmem-path"][..]),
     ] {
         let started = std::time::Instant::now();
-        let mut b = Builder::new(root.join("tests/kernels/runtime"))
-            .target_dir(root.join("target/nvshmem-kernels"))
-            .out_dir(root.join("target/builder-tests/rma-path").join(path))
-            .nvshmem_version(v)
-            .arch("sm_90");
+        let mut b = kernel_crate(
+            "tests/kernels/runtime",
+            &format!("rma-path/{path}"),
+            v,
+            "sm_90",
+        );
         for f in features {
             b = b.feature(*f);
         }
-        let out = b
-            .build()
-            .unwrap_or_else(|e| panic!("runtime kernels, {path} path: {e}"));
-        assert!(out.cubin.is_some(), "{path} path: no cubin");
-        let ptx = std::fs::read_to_string(&out.ptx).unwrap();
-        for k in ["staged_put", "get_in_use", "rma_path", "address_queries"] {
-            assert!(
-                ptx.contains(&format!(".visible .entry {k}(")),
-                "{path} path: no .entry {k}"
-            );
-        }
+        let what = format!("runtime kernels, {path} path");
+        let (out, ptx) = build_ptx(b, &what);
+        assert!(out.cubin.is_some(), "{what}: no cubin");
+        let kernels = ["staged_put", "get_in_use", "rma_path", "address_queries"];
+        assert_entries(&ptx, &kernels, &what);
         barriers.push(ptx.matches("barrier.sync").count() + ptx.matches("bar.sync").count());
-        let regs = out
-            .manifest
-            .kernels
-            .iter()
-            .filter_map(|k| k.registers)
-            .max();
         eprintln!(
-            "runtime kernels, {path} path: {} kernels, max {} registers, {:.1} s",
+            "{what}: {} kernels, max {} registers, {:.1} s",
             out.manifest.kernels.len(),
-            regs.unwrap_or(0),
+            max_registers(&out.manifest),
             started.elapsed().as_secs_f64()
         );
     }
@@ -90,21 +68,14 @@ fn runtime_kernels_build_on_both_rma_paths() {
 /// sm_100 (3.8.0). Nothing runs them: this project keeps NVLS off.
 #[test]
 fn multimem_kernels_pass_ptxas() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     for (version, arch) in [("3.4.5", "sm_90"), ("3.8.0", "sm_100")] {
         let Some(v) = installed(version) else {
             continue;
         };
         let started = std::time::Instant::now();
-        let out = Builder::new(root.join("tests/kernels/multimem"))
-            .target_dir(root.join("target/nvshmem-kernels"))
-            .out_dir(root.join("target/builder-tests/multimem"))
-            .nvshmem_version(v)
-            .arch(arch)
-            .build()
-            .unwrap_or_else(|e| panic!("multimem kernels {version}/{arch}: {e}"));
+        let b = kernel_crate("tests/kernels/multimem", "multimem", v, arch);
+        let (out, ptx) = build_ptx(b, &format!("multimem kernels {version}/{arch}"));
         assert!(out.cubin.is_some(), "{version}/{arch}: no cubin");
-        let ptx = std::fs::read_to_string(&out.ptx).unwrap();
         let forms: std::collections::BTreeSet<&str> = ptx
             .split_whitespace()
             .filter(|w| w.starts_with("multimem."))

@@ -8,21 +8,13 @@
 //! Like `tests/build.rs`, a missing NVSHMEM or ptxas prints `SKIPPED` (a
 //! failure with `NVSHMEM_RS_REQUIRE_ALL=1`).
 
-use nvshmem_builder::Builder;
+mod common;
+
+use common::{assert_entries, build_ptx, kernel_crate};
 use nvshmem_builder::Version;
-use std::path::{Path, PathBuf};
+use nvshmem_builder::testing::skip;
+use std::path::PathBuf;
 use std::process::Command;
-
-fn skip(reason: &str) {
-    if std::env::var_os("NVSHMEM_RS_REQUIRE_ALL").is_some_and(|v| v == "1") {
-        panic!("NVSHMEM_RS_REQUIRE_ALL=1 but: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// The NVSHMEM version to build against (the builder downloads it when missing).
 fn installed(version: &str) -> Option<Version> {
@@ -71,32 +63,18 @@ fn build_and_check(e: &Expect, version: Version) -> Vec<String> {
         return Vec::new();
     };
     let started = std::time::Instant::now();
-    let mut b = Builder::new(root().join(e.krate))
-        .target_dir(root().join("target/nvshmem-kernels"))
-        .out_dir(root().join("target/builder-tests/tensor"))
-        .nvshmem_version(version)
-        .arch(e.arch);
+    let mut b = kernel_crate(e.krate, "tensor", version, e.arch);
     for f in e.features {
         b = b.feature(*f);
     }
-    let out = b
-        .build()
-        .unwrap_or_else(|err| panic!("{} {}/{}: {err}", e.krate, version, e.arch));
-    let ptx = std::fs::read_to_string(&out.ptx).unwrap();
+    let what = format!("{} {}/{}", e.krate, version, e.arch);
+    let (out, ptx) = build_ptx(b, &what);
     assert!(
         ptx.contains(&format!(".target {}", e.arch)),
-        "{}: not .target {}",
-        e.krate,
+        "{what}: not .target {}",
         e.arch
     );
-    for k in e.kernels {
-        assert!(
-            ptx.contains(&format!(".visible .entry {k}(")),
-            "{} {}: no .entry {k}",
-            e.krate,
-            e.arch
-        );
-    }
+    assert_entries(&ptx, e.kernels, &what);
     for k in &out.manifest.kernels {
         let want = e
             .max_threads
@@ -106,9 +84,7 @@ fn build_and_check(e: &Expect, version: Version) -> Vec<String> {
         assert_eq!(
             maxntid(&ptx, &k.name),
             want,
-            "{} {}: the .maxntid of {}",
-            e.krate,
-            e.arch,
+            "{what}: the .maxntid of {}",
             k.name
         );
     }

@@ -73,57 +73,28 @@ impl SharedAddr {
 
 macro_rules! cp_async_fns {
     ($($(#[$doc:meta])* $name:ident, $zname:ident: $cache:literal, $bytes:literal;)*) => {$(
-        $(#[$doc])*
-        ///
-        /// # Safety
-        /// `dst` must be a shared-memory address of this block, and `src` a
-        /// global-memory address, both readable/writable for the copy's size
-        /// and aligned to it; nothing else may access `dst` until the copy's
-        /// group has been waited for.
-        #[inline(always)]
-        pub unsafe fn $name(dst: SharedAddr, src: *const u8) {
-            #[cfg(target_arch = "nvptx64")]
-            // SAFETY: the caller's contract.
-            unsafe {
-                core::arch::asm!(
-                    concat!("cp.async.", $cache, ".shared.global [{d}], [{s}], ", $bytes, ";"),
-                    d = in(reg32) dst.0,
-                    s = in(reg64) src as u64,
-                    options(nostack)
-                )
-            }
-            #[cfg(not(target_arch = "nvptx64"))]
-            {
-                let _ = (dst, src);
-                crate::device_only()
-            }
-        }
+        device_asm! {
+            $(#[$doc])*
+            ///
+            /// # Safety
+            /// `dst` must be a shared-memory address of this block, and `src` a
+            /// global-memory address, both readable/writable for the copy's size
+            /// and aligned to it; nothing else may access `dst` until the copy's
+            /// group has been waited for.
+            pub unsafe fn $name(dst: SharedAddr, src: *const u8) =
+                concat!("cp.async.", $cache, ".shared.global [{d}], [{s}], ", $bytes, ";"),
+                [d = in(reg32) dst.0, s = in(reg64) src as u64,];
 
-        #[doc = concat!("[`", stringify!($name), "`] with zero-fill: copies the first `src_bytes` (0 to ",
-            $bytes, ") bytes and writes zeros to the rest (`cp.async.", $cache,
-            ".shared.global [dst], [src], ", $bytes, ", src_bytes`). With `src_bytes == 0` nothing is read, so ",
-            "`src` may then be any address: the out-of-bounds rows of a tile.")]
-        ///
-        /// # Safety
-        /// As the plain form, for `src_bytes` readable bytes at `src`.
-        #[inline(always)]
-        pub unsafe fn $zname(dst: SharedAddr, src: *const u8, src_bytes: u32) {
-            #[cfg(target_arch = "nvptx64")]
-            // SAFETY: the caller's contract.
-            unsafe {
-                core::arch::asm!(
-                    concat!("cp.async.", $cache, ".shared.global [{d}], [{s}], ", $bytes, ", {n};"),
-                    d = in(reg32) dst.0,
-                    s = in(reg64) src as u64,
-                    n = in(reg32) src_bytes,
-                    options(nostack)
-                )
-            }
-            #[cfg(not(target_arch = "nvptx64"))]
-            {
-                let _ = (dst, src, src_bytes);
-                crate::device_only()
-            }
+            #[doc = concat!("[`", stringify!($name), "`] with zero-fill: copies the first `src_bytes` (0 to ",
+                $bytes, ") bytes and writes zeros to the rest (`cp.async.", $cache,
+                ".shared.global [dst], [src], ", $bytes, ", src_bytes`). With `src_bytes == 0` nothing is read, so ",
+                "`src` may then be any address: the out-of-bounds rows of a tile.")]
+            ///
+            /// # Safety
+            /// As the plain form, for `src_bytes` readable bytes at `src`.
+            pub unsafe fn $zname(dst: SharedAddr, src: *const u8, src_bytes: u32) =
+                concat!("cp.async.", $cache, ".shared.global [{d}], [{s}], ", $bytes, ", {n};"),
+                [d = in(reg32) dst.0, s = in(reg64) src as u64, n = in(reg32) src_bytes,];
         }
     )*};
 }
@@ -140,42 +111,17 @@ cp_async_fns! {
     cg16, cg16_zfill: "cg", "16";
 }
 
-/// Closes the group of `cp.async` copies this thread issued since the last
-/// commit (`cp.async.commit_group`). An empty group is allowed.
-#[inline(always)]
-pub fn commit_group() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: only orders this thread's own asynchronous copies.
-    unsafe {
-        core::arch::asm!("cp.async.commit_group;", options(nostack))
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    crate::device_only()
-}
+device_asm! {
+    /// Closes the group of `cp.async` copies this thread issued since the last
+    /// commit (`cp.async.commit_group`). An empty group is allowed.
+    pub fn commit_group() = "cp.async.commit_group;";
 
-/// Waits until at most `N` of this thread's committed `cp.async` groups are
-/// still in flight (`cp.async.wait_group N`); the others' data is then in
-/// shared memory and visible to this thread.
-#[inline(always)]
-pub fn wait_group<const N: u32>() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a wait; the memory clobber keeps shared-memory reads after it.
-    unsafe {
-        core::arch::asm!("cp.async.wait_group {n};", n = const N, options(nostack))
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    crate::device_only()
-}
+    /// Waits until at most `N` of this thread's committed `cp.async` groups are
+    /// still in flight (`cp.async.wait_group N`); the others' data is then in
+    /// shared memory and visible to this thread.
+    pub fn wait_group<const N: u32>() = "cp.async.wait_group {n};", [n = const N,];
 
-/// Waits for every `cp.async` copy this thread issued, committed or not
-/// (`cp.async.wait_all`).
-#[inline(always)]
-pub fn wait_all() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a wait.
-    unsafe {
-        core::arch::asm!("cp.async.wait_all;", options(nostack))
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    crate::device_only()
+    /// Waits for every `cp.async` copy this thread issued, committed or not
+    /// (`cp.async.wait_all`).
+    pub fn wait_all() = "cp.async.wait_all;";
 }

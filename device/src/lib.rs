@@ -107,7 +107,7 @@
 //! - `debug-checks`: the typed layer traps, after printing what and where,
 //!   when a PE is out of range (`pe >= n_pes()`) or an array argument is
 //!   shorter than `nelems`. Without it the checks do not exist.
-//! - `abi-probe`: internal, for `tests/abi.rs`.
+//! - `abi-probe`: internal, for `tests/abi/`.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -155,6 +155,22 @@ macro_rules! call_doc {
     };
 }
 
+/// Sealed zero-sized marker types: `Name: Trait { items }, OtherTrait;`
+/// makes `pub struct Name` (`Clone`, `Copy`, `Debug`, `Default`,
+/// `PartialEq`, `Eq`, `Hash`), implements the `Sealed` trait in scope where
+/// it is called, and the traits.
+macro_rules! markers {
+    ($($(#[$doc:meta])* $name:ident: $($trait:ident $({ $($item:tt)* })?),+;)*) => {$(
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        pub struct $name;
+        impl Sealed for $name {}
+        $(impl $trait for $name { $($($item)*)? })+
+    )*};
+}
+
+#[macro_use]
+mod asm;
 #[macro_use]
 mod scope;
 

@@ -284,6 +284,14 @@ macro_rules! words {
     (@collect 4 [$($v:ident)*]) => { [$($v),*] };
     (@call $m:ident, ($($a:tt)*), 1, $reg:ident [$v0:ident $($_:ident)*]) => { $m!($($a)*, [$v0] $reg) };
     (@call $m:ident, ($($a:tt)*), 4, $reg:ident [$($v:ident)*]) => { $m!($($a)*, [$($v),*] $reg) };
+    // `value` as `$w` `$word`s, given to the store-like instruction `$m`.
+    (@store $m:ident, ($($a:tt)*), $value:expr, $word:ty, $w:tt, $reg:ident) => {{
+        let words: [$word; $w] = bytemuck::cast($value);
+        words!(@bind words $w [v0 v1 v2 v3]);
+        // SAFETY: the caller's contract.
+        #[allow(unused_unsafe)]
+        unsafe { words!(@call $m, ($($a)*), $w, $reg [v0 v1 v2 v3]) }
+    }};
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -346,11 +354,7 @@ macro_rules! multimem_st {
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), allow(unused_variables))]
             unsafe fn __st(dest: *mut Self, value: Self) {
-                let words: [$word; $w] = bytemuck::cast(value);
-                words!(@bind words $w [v0 v1 v2 v3]);
-                // SAFETY: the caller's contract.
-                #[allow(unused_unsafe)]
-                unsafe { words!(@call asm_st, ($ty, $w, $bits, dest), $w, $reg [v0 v1 v2 v3]) }
+                words!(@store asm_st, ($ty, $w, $bits, dest), value, $word, $w, $reg)
             }
         }
     };
@@ -382,11 +386,7 @@ macro_rules! multimem_ops {
                 #[inline(always)]
                 #[cfg_attr(not(target_arch = "nvptx64"), allow(unused_variables))]
                 unsafe fn __red(dest: *mut Self, value: Self) {
-                        let words: [$word; $w] = bytemuck::cast(value);
-                    words!(@bind words $w [v0 v1 v2 v3]);
-                    // SAFETY: the caller's contract.
-                    #[allow(unused_unsafe)]
-                    unsafe { words!(@call asm_red, ($rop, $ty, $w, $bits, dest), $w, $reg [v0 v1 v2 v3]) }
+                    words!(@store asm_red, ($rop, $ty, $w, $bits, dest), value, $word, $w, $reg)
                 }
             }
         )*

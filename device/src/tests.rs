@@ -163,7 +163,7 @@ fn float_adds_use_the_extended_list() {
 #[test]
 fn enum_values_are_nvshmems() {
     // device_host_transport/nvshmem_constants.h (EQ = 0, then counting up)
-    // and nvshmem_common_transport.h; tests/abi.rs checks them against the
+    // and nvshmem_common_transport.h; tests/abi/ checks them against the
     // installed headers too.
     let cmp = [
         (Cmp::Eq, 0),

@@ -36,38 +36,6 @@ use crate::cp_async::SharedAddr;
 
 pub use nvshmem_types::TensorMap;
 
-macro_rules! device_asm {
-    ($(#[$doc:meta])* $vis:vis unsafe fn $name:ident($($arg:ident: $ty:ty),*) = $tmpl:literal, [$($op:tt)*];) => {
-        $(#[$doc])*
-        #[inline(always)]
-        $vis unsafe fn $name($($arg: $ty),*) {
-            #[cfg(target_arch = "nvptx64")]
-            // SAFETY: the caller's contract (the `# Safety` section).
-            unsafe {
-                core::arch::asm!($tmpl, $($op)* options(nostack))
-            }
-            #[cfg(not(target_arch = "nvptx64"))]
-            {
-                let _ = ($($arg,)*);
-                crate::device_only()
-            }
-        }
-    };
-    ($(#[$doc:meta])* $vis:vis fn $name:ident() = $tmpl:literal;) => {
-        $(#[$doc])*
-        #[inline(always)]
-        $vis fn $name() {
-            #[cfg(target_arch = "nvptx64")]
-            // SAFETY: a fence: no operands, no memory access of its own.
-            unsafe {
-                core::arch::asm!($tmpl, options(nostack))
-            }
-            #[cfg(not(target_arch = "nvptx64"))]
-            crate::device_only()
-        }
-    };
-}
-
 // --- mbarrier ---------------------------------------------------------------
 
 device_asm! {
@@ -80,9 +48,7 @@ device_asm! {
     /// after a [`fence_mbarrier_init`] and a block barrier.
     pub unsafe fn mbarrier_init(bar: SharedAddr, count: u32) =
         "mbarrier.init.shared::cta.b64 [{b}], {c};", [b = in(reg32) bar.0, c = in(reg32) count,];
-}
 
-device_asm! {
     /// Arrives once at `bar` (`mbarrier.arrive.shared::cta.b64`, release at CTA scope).
     ///
     /// # Safety
@@ -90,9 +56,7 @@ device_asm! {
     /// whose current phase still expects an arrival.
     pub unsafe fn mbarrier_arrive(bar: SharedAddr) =
         "{{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [{b}]; }}", [b = in(reg32) bar.0,];
-}
 
-device_asm! {
     /// Arrives once at `bar` and adds `bytes` to the transaction count the
     /// current phase waits for (`mbarrier.arrive.expect_tx.shared::cta.b64`):
     /// the producer's call before its TMA copies, which complete those bytes.
@@ -102,9 +66,7 @@ device_asm! {
     /// copies that signal `bar` (or the phase never completes).
     pub unsafe fn mbarrier_arrive_expect_tx(bar: SharedAddr, bytes: u32) =
         "mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {n};", [b = in(reg32) bar.0, n = in(reg32) bytes,];
-}
 
-device_asm! {
     /// Adds `bytes` to the transaction count of `bar`'s current phase without
     /// arriving (`mbarrier.expect_tx.relaxed.cta.shared::cta.b64`).
     ///
@@ -112,9 +74,7 @@ device_asm! {
     /// As [`mbarrier_arrive_expect_tx`].
     pub unsafe fn mbarrier_expect_tx(bar: SharedAddr, bytes: u32) =
         "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{b}], {n};", [b = in(reg32) bar.0, n = in(reg32) bytes,];
-}
 
-device_asm! {
     /// Makes `bar` arrive once when all of this thread's earlier `cp.async`
     /// copies have completed, without counting as an arrival now
     /// (`cp.async.mbarrier.arrive.noinc.shared::cta.b64`, sm_80+): the
@@ -124,9 +84,7 @@ device_asm! {
     /// As [`mbarrier_arrive`] (the arrival count must include this thread).
     pub unsafe fn cp_async_mbarrier_arrive(bar: SharedAddr) =
         "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [{b}];", [b = in(reg32) bar.0,];
-}
 
-device_asm! {
     /// Invalidates `bar` so that its memory can be reused for other data
     /// (`mbarrier.inval.shared::cta.b64`).
     ///
@@ -193,24 +151,18 @@ device_asm! {
     /// against async-proxy ones (TMA, `wgmma` operand reads) in every state
     /// space (`fence.proxy.async`).
     pub fn fence_proxy_async() = "fence.proxy.async;";
-}
 
-device_asm! {
     /// [`fence_proxy_async`] for shared memory only
     /// (`fence.proxy.async.shared::cta`): after writing shared memory with
     /// ordinary stores that a TMA store or `wgmma` will read.
     pub fn fence_proxy_async_shared_cta() = "fence.proxy.async.shared::cta;";
-}
 
-device_asm! {
     /// [`fence_proxy_async`] for global memory only (`fence.proxy.async.global`):
     /// after observing data that other threads or PEs wrote with ordinary
     /// stores (an NVSHMEM put, acquired through its signal) and before TMA
     /// reads it.
     pub fn fence_proxy_async_global() = "fence.proxy.async.global;";
-}
 
-device_asm! {
     /// Makes the tensor map at `map`, written by the host (or any generic
     /// store) before the launch, visible to this thread's TMA copies
     /// (`fence.proxy.tensormap::generic.acquire.sys [map], 128`, PTX 8.3).
@@ -220,9 +172,7 @@ device_asm! {
     /// (the host's `tensor_map` module allocates it 128-byte aligned).
     pub unsafe fn fence_proxy_tensormap_acquire(map: *const TensorMap) =
         "fence.proxy.tensormap::generic.acquire.sys [{m}], 128;", [m = in(reg64) map as u64,];
-}
 
-device_asm! {
     /// Prefetches the tensor map at `map` into the TMA unit's cache
     /// (`prefetch.tensormap`).
     ///
@@ -251,9 +201,7 @@ device_asm! {
     pub unsafe fn load_2d(dst: SharedAddr, map: *const TensorMap, x: i32, y: i32, bar: SharedAddr) =
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}}}], [{b}];",
         [d = in(reg32) dst.0, m = in(reg64) map as u64, x = in(reg32) x, y = in(reg32) y, b = in(reg32) bar.0,];
-}
 
-device_asm! {
     /// Starts a 2-D tile copy shared → global: the map's box from `src` to
     /// element coordinates (`x`, `y`), out-of-bounds elements skipped
     /// (`cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group`). Close
@@ -268,38 +216,18 @@ device_asm! {
     pub unsafe fn store_2d(map: *const TensorMap, x: i32, y: i32, src: SharedAddr) =
         "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [{m}, {{{x}, {y}}}], [{s}];",
         [m = in(reg64) map as u64, x = in(reg32) x, y = in(reg32) y, s = in(reg32) src.0,];
-}
 
-device_asm! {
     /// Closes the group of this thread's bulk (TMA store) copies
     /// (`cp.async.bulk.commit_group`).
     pub fn bulk_commit_group() = "cp.async.bulk.commit_group;";
-}
 
-/// Waits until at most `N` of this thread's bulk copy groups still read
-/// their shared-memory source (`cp.async.bulk.wait_group.read N`).
-#[inline(always)]
-pub fn bulk_wait_group_read<const N: u32>() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a wait.
-    unsafe {
-        core::arch::asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack))
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    crate::device_only()
-}
+    /// Waits until at most `N` of this thread's bulk copy groups still read
+    /// their shared-memory source (`cp.async.bulk.wait_group.read N`).
+    pub fn bulk_wait_group_read<const N: u32>() = "cp.async.bulk.wait_group.read {n};", [n = const N,];
 
-/// Waits until at most `N` of this thread's bulk copy groups are incomplete
-/// (their writes done: `cp.async.bulk.wait_group N`).
-#[inline(always)]
-pub fn bulk_wait_group<const N: u32>() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a wait.
-    unsafe {
-        core::arch::asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack))
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    crate::device_only()
+    /// Waits until at most `N` of this thread's bulk copy groups are incomplete
+    /// (their writes done: `cp.async.bulk.wait_group N`).
+    pub fn bulk_wait_group<const N: u32>() = "cp.async.bulk.wait_group {n};", [n = const N,];
 }
 
 /// Elects one lane of the active ones of the warp (`elect.sync _|p, 0xffffffff`):

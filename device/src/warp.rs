@@ -77,181 +77,151 @@ fn segment(width: u32) -> u32 {
     (WARP_SIZE - width) << 8
 }
 
-/// `__shfl_sync(mask, value, src_lane, width)`: `value` from lane `src_lane`
-/// of this lane's `width`-lane segment (`src_lane` taken modulo `width`).
-///
-/// `width` is a power of two from 1 to 32; another value gives unspecified
-/// (but not undefined) results. See [Convergence](self#convergence) for `mask`.
-///
-/// ```no_run
-/// use nvshmem_device::warp;
-/// // Broadcast lane 0's pair to every lane.
-/// let got: [u32; 2] = warp::shfl_sync(warp::FULL_MASK, [7u32, 8], 0, 32);
-/// ```
-#[inline(always)]
-pub fn shfl_sync<T: Pod>(mask: u32, value: T, src_lane: u32, width: u32) -> T {
-    let c = segment(width) | 0x1f;
-    // SAFETY: a register exchange between lanes; see Convergence.
-    map_words(value, |w| unsafe {
-        nvvm::shfl_sync_idx(mask, w, src_lane, c)
-    })
+/// The `__shfl_*_sync` functions and their whole-warp forms: `$intrinsic`
+/// word by word, with `width`'s segment mask and the clamp lane `$clamp`.
+macro_rules! shuffles {
+    ($(
+        $(#[$doc:meta])* $sync:ident($arg:ident) = $intrinsic:ident, clamp $clamp:literal;
+        $(#[$wdoc:meta])* $whole:ident;
+    )*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $sync<T: Pod>(mask: u32, value: T, $arg: u32, width: u32) -> T {
+            let c = segment(width) | $clamp;
+            // SAFETY: a register exchange between lanes; see Convergence.
+            map_words(value, |w| unsafe { nvvm::$intrinsic(mask, w, $arg, c) })
+        }
+
+        $(#[$wdoc])*
+        #[inline(always)]
+        pub fn $whole<T: Pod>(value: T, $arg: u32) -> T {
+            $sync(FULL_MASK, value, $arg, WARP_SIZE)
+        }
+    )*};
 }
 
-/// `__shfl_up_sync(mask, value, delta, width)`: `value` from lane
-/// `lane - delta` of this lane's segment; lanes below `delta` keep their own.
-///
-/// ```no_run
-/// let prev = nvshmem_device::warp::shfl_up_sync(!0, 5u64, 1, 32);
-/// ```
-#[inline(always)]
-pub fn shfl_up_sync<T: Pod>(mask: u32, value: T, delta: u32, width: u32) -> T {
-    let c = segment(width);
-    // SAFETY: as in shfl_sync.
-    map_words(value, |w| unsafe { nvvm::shfl_sync_up(mask, w, delta, c) })
+shuffles! {
+    /// `__shfl_sync(mask, value, src_lane, width)`: `value` from lane `src_lane`
+    /// of this lane's `width`-lane segment (`src_lane` taken modulo `width`).
+    ///
+    /// `width` is a power of two from 1 to 32; another value gives unspecified
+    /// (but not undefined) results. See [Convergence](self#convergence) for `mask`.
+    ///
+    /// ```no_run
+    /// use nvshmem_device::warp;
+    /// // Broadcast lane 0's pair to every lane.
+    /// let got: [u32; 2] = warp::shfl_sync(warp::FULL_MASK, [7u32, 8], 0, 32);
+    /// ```
+    shfl_sync(src_lane) = shfl_sync_idx, clamp 0x1f;
+    /// [`shfl_sync`] over the whole warp (`mask` all lanes, `width` 32).
+    ///
+    /// ```no_run
+    /// let from_lane_3 = nvshmem_device::warp::shfl(1.5f32, 3);
+    /// ```
+    shfl;
+    /// `__shfl_up_sync(mask, value, delta, width)`: `value` from lane
+    /// `lane - delta` of this lane's segment; lanes below `delta` keep their own.
+    ///
+    /// ```no_run
+    /// let prev = nvshmem_device::warp::shfl_up_sync(!0, 5u64, 1, 32);
+    /// ```
+    shfl_up_sync(delta) = shfl_sync_up, clamp 0;
+    /// [`shfl_up_sync`] over the whole warp.
+    ///
+    /// ```no_run
+    /// let prev = nvshmem_device::warp::shfl_up(1u32, 1);
+    /// ```
+    shfl_up;
+    /// `__shfl_down_sync(mask, value, delta, width)`: `value` from lane
+    /// `lane + delta` of this lane's segment; lanes past its end keep their own.
+    ///
+    /// ```no_run
+    /// let next = nvshmem_device::warp::shfl_down_sync(!0, 5i32, 1, 32);
+    /// ```
+    shfl_down_sync(delta) = shfl_sync_down, clamp 0x1f;
+    /// [`shfl_down_sync`] over the whole warp.
+    ///
+    /// ```no_run
+    /// let next = nvshmem_device::warp::shfl_down(1u32, 1);
+    /// ```
+    shfl_down;
+    /// `__shfl_xor_sync(mask, value, lane_mask, width)`: `value` from lane
+    /// `lane ^ lane_mask` (the butterfly exchange of reductions).
+    ///
+    /// ```no_run
+    /// let partner = nvshmem_device::warp::shfl_xor_sync(!0, 2.5f64, 16, 32);
+    /// ```
+    shfl_xor_sync(lane_mask) = shfl_sync_bfly, clamp 0x1f;
+    /// [`shfl_xor_sync`] over the whole warp.
+    ///
+    /// ```no_run
+    /// let partner = nvshmem_device::warp::shfl_xor(1u32, 1);
+    /// ```
+    shfl_xor;
 }
 
-/// `__shfl_down_sync(mask, value, delta, width)`: `value` from lane
-/// `lane + delta` of this lane's segment; lanes past its end keep their own.
-///
-/// ```no_run
-/// let next = nvshmem_device::warp::shfl_down_sync(!0, 5i32, 1, 32);
-/// ```
-#[inline(always)]
-pub fn shfl_down_sync<T: Pod>(mask: u32, value: T, delta: u32, width: u32) -> T {
-    let c = segment(width) | 0x1f;
-    // SAFETY: as in shfl_sync.
-    map_words(value, |w| unsafe {
-        nvvm::shfl_sync_down(mask, w, delta, c)
-    })
+/// The `__*_sync` votes (`$intrinsic`) and their whole-warp forms.
+macro_rules! votes {
+    ($($(#[$doc:meta])* $sync:ident -> $ret:ty = $intrinsic:ident $(, $(#[$wdoc:meta])* $whole:ident)?;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $sync(mask: u32, predicate: bool) -> $ret {
+            // SAFETY: a vote; see Convergence.
+            unsafe { nvvm::$intrinsic(mask, predicate) }
+        }
+        $(
+            $(#[$wdoc])*
+            #[inline(always)]
+            pub fn $whole(predicate: bool) -> $ret {
+                $sync(FULL_MASK, predicate)
+            }
+        )?
+    )*};
 }
 
-/// `__shfl_xor_sync(mask, value, lane_mask, width)`: `value` from lane
-/// `lane ^ lane_mask` (the butterfly exchange of reductions).
-///
-/// ```no_run
-/// let partner = nvshmem_device::warp::shfl_xor_sync(!0, 2.5f64, 16, 32);
-/// ```
-#[inline(always)]
-pub fn shfl_xor_sync<T: Pod>(mask: u32, value: T, lane_mask: u32, width: u32) -> T {
-    let c = segment(width) | 0x1f;
-    // SAFETY: as in shfl_sync.
-    map_words(value, |w| unsafe {
-        nvvm::shfl_sync_bfly(mask, w, lane_mask, c)
-    })
-}
-
-/// [`shfl_sync`] over the whole warp (`mask` all lanes, `width` 32).
-///
-/// ```no_run
-/// let from_lane_3 = nvshmem_device::warp::shfl(1.5f32, 3);
-/// ```
-#[inline(always)]
-pub fn shfl<T: Pod>(value: T, src_lane: u32) -> T {
-    shfl_sync(FULL_MASK, value, src_lane, WARP_SIZE)
-}
-
-/// [`shfl_up_sync`] over the whole warp.
-///
-/// ```no_run
-/// let prev = nvshmem_device::warp::shfl_up(1u32, 1);
-/// ```
-#[inline(always)]
-pub fn shfl_up<T: Pod>(value: T, delta: u32) -> T {
-    shfl_up_sync(FULL_MASK, value, delta, WARP_SIZE)
-}
-
-/// [`shfl_down_sync`] over the whole warp.
-///
-/// ```no_run
-/// let next = nvshmem_device::warp::shfl_down(1u32, 1);
-/// ```
-#[inline(always)]
-pub fn shfl_down<T: Pod>(value: T, delta: u32) -> T {
-    shfl_down_sync(FULL_MASK, value, delta, WARP_SIZE)
-}
-
-/// [`shfl_xor_sync`] over the whole warp.
-///
-/// ```no_run
-/// let partner = nvshmem_device::warp::shfl_xor(1u32, 1);
-/// ```
-#[inline(always)]
-pub fn shfl_xor<T: Pod>(value: T, lane_mask: u32) -> T {
-    shfl_xor_sync(FULL_MASK, value, lane_mask, WARP_SIZE)
-}
-
-/// `__all_sync(mask, predicate)`: whether `predicate` holds on every lane of `mask`.
-///
-/// ```no_run
-/// let done = nvshmem_device::warp::all_sync(!0, true);
-/// ```
-#[inline(always)]
-pub fn all_sync(mask: u32, predicate: bool) -> bool {
-    // SAFETY: a vote; see Convergence.
-    unsafe { nvvm::vote_all_sync(mask, predicate) }
-}
-
-/// `__any_sync(mask, predicate)`: whether `predicate` holds on some lane of `mask`.
-///
-/// ```no_run
-/// let someone = nvshmem_device::warp::any_sync(!0, false);
-/// ```
-#[inline(always)]
-pub fn any_sync(mask: u32, predicate: bool) -> bool {
-    // SAFETY: a vote; see Convergence.
-    unsafe { nvvm::vote_any_sync(mask, predicate) }
-}
-
-/// `__uni_sync(mask, predicate)`: whether `predicate` is the same on every lane of `mask`.
-///
-/// ```no_run
-/// let uniform = nvshmem_device::warp::uni_sync(!0, true);
-/// ```
-#[inline(always)]
-pub fn uni_sync(mask: u32, predicate: bool) -> bool {
-    // SAFETY: a vote; see Convergence.
-    unsafe { nvvm::vote_uni_sync(mask, predicate) }
-}
-
-/// `__ballot_sync(mask, predicate)`: bit `i` set when lane `i` of `mask` has `predicate`.
-///
-/// ```no_run
-/// let voters = nvshmem_device::warp::ballot_sync(!0, true).count_ones();
-/// ```
-#[inline(always)]
-pub fn ballot_sync(mask: u32, predicate: bool) -> u32 {
-    // SAFETY: a vote; see Convergence.
-    unsafe { nvvm::vote_ballot_sync(mask, predicate) }
-}
-
-/// [`all_sync`] over the whole warp.
-///
-/// ```no_run
-/// let all = nvshmem_device::warp::all(true);
-/// ```
-#[inline(always)]
-pub fn all(predicate: bool) -> bool {
-    all_sync(FULL_MASK, predicate)
-}
-
-/// [`any_sync`] over the whole warp.
-///
-/// ```no_run
-/// let any = nvshmem_device::warp::any(false);
-/// ```
-#[inline(always)]
-pub fn any(predicate: bool) -> bool {
-    any_sync(FULL_MASK, predicate)
-}
-
-/// [`ballot_sync`] over the whole warp.
-///
-/// ```no_run
-/// let bits = nvshmem_device::warp::ballot(true);
-/// ```
-#[inline(always)]
-pub fn ballot(predicate: bool) -> u32 {
-    ballot_sync(FULL_MASK, predicate)
+votes! {
+    /// `__all_sync(mask, predicate)`: whether `predicate` holds on every lane of `mask`.
+    ///
+    /// ```no_run
+    /// let done = nvshmem_device::warp::all_sync(!0, true);
+    /// ```
+    all_sync -> bool = vote_all_sync,
+        /// [`all_sync`] over the whole warp.
+        ///
+        /// ```no_run
+        /// let all = nvshmem_device::warp::all(true);
+        /// ```
+        all;
+    /// `__any_sync(mask, predicate)`: whether `predicate` holds on some lane of `mask`.
+    ///
+    /// ```no_run
+    /// let someone = nvshmem_device::warp::any_sync(!0, false);
+    /// ```
+    any_sync -> bool = vote_any_sync,
+        /// [`any_sync`] over the whole warp.
+        ///
+        /// ```no_run
+        /// let any = nvshmem_device::warp::any(false);
+        /// ```
+        any;
+    /// `__uni_sync(mask, predicate)`: whether `predicate` is the same on every lane of `mask`.
+    ///
+    /// ```no_run
+    /// let uniform = nvshmem_device::warp::uni_sync(!0, true);
+    /// ```
+    uni_sync -> bool = vote_uni_sync;
+    /// `__ballot_sync(mask, predicate)`: bit `i` set when lane `i` of `mask` has `predicate`.
+    ///
+    /// ```no_run
+    /// let voters = nvshmem_device::warp::ballot_sync(!0, true).count_ones();
+    /// ```
+    ballot_sync -> u32 = vote_ballot_sync,
+        /// [`ballot_sync`] over the whole warp.
+        ///
+        /// ```no_run
+        /// let bits = nvshmem_device::warp::ballot(true);
+        /// ```
+        ballot;
 }
 
 /// `__match_any_sync(mask, value)` (sm_70+): the lanes of `mask` whose
@@ -398,65 +368,55 @@ pub fn reduce<T: Pod>(value: T, op: impl Fn(T, T) -> T) -> T {
     x
 }
 
-/// The warp's sum, on every lane. See [`reduce`].
-///
-/// ```no_run
-/// let total = nvshmem_device::warp::reduce_sum(1u32); // 32
-/// ```
-#[inline(always)]
-pub fn reduce_sum<T: Pod + core::ops::Add<Output = T>>(value: T) -> T {
-    reduce(value, |a, b| a + b)
+/// [`reduce`] with one operator each: `name[bound] = op`.
+macro_rules! reductions {
+    ($($(#[$doc:meta])* $name:ident[$($bound:tt)*] = $op:expr;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name<T: Pod + $($bound)*>(value: T) -> T {
+            reduce(value, $op)
+        }
+    )*};
 }
 
-/// The warp's minimum (by `PartialOrd`: a NaN is kept only when every
-/// compare with it loses), on every lane. See [`reduce`].
-///
-/// ```no_run
-/// let lowest = nvshmem_device::warp::reduce_min(5i64);
-/// ```
-#[inline(always)]
-pub fn reduce_min<T: Pod + PartialOrd>(value: T) -> T {
-    reduce(value, |a, b| if b < a { b } else { a })
-}
-
-/// The warp's maximum, on every lane. See [`reduce_min`].
-///
-/// ```no_run
-/// let highest = nvshmem_device::warp::reduce_max(5.0f64);
-/// ```
-#[inline(always)]
-pub fn reduce_max<T: Pod + PartialOrd>(value: T) -> T {
-    reduce(value, |a, b| if b > a { b } else { a })
-}
-
-/// The bitwise AND over the warp, on every lane.
-///
-/// ```no_run
-/// let common = nvshmem_device::warp::reduce_and(0xffu32);
-/// ```
-#[inline(always)]
-pub fn reduce_and<T: Pod + core::ops::BitAnd<Output = T>>(value: T) -> T {
-    reduce(value, |a, b| a & b)
-}
-
-/// The bitwise OR over the warp, on every lane.
-///
-/// ```no_run
-/// let seen = nvshmem_device::warp::reduce_or(1u64 << 3);
-/// ```
-#[inline(always)]
-pub fn reduce_or<T: Pod + core::ops::BitOr<Output = T>>(value: T) -> T {
-    reduce(value, |a, b| a | b)
-}
-
-/// The bitwise XOR over the warp, on every lane.
-///
-/// ```no_run
-/// let parity = nvshmem_device::warp::reduce_xor(1u32);
-/// ```
-#[inline(always)]
-pub fn reduce_xor<T: Pod + core::ops::BitXor<Output = T>>(value: T) -> T {
-    reduce(value, |a, b| a ^ b)
+reductions! {
+    /// The warp's sum, on every lane. See [`reduce`].
+    ///
+    /// ```no_run
+    /// let total = nvshmem_device::warp::reduce_sum(1u32); // 32
+    /// ```
+    reduce_sum[core::ops::Add<Output = T>] = |a, b| a + b;
+    /// The warp's minimum (by `PartialOrd`: a NaN is kept only when every
+    /// compare with it loses), on every lane. See [`reduce`].
+    ///
+    /// ```no_run
+    /// let lowest = nvshmem_device::warp::reduce_min(5i64);
+    /// ```
+    reduce_min[PartialOrd] = |a, b| if b < a { b } else { a };
+    /// The warp's maximum, on every lane. See [`reduce_min`].
+    ///
+    /// ```no_run
+    /// let highest = nvshmem_device::warp::reduce_max(5.0f64);
+    /// ```
+    reduce_max[PartialOrd] = |a, b| if b > a { b } else { a };
+    /// The bitwise AND over the warp, on every lane.
+    ///
+    /// ```no_run
+    /// let common = nvshmem_device::warp::reduce_and(0xffu32);
+    /// ```
+    reduce_and[core::ops::BitAnd<Output = T>] = |a, b| a & b;
+    /// The bitwise OR over the warp, on every lane.
+    ///
+    /// ```no_run
+    /// let seen = nvshmem_device::warp::reduce_or(1u64 << 3);
+    /// ```
+    reduce_or[core::ops::BitOr<Output = T>] = |a, b| a | b;
+    /// The bitwise XOR over the warp, on every lane.
+    ///
+    /// ```no_run
+    /// let parity = nvshmem_device::warp::reduce_xor(1u32);
+    /// ```
+    reduce_xor[core::ops::BitXor<Output = T>] = |a, b| a ^ b;
 }
 
 /// Inclusive scan over the warp in lane order: lane `i` gets

@@ -38,35 +38,28 @@
 //! `4j..4j+4` = D at (row `16w + g`, col `8j + 2q`), (`16w + g`, `8j + 2q + 1`),
 //! (`16w + g + 8`, `8j + 2q`), (`16w + g + 8`, `8j + 2q + 1`): see [`Accum::coord`].
 
+use crate::__private::Sealed;
 use crate::cp_async::SharedAddr;
 use core::marker::PhantomData;
 use half::{bf16, f16};
 
 /// A 16-bit input type of `wgmma` (sealed): `bf16` or `f16`.
-pub trait WgElement: Copy + crate::__private::Sealed {}
+pub trait WgElement: Copy + Sealed {}
 impl WgElement for bf16 {}
 impl WgElement for f16 {}
 
 /// Which dimension of an operand is contiguous in shared memory (sealed):
 /// [`KMajor`] (`imm-trans = 0`) or [`MnMajor`] (`imm-trans = 1`, transposed).
-pub trait Major: Copy + crate::__private::Sealed {
+pub trait Major: Copy + Sealed {
     /// The instruction's `imm-trans-a` / `imm-trans-b` value.
     const TRANS: u32;
 }
-/// K is contiguous: A stored `M × K` row-major, B stored `N × K` (the
-/// "TN" GEMM, PyTorch's `Linear` weight layout).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct KMajor;
-/// M (for A) or N (for B) is contiguous: the transposed operand.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct MnMajor;
-impl crate::__private::Sealed for KMajor {}
-impl crate::__private::Sealed for MnMajor {}
-impl Major for KMajor {
-    const TRANS: u32 = 0;
-}
-impl Major for MnMajor {
-    const TRANS: u32 = 1;
+markers! {
+    /// K is contiguous: A stored `M × K` row-major, B stored `N × K` (the
+    /// "TN" GEMM, PyTorch's `Linear` weight layout).
+    KMajor: Major { const TRANS: u32 = 0; };
+    /// M (for A) or N (for B) is contiguous: the transposed operand.
+    MnMajor: Major { const TRANS: u32 = 1; };
 }
 
 /// The swizzle mode of a shared-memory operand (descriptor bits 62–63). It
@@ -159,7 +152,7 @@ impl<T: WgElement, M: Major> MatDesc<T, M> {
 pub struct M64<const N: usize>;
 
 /// A `wgmma` shape (sealed): its accumulator registers per thread.
-pub trait WgShape: Copy + crate::__private::Sealed {
+pub trait WgShape: Copy + Sealed {
     /// Columns of B and D.
     const N: usize;
     /// The f32 accumulator registers of one thread (`[f32; N / 2]`).
@@ -262,7 +255,7 @@ macro_rules! reg_list {
 
 macro_rules! wgmma_shapes {
     ($($n:literal => $regs:literal [$($i:tt)*];)*) => {$(
-        impl crate::__private::Sealed for M64<$n> {}
+        impl Sealed for M64<$n> {}
         impl WgShape for M64<$n> {
             const N: usize = $n;
             type Regs = [f32; $regs];
@@ -334,46 +327,21 @@ wgmma_shapes! {
     256 => 128 [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127];
 }
 
-/// Orders register and shared-memory accesses before the following
-/// `wgmma.mma_async`s (`wgmma.fence.sync.aligned`). Needed before the first
-/// MMA of a batch and whenever the accumulator registers were touched.
-/// All threads of the warpgroup call it together.
-#[inline(always)]
-pub fn fence() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a fence.
-    unsafe {
-        core::arch::asm!("wgmma.fence.sync.aligned;", options(nostack))
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    crate::device_only()
-}
+device_asm! {
+    /// Orders register and shared-memory accesses before the following
+    /// `wgmma.mma_async`s (`wgmma.fence.sync.aligned`). Needed before the first
+    /// MMA of a batch and whenever the accumulator registers were touched.
+    /// All threads of the warpgroup call it together.
+    pub fn fence() = "wgmma.fence.sync.aligned;";
 
-/// Closes the group of the `wgmma.mma_async`s this warpgroup issued since the
-/// last commit (`wgmma.commit_group.sync.aligned`).
-#[inline(always)]
-pub fn commit_group() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: only groups this warpgroup's asynchronous MMAs.
-    unsafe {
-        core::arch::asm!("wgmma.commit_group.sync.aligned;", options(nostack))
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    crate::device_only()
-}
+    /// Closes the group of the `wgmma.mma_async`s this warpgroup issued since the
+    /// last commit (`wgmma.commit_group.sync.aligned`).
+    pub fn commit_group() = "wgmma.commit_group.sync.aligned;";
 
-/// Waits until at most `N` of this warpgroup's `wgmma` groups are pending
-/// (`wgmma.wait_group.sync.aligned N`): the accumulators of the others can be
-/// read, and their shared-memory operands reused.
-#[inline(always)]
-pub fn wait_group<const N: u32>() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a wait.
-    unsafe {
-        core::arch::asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack))
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    crate::device_only()
+    /// Waits until at most `N` of this warpgroup's `wgmma` groups are pending
+    /// (`wgmma.wait_group.sync.aligned N`): the accumulators of the others can be
+    /// read, and their shared-memory operands reused.
+    pub fn wait_group<const N: u32>() = "wgmma.wait_group.sync.aligned {n};", [n = const N,];
 }
 
 /// A compiler barrier on every accumulator register (an empty `asm!` that
@@ -397,32 +365,16 @@ pub fn fence_operand<S: WgShape>(acc: &mut Accum<S>) {
     });
 }
 
-/// Raises this warp's register budget to `N` (`setmaxnreg.inc.sync.aligned.u32 N`,
-/// sm_90a; `N` a multiple of 8 in 24..=256). Every warp of the warpgroup must
-/// call it together; the block must have been launched with enough registers
-/// free (the producer warpgroups having called [`setmaxnreg_dec`]).
-#[inline(always)]
-pub fn setmaxnreg_inc<const N: u32>() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a register-budget hint that ptxas checks (N's range).
-    unsafe {
-        core::arch::asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const N, options(nostack))
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    crate::device_only()
-}
+device_asm! {
+    /// Raises this warp's register budget to `N` (`setmaxnreg.inc.sync.aligned.u32 N`,
+    /// sm_90a; `N` a multiple of 8 in 24..=256). Every warp of the warpgroup must
+    /// call it together; the block must have been launched with enough registers
+    /// free (the producer warpgroups having called [`setmaxnreg_dec`]).
+    pub fn setmaxnreg_inc<const N: u32>() = "setmaxnreg.inc.sync.aligned.u32 {n};", [n = const N,];
 
-/// Lowers this warp's register budget to `N` (`setmaxnreg.dec.sync.aligned.u32 N`,
-/// sm_90a), freeing registers for other warpgroups.
-#[inline(always)]
-pub fn setmaxnreg_dec<const N: u32>() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: as `setmaxnreg_inc`.
-    unsafe {
-        core::arch::asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const N, options(nostack))
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    crate::device_only()
+    /// Lowers this warp's register budget to `N` (`setmaxnreg.dec.sync.aligned.u32 N`,
+    /// sm_90a), freeing registers for other warpgroups.
+    pub fn setmaxnreg_dec<const N: u32>() = "setmaxnreg.dec.sync.aligned.u32 {n};", [n = const N,];
 }
 
 /// This thread's warpgroup in the block (`thread index / 128`, x only).
@@ -437,34 +389,12 @@ pub fn warpgroup_thread() -> u32 {
     crate::thread::thread_idx_x() % 128
 }
 
-/// Waits at named barrier `id` (1..16; 0 is `sync_threads`'s) until `threads`
-/// threads (a multiple of 32) have arrived (`bar.sync id, threads`). Lets a
-/// subset of the block, such as the consumer warpgroups, synchronize.
-#[inline(always)]
-pub fn named_barrier_sync(id: u32, threads: u32) {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a barrier; the caller's warps must agree on `id` and `threads`.
-    unsafe {
-        core::arch::asm!("bar.sync {i}, {n};", i = in(reg32) id, n = in(reg32) threads, options(nostack))
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        let _ = (id, threads);
-        crate::device_only()
-    }
-}
+device_asm! {
+    /// Waits at named barrier `id` (1..16; 0 is `sync_threads`'s) until `threads`
+    /// threads (a multiple of 32) have arrived (`bar.sync id, threads`). Lets a
+    /// subset of the block, such as the consumer warpgroups, synchronize.
+    pub fn named_barrier_sync(id: u32, threads: u32) = "bar.sync {i}, {n};", [i = in(reg32) id, n = in(reg32) threads,];
 
-/// Arrives at named barrier `id` without waiting (`bar.arrive id, threads`).
-#[inline(always)]
-pub fn named_barrier_arrive(id: u32, threads: u32) {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: as `named_barrier_sync`.
-    unsafe {
-        core::arch::asm!("bar.arrive {i}, {n};", i = in(reg32) id, n = in(reg32) threads, options(nostack))
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        let _ = (id, threads);
-        crate::device_only()
-    }
+    /// Arrives at named barrier `id` without waiting (`bar.arrive id, threads`).
+    pub fn named_barrier_arrive(id: u32, threads: u32) = "bar.arrive {i}, {n};", [i = in(reg32) id, n = in(reg32) threads,];
 }

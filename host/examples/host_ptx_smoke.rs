@@ -23,19 +23,6 @@ fn param(name: &str, rust_type: &str, size: u32) -> ParamInfo {
     }
 }
 
-fn kernel(name: &str, params: Vec<ParamInfo>, collective: bool) -> KernelInfo {
-    KernelInfo {
-        name: name.into(),
-        params,
-        collective,
-        registers: None,
-        spill_stores: None,
-        spill_loads: None,
-        stack_frame: None,
-        static_shared_bytes: None,
-    }
-}
-
 fn manifest(nvshmem_version: String) -> Manifest {
     let fill = || {
         vec![
@@ -54,9 +41,9 @@ fn manifest(nvshmem_version: String) -> Manifest {
         cubin: None,
         device_link: None,
         kernels: vec![
-            kernel("fill_u32", fill(), false),
-            kernel("fill_u32_collective", fill(), true),
-            kernel("store_to", vec![param("addr", "DevicePtr<u32>", 8)], false),
+            KernelInfo::new("fill_u32", fill(), false),
+            KernelInfo::new("fill_u32_collective", fill(), true),
+            KernelInfo::new("store_to", vec![param("addr", "DevicePtr<u32>", 8)], false),
         ],
     }
 }

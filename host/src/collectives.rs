@@ -5,8 +5,9 @@
 
 use crate::error::{Error, Result, nvshmem_status};
 use crate::memory::AsSymView;
+use crate::memory::SymView;
 use crate::nvshmem::Nvshmem;
-use crate::ops::{enter_on, own, same_len};
+use crate::ops::{enter_on, own_pair, same_len, same_lengths};
 use crate::sys::{NvshmemLib, cudaStream_t, nvshmem_team_t};
 use crate::team::AsTeam;
 use bytemuck::Pod;
@@ -43,6 +44,9 @@ const TEAM_SYNC: TeamOnStream = (
     "nvshmemx_team_sync_on_stream",
     NvshmemLib::nvshmemx_team_sync_on_stream,
 );
+/// The typed reductions: the caller's name and the kind in NVSHMEM's names.
+const REDUCE: (&str, &str) = ("reduce_on_stream", "reduce");
+const REDUCESCATTER: (&str, &str) = ("reducescatter_on_stream", "reducescatter");
 const ALLTOALL: MemCollective = (
     "nvshmemx_alltoallmem_on_stream",
     NvshmemLib::nvshmemx_alltoallmem_on_stream,
@@ -69,17 +73,13 @@ impl Nvshmem {
         root: Pe,
     ) -> Result<()> {
         const WHAT: &str = "broadcast_on_stream";
-        let (t, n) = self.enter_team(stream, &team, WHAT)?;
+        let (t, n, dst, src) = self.team_pair(stream, &team, dst, src, WHAT)?;
         if root.index() >= n {
             return Err(Error::InvalidPe {
                 pe: root.index(),
                 n_pes: n,
             });
         }
-        let (dst, src) = (
-            own(self, dst.as_sym_view(), WHAT)?,
-            own(self, src.as_sym_view(), WHAT)?,
-        );
         same_len(WHAT, &dst, &src)?;
         // SAFETY: symmetric ranges of equal length; a valid root of a live team.
         let status = unsafe {
@@ -160,11 +160,7 @@ impl Nvshmem {
         (name, call): MemCollective,
         elements: impl FnOnce(usize, usize, u32) -> Result<usize>,
     ) -> Result<()> {
-        let (t, n) = self.enter_team(stream, &team, name)?;
-        let (dst, src) = (
-            own(self, dst.as_sym_view(), name)?,
-            own(self, src.as_sym_view(), name)?,
-        );
+        let (t, n, dst, src) = self.team_pair(stream, &team, dst, src, name)?;
         let bytes = elements(dst.len(), src.len(), n)? * std::mem::size_of::<T>();
         // SAFETY: symmetric ranges that the caller's `elements` checked.
         let status = unsafe {
@@ -201,15 +197,9 @@ impl Nvshmem {
         dst: &impl AsSymView<T>,
         src: &impl AsSymView<T>,
     ) -> Result<()> {
-        const WHAT: &str = "reduce_on_stream";
         let _ = op;
-        let (t, _) = self.enter_team(stream, &team, WHAT)?;
-        let (dst, src) = (
-            own(self, dst.as_sym_view(), WHAT)?,
-            own(self, src.as_sym_view(), WHAT)?,
-        );
-        same_len(WHAT, &dst, &src)?;
-        self.typed_reduce::<T, O>(WHAT, "reduce", t, dst.raw(), src.raw(), src.len(), stream)
+        let same = |dst, src, _| same_lengths(REDUCE.0, dst, src).map(|()| src);
+        self.reduce_collective::<T, O>(stream, team, dst, src, REDUCE, same)
     }
 
     /// `nvshmemx_TYPE_OP_reducescatter_on_stream` over `team`: `src` holds
@@ -233,23 +223,28 @@ impl Nvshmem {
         dst: &impl AsSymView<T>,
         src: &impl AsSymView<T>,
     ) -> Result<()> {
-        const WHAT: &str = "reducescatter_on_stream";
         let _ = op;
-        let (t, n) = self.enter_team(stream, &team, WHAT)?;
-        let (dst, src) = (
-            own(self, dst.as_sym_view(), WHAT)?,
-            own(self, src.as_sym_view(), WHAT)?,
-        );
-        check_blocks(WHAT, "source", src.len(), n, dst.len())?;
-        self.typed_reduce::<T, O>(
-            WHAT,
-            "reducescatter",
-            t,
-            dst.raw(),
-            src.raw(),
-            dst.len(),
-            stream,
-        )
+        let blocks = |dst: usize, src: usize, n: u32| {
+            check_blocks(REDUCESCATTER.0, "source", src, n, dst)?;
+            Ok(dst)
+        };
+        self.reduce_collective::<T, O>(stream, team, dst, src, REDUCESCATTER, blocks)
+    }
+
+    /// A typed team reduction: `nreduce(dst.len(), src.len(), team_n_pes)`
+    /// checks the lengths and returns the elements each PE reduces.
+    fn reduce_collective<T: Pod, O: ReduceOp<T>>(
+        &self,
+        stream: &CudaStream,
+        team: impl AsTeam,
+        dst: &impl AsSymView<T>,
+        src: &impl AsSymView<T>,
+        (what, kind): (&'static str, &str),
+        nreduce: impl FnOnce(usize, usize, u32) -> Result<usize>,
+    ) -> Result<()> {
+        let (t, n, dst, src) = self.team_pair(stream, &team, dst, src, what)?;
+        let nreduce = nreduce(dst.len(), src.len(), n)?;
+        self.typed_reduce::<T, O>(what, kind, t, dst.raw(), src.raw(), nreduce, stream)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -295,6 +290,21 @@ impl Nvshmem {
         let n = self.team_n_pes(team)?;
         self.inner.check_full_mpg(what)?;
         Ok((team.team().raw(), n))
+    }
+
+    /// [`enter_team`](Self::enter_team), and both views checked to belong
+    /// to this `Nvshmem`.
+    fn team_pair<'a, T: Pod>(
+        &self,
+        stream: &CudaStream,
+        team: &impl AsTeam,
+        dst: &'a impl AsSymView<T>,
+        src: &'a impl AsSymView<T>,
+        what: &'static str,
+    ) -> Result<(i32, u32, SymView<'a, T>, SymView<'a, T>)> {
+        let (t, n) = self.enter_team(stream, team, what)?;
+        let (dst, src) = own_pair(self, dst, src, what)?;
+        Ok((t, n, dst, src))
     }
 
     /// `nvshmemx_barrier_on_stream` over `team`: a barrier among its PEs, with

@@ -30,6 +30,35 @@ impl std::fmt::Debug for Kernel {
     }
 }
 
+/// The launch functions, plain and with a [`LaunchConfig`]: `$launch` and
+/// `$with => cooperative`.
+macro_rules! launch_fns {
+    ($($(#[$doc:meta])* $launch:ident, $(#[$wdoc:meta])* $with:ident => $cooperative:literal;)*) => {$(
+        $(#[$doc])*
+        pub unsafe fn $launch<A: KernelArgs>(
+            &self,
+            stream: &CudaStream,
+            grid: impl Into<crate::Dim3>,
+            block: impl Into<crate::Dim3>,
+            args: A,
+        ) -> Result<()> {
+            // SAFETY: the caller's.
+            unsafe { self.$with(stream, LaunchConfig::new(grid, block), args) }
+        }
+
+        $(#[$wdoc])*
+        pub unsafe fn $with<A: KernelArgs>(
+            &self,
+            stream: &CudaStream,
+            config: LaunchConfig,
+            args: A,
+        ) -> Result<()> {
+            // SAFETY: the caller's.
+            unsafe { self.launch_checked(stream, config, args, $cooperative) }
+        }
+    )*};
+}
+
 impl Kernel {
     pub(crate) fn new(module: Rc<ModuleInner>, func: sys::CUfunction, info: KernelInfo) -> Self {
         Kernel { module, func, info }
@@ -51,104 +80,64 @@ impl Kernel {
         self.info.collective
     }
 
-    /// Launches `grid` blocks of `block` threads on `stream` with `args`.
-    /// Refused for a collective kernel ([`Error::CollectiveLaunchRequired`]).
-    ///
-    /// # Safety
-    /// The arguments must satisfy the kernel's own contract (the memory it
-    /// reads and writes through them must be valid for that, for as long as
-    /// it runs). Count and sizes are checked against the manifest.
-    ///
-    /// ```no_run
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// # let module = nv.load_module("kernels.json")?;
-    /// let n = 1 << 20;
-    /// let buf = nv.alloc::<f32>(n)?;
-    /// let k = module.kernel("scale")?;
-    /// unsafe { k.launch(nv.stream(), (n as u32).div_ceil(256), 256, (buf.sym_ptr(), n as u32))? };
-    /// nv.synchronize(nv.stream())?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
-    pub unsafe fn launch<A: KernelArgs>(
-        &self,
-        stream: &CudaStream,
-        grid: impl Into<crate::Dim3>,
-        block: impl Into<crate::Dim3>,
-        args: A,
-    ) -> Result<()> {
-        // SAFETY: the caller's.
-        unsafe { self.launch_with(stream, LaunchConfig::new(grid, block), args) }
+    launch_fns! {
+        /// Launches `grid` blocks of `block` threads on `stream` with `args`.
+        /// Refused for a collective kernel ([`Error::CollectiveLaunchRequired`]).
+        ///
+        /// # Safety
+        /// The arguments must satisfy the kernel's own contract (the memory it
+        /// reads and writes through them must be valid for that, for as long as
+        /// it runs). Count and sizes are checked against the manifest.
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// # let module = nv.load_module("kernels.json")?;
+        /// let n = 1 << 20;
+        /// let buf = nv.alloc::<f32>(n)?;
+        /// let k = module.kernel("scale")?;
+        /// unsafe { k.launch(nv.stream(), (n as u32).div_ceil(256), 256, (buf.sym_ptr(), n as u32))? };
+        /// nv.synchronize(nv.stream())?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        launch,
+        /// [`Kernel::launch`] with a [`LaunchConfig`] (dynamic shared memory).
+        ///
+        /// # Safety
+        /// As [`Kernel::launch`].
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// # let k = nv.load_module("kernels.json")?.kernel("tile")?;
+        /// let cfg = nvshmem_host::LaunchConfig::new(132, 256).shared_mem_bytes(64 << 10);
+        /// unsafe { k.launch_with(nv.stream(), cfg, ())? };
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        launch_with => false;
+        /// Launches with every block resident at once (`cuLaunchCooperativeKernel`),
+        /// as kernels that call NVSHMEM barriers or collectives need. Checks first
+        /// that the grid fits on the GPU at once ([`Error::GridTooLarge`]
+        /// otherwise, rather than a hang).
+        ///
+        /// # Safety
+        /// As [`Kernel::launch`].
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// # let k = nv.load_module("kernels.json")?.kernel("allreduce")?;
+        /// let blocks = k.max_collective_blocks(256, 0)?.min(132);
+        /// unsafe { k.launch_collective(nv.stream(), blocks, 256, ())? };
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        launch_collective,
+        /// [`Kernel::launch_collective`] with a [`LaunchConfig`].
+        ///
+        /// # Safety
+        /// As [`Kernel::launch`].
+        launch_collective_with => true;
     }
 
-    /// [`Kernel::launch`] with a [`LaunchConfig`] (dynamic shared memory).
-    ///
-    /// # Safety
-    /// As [`Kernel::launch`].
-    ///
-    /// ```no_run
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// # let k = nv.load_module("kernels.json")?.kernel("tile")?;
-    /// let cfg = nvshmem_host::LaunchConfig::new(132, 256).shared_mem_bytes(64 << 10);
-    /// unsafe { k.launch_with(nv.stream(), cfg, ())? };
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
-    pub unsafe fn launch_with<A: KernelArgs>(
-        &self,
-        stream: &CudaStream,
-        config: LaunchConfig,
-        args: A,
-    ) -> Result<()> {
-        if self.info.collective {
-            return Err(Error::CollectiveLaunchRequired {
-                kernel: self.info.name.clone(),
-            });
-        }
-        // SAFETY: the caller's.
-        unsafe { self.launch_checked(stream, config, args, false) }
-    }
-
-    /// Launches with every block resident at once (`cuLaunchCooperativeKernel`),
-    /// as kernels that call NVSHMEM barriers or collectives need. Checks first
-    /// that the grid fits on the GPU at once ([`Error::GridTooLarge`]
-    /// otherwise, rather than a hang).
-    ///
-    /// # Safety
-    /// As [`Kernel::launch`].
-    ///
-    /// ```no_run
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// # let k = nv.load_module("kernels.json")?.kernel("allreduce")?;
-    /// let blocks = k.max_collective_blocks(256, 0)?.min(132);
-    /// unsafe { k.launch_collective(nv.stream(), blocks, 256, ())? };
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
-    pub unsafe fn launch_collective<A: KernelArgs>(
-        &self,
-        stream: &CudaStream,
-        grid: impl Into<crate::Dim3>,
-        block: impl Into<crate::Dim3>,
-        args: A,
-    ) -> Result<()> {
-        // SAFETY: the caller's.
-        unsafe { self.launch_collective_with(stream, LaunchConfig::new(grid, block), args) }
-    }
-
-    /// [`Kernel::launch_collective`] with a [`LaunchConfig`].
-    ///
-    /// # Safety
-    /// As [`Kernel::launch`].
-    pub unsafe fn launch_collective_with<A: KernelArgs>(
-        &self,
-        stream: &CudaStream,
-        config: LaunchConfig,
-        args: A,
-    ) -> Result<()> {
-        // SAFETY: the caller's.
-        unsafe { self.launch_checked(stream, config, args, true) }
-    }
-
-    /// Checks a launch (and, when `cooperative`, that the GPU supports
-    /// cooperative launches and the grid is co-resident), launches, and
+    /// Checks a launch (a collective kernel only `cooperative`; a cooperative
+    /// one on a GPU that supports it, with a co-resident grid), launches, and
     /// records the kernel so that a later fault on the stream can name it.
     ///
     /// # Safety
@@ -160,6 +149,11 @@ impl Kernel {
         args: A,
         cooperative: bool,
     ) -> Result<()> {
+        if self.info.collective && !cooperative {
+            return Err(Error::CollectiveLaunchRequired {
+                kernel: self.info.name.clone(),
+            });
+        }
         let nv = &self.module.nv;
         nv.enter("Kernel::launch")?;
         nv.check_stream(stream)?;
@@ -207,12 +201,8 @@ impl Kernel {
 
     /// The GPU supports cooperative launches and `config`'s grid fits on it at once.
     fn check_cooperative(&self, config: &LaunchConfig) -> Result<()> {
-        let cooperative = self
-            .module
-            .nv
-            .ctx
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)
-            .map_err(Error::driver("cuDeviceGetAttribute"))?;
+        let cooperative =
+            self.device_attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)?;
         if cooperative == 0 {
             return Err(Error::InvalidArgument {
                 reason: format!(
@@ -254,12 +244,15 @@ impl Kernel {
         }
         .map_err(Error::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?;
         let sms = self
-            .module
-            .nv
-            .ctx
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(Error::driver("cuDeviceGetAttribute"))?;
+            .device_attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
         Ok((per_sm.max(0) as u32, sms.max(0) as u32))
+    }
+
+    /// An attribute of the module's GPU.
+    fn device_attribute(&self, attribute: sys::CUdevice_attribute) -> Result<i32> {
+        (self.module.nv.ctx)
+            .attribute(attribute)
+            .map_err(Error::driver("cuDeviceGetAttribute"))
     }
 
     /// Checks the block's shared memory (static + `bytes` dynamic) against

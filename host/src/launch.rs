@@ -248,12 +248,8 @@ kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11,
 /// let param = |name: &str, ty: &str, size| ParamInfo {
 ///     name: name.into(), rust_type: ty.into(), c_type: String::new(), size, align: size,
 /// };
-/// let info = KernelInfo {
-///     name: "scale".into(),
-///     params: vec![param("data", "SymPtr<f32>", 8), param("n", "u32", 4)],
-///     collective: false, registers: None, spill_stores: None, spill_loads: None, stack_frame: None,
-///     static_shared_bytes: None,
-/// };
+/// let params = vec![param("data", "SymPtr<f32>", 8), param("n", "u32", 4)];
+/// let info = KernelInfo::new("scale", params, false);
 /// let data = unsafe { nvshmem_host::SymPtr::from_raw(std::ptr::null_mut::<f32>()) };
 /// assert!(check_kernel_args(&info, &(data, 10u32)).is_ok());
 /// assert!(check_kernel_args(&info, &(data, 10u64)).is_err()); // n is 4 bytes
@@ -367,25 +363,17 @@ mod tests {
     use nvshmem_types::manifest::ParamInfo;
 
     fn info(params: &[(&str, &str, u32)], collective: bool) -> KernelInfo {
-        KernelInfo {
-            name: "k".into(),
-            params: params
-                .iter()
-                .map(|(n, t, s)| ParamInfo {
-                    name: (*n).into(),
-                    rust_type: (*t).into(),
-                    c_type: String::new(),
-                    size: *s,
-                    align: *s,
-                })
-                .collect(),
-            collective,
-            registers: None,
-            spill_stores: None,
-            spill_loads: None,
-            stack_frame: None,
-            static_shared_bytes: None,
-        }
+        let params = params
+            .iter()
+            .map(|(n, t, s)| ParamInfo {
+                name: (*n).into(),
+                rust_type: (*t).into(),
+                c_type: String::new(),
+                size: *s,
+                align: *s,
+            })
+            .collect();
+        KernelInfo::new("k", params, collective)
     }
 
     #[test]

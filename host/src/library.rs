@@ -397,24 +397,6 @@ impl HostLibrary {
     }
 }
 
-/// NVSHMEM `version` for a test: found, else downloaded into the per-user
-/// cache; `None` (after a `SKIPPED` line) when neither works, a panic instead
-/// under `NVSHMEM_RS_REQUIRE_ALL=1`.
-#[cfg(test)]
-pub(crate) fn installed_for_test(version: &str) -> Option<Installation> {
-    match nvshmem_builder::wheels::nvshmem(version.parse().expect("a version")) {
-        Ok(nv) => Some(nv),
-        Err(e) => {
-            let reason = format!("NVSHMEM {version} is not installed: {e}");
-            if std::env::var_os("NVSHMEM_RS_REQUIRE_ALL").is_some_and(|v| v == "1") {
-                panic!("NVSHMEM_RS_REQUIRE_ALL=1 but: {reason}");
-            }
-            eprintln!("SKIPPED: {reason}");
-            None
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -432,7 +414,7 @@ mod tests {
 
     #[test]
     fn an_explicit_home_wins_over_nvshmem_home() {
-        let Some(nv) = installed_for_test("3.4.5") else {
+        let Some(nv) = nvshmem_builder::testing::nvshmem("3.4.5") else {
             return;
         };
         let env = env_of(&[("NVSHMEM_HOME", "/nonexistent")]);
@@ -444,7 +426,7 @@ mod tests {
 
     #[test]
     fn an_explicit_home_of_another_version_is_an_error() {
-        let Some(nv) = installed_for_test("3.8.0") else {
+        let Some(nv) = nvshmem_builder::testing::nvshmem("3.8.0") else {
             return;
         };
         let req = LibraryRequest::default()
@@ -456,7 +438,10 @@ mod tests {
 
     #[test]
     fn the_build_time_library_is_used_when_it_exists_and_matches() {
-        let (Some(nv), Some(_)) = (installed_for_test("3.4.5"), installed_for_test("3.8.0")) else {
+        let (Some(nv), Some(_)) = (
+            nvshmem_builder::testing::nvshmem("3.4.5"),
+            nvshmem_builder::testing::nvshmem("3.8.0"),
+        ) else {
             return;
         };
         let lib = nv.host_library();
@@ -476,7 +461,7 @@ mod tests {
 
     #[test]
     fn a_missing_build_time_library_falls_back_to_discovery() {
-        if installed_for_test("3.4.5").is_none() {
+        if nvshmem_builder::testing::nvshmem("3.4.5").is_none() {
             return;
         }
         let found = locate_with(
@@ -521,7 +506,7 @@ mod tests {
         let mut libs = Vec::new();
         for info in nvshmem_types::SUPPORTED_VERSIONS {
             let v = info.version.to_string();
-            if let Some(nv) = installed_for_test(&v) {
+            if let Some(nv) = nvshmem_builder::testing::nvshmem(&v) {
                 let lib = HostLibrary::open(&nv.host_library(), LibrarySource::Explicit).unwrap();
                 libs.push((v, lib));
             }

@@ -29,18 +29,51 @@ pub(crate) fn own<'a, T: Pod>(
     }
 }
 
+/// [`own`] of both views of a two-buffer operation.
+pub(crate) fn own_pair<'a, T: Pod>(
+    nv: &Nvshmem,
+    dst: &'a impl AsSymView<T>,
+    src: &'a impl AsSymView<T>,
+    what: &'static str,
+) -> Result<(SymView<'a, T>, SymView<'a, T>)> {
+    Ok((
+        own(nv, dst.as_sym_view(), what)?,
+        own(nv, src.as_sym_view(), what)?,
+    ))
+}
+
+/// Checks a put or get between this PE and `pe`: the stream, `pe`, and two
+/// views of this `Nvshmem` of the same length.
+fn rma_pair<'a, T: Pod>(
+    nv: &Nvshmem,
+    stream: &CudaStream,
+    dst: &'a impl AsSymView<T>,
+    src: &'a impl AsSymView<T>,
+    pe: Pe,
+    what: &'static str,
+) -> Result<(SymView<'a, T>, SymView<'a, T>)> {
+    enter_on(nv, stream, what)?;
+    nv.inner.check_pe(pe)?;
+    let (dst, src) = own_pair(nv, dst, src, what)?;
+    same_len(what, &dst, &src)?;
+    Ok((dst, src))
+}
+
 pub(crate) fn same_len<T: Pod>(
     what: &str,
     dst: &SymView<'_, T>,
     src: &SymView<'_, T>,
 ) -> Result<()> {
-    if dst.len() == src.len() {
+    same_lengths(what, dst.len(), src.len())
+}
+
+/// A destination and a source of `dst` and `src` elements have the same length.
+pub(crate) fn same_lengths(what: &str, dst: usize, src: usize) -> Result<()> {
+    if dst == src {
         Ok(())
     } else {
         Err(Error::bad_size(format!(
-            "{what}: destination has {} elements, source {}",
-            dst.len(),
-            src.len()
+            "{what}: destination has {dst} elements, source {src}"
         )))
     }
 }
@@ -74,6 +107,19 @@ macro_rules! collective_on_stream {
     )*};
 }
 
+/// Generates the host-blocking calls that take no argument.
+macro_rules! host_blocking {
+    ($($(#[$doc:meta])* $name:ident => $ffi:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self) -> Result<()> {
+            self.inner.enter(stringify!($name))?;
+            // SAFETY: initialized.
+            unsafe { self.inner.lib.raw().$ffi() };
+            Ok(())
+        }
+    )*};
+}
+
 /// Generates the put and get variants: (dest, source) in the C argument order.
 macro_rules! rma_on_stream {
     ($($(#[$doc:meta])* $name:ident => $ffi:ident;)*) => {$(
@@ -85,10 +131,7 @@ macro_rules! rma_on_stream {
             src: &impl AsSymView<T>,
             pe: Pe,
         ) -> Result<()> {
-            enter_on(self, stream, stringify!($name))?;
-            self.inner.check_pe(pe)?;
-            let (dst, src) = (own(self, dst.as_sym_view(), stringify!($name))?, own(self, src.as_sym_view(), stringify!($name))?);
-            same_len(stringify!($name), &dst, &src)?;
+            let (dst, src) = rma_pair(self, stream, dst, src, pe, stringify!($name))?;
             // SAFETY: both are symmetric ranges of equal length in this PE's
             // heap; `pe` is valid.
             unsafe {
@@ -116,10 +159,7 @@ macro_rules! put_signal_on_stream {
             pe: Pe,
         ) -> Result<()> {
             const WHAT: &str = stringify!($name);
-            enter_on(self, stream, WHAT)?;
-            self.inner.check_pe(pe)?;
-            let (dst, src) = (own(self, dst.as_sym_view(), WHAT)?, own(self, src.as_sym_view(), WHAT)?);
-            same_len(WHAT, &dst, &src)?;
+            let (dst, src) = rma_pair(self, stream, dst, src, pe, WHAT)?;
             let sig = signal_word(self, signal, WHAT)?;
             // SAFETY: symmetric ranges of equal length, a symmetric u64, a valid PE.
             unsafe {
@@ -258,29 +298,14 @@ impl Nvshmem {
         Ok(())
     }
 
-    /// `nvshmem_barrier_all`, from the host: waits for every PE, with all
-    /// puts complete. Blocks this thread. **Collective.**
-    pub fn barrier_all(&self) -> Result<()> {
-        self.inner.enter("barrier_all")?;
-        // SAFETY: initialized.
-        unsafe { self.inner.lib.raw().nvshmem_barrier_all() };
-        Ok(())
-    }
-
-    /// `nvshmem_sync_all`, from the host: waits for every PE. **Collective.**
-    pub fn sync_all(&self) -> Result<()> {
-        self.inner.enter("sync_all")?;
-        // SAFETY: initialized.
-        unsafe { self.inner.lib.raw().nvshmem_sync_all() };
-        Ok(())
-    }
-
-    /// `nvshmem_quiet`, from the host: completes this PE's host-issued operations.
-    pub fn quiet(&self) -> Result<()> {
-        self.inner.enter("quiet")?;
-        // SAFETY: initialized.
-        unsafe { self.inner.lib.raw().nvshmem_quiet() };
-        Ok(())
+    host_blocking! {
+        /// `nvshmem_barrier_all`, from the host: waits for every PE, with all
+        /// puts complete. Blocks this thread. **Collective.**
+        barrier_all => nvshmem_barrier_all;
+        /// `nvshmem_sync_all`, from the host: waits for every PE. **Collective.**
+        sync_all => nvshmem_sync_all;
+        /// `nvshmem_quiet`, from the host: completes this PE's host-issued operations.
+        quiet => nvshmem_quiet;
     }
 }
 

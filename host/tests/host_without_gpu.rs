@@ -9,21 +9,9 @@ use nvshmem_host::{Error, Nvshmem, UniqueId};
 use std::path::PathBuf;
 use std::process::Command;
 
-/// NVSHMEM `version`'s folder: found, else downloaded into the per-user
-/// cache; `None` (after a `SKIPPED` line) when neither works, a panic instead
-/// under `NVSHMEM_RS_REQUIRE_ALL=1`.
+/// NVSHMEM `version`'s folder, or a skip ([`nvshmem_builder::testing::nvshmem`]).
 fn nvshmem_root(version: &str) -> Option<PathBuf> {
-    match nvshmem_builder::wheels::nvshmem(version.parse().unwrap()) {
-        Ok(nv) => Some(nv.root),
-        Err(e) => {
-            let reason = format!("NVSHMEM {version} is not installed: {e}");
-            if std::env::var_os("NVSHMEM_RS_REQUIRE_ALL").is_some_and(|v| v == "1") {
-                panic!("NVSHMEM_RS_REQUIRE_ALL=1 but: {reason}");
-            }
-            eprintln!("SKIPPED: {reason}");
-            None
-        }
-    }
+    nvshmem_builder::testing::nvshmem(version).map(|nv| nv.root)
 }
 
 fn has_driver() -> bool {

@@ -32,6 +32,40 @@ impl Ran {
     fn stdout(&self) -> String {
         String::from_utf8_lossy(&self.stdout).into_owned()
     }
+
+    /// The launcher exited with `code`.
+    #[track_caller]
+    fn exits(&self, code: i32) {
+        assert_eq!(self.code, Some(code), "stderr: {}", self.stderr);
+    }
+
+    /// The launcher's stderr has `text`.
+    #[track_caller]
+    fn says(&self, text: &str) {
+        assert!(self.stderr.contains(text), "stderr: {}", self.stderr);
+    }
+
+    /// The run took a time in `range`.
+    #[track_caller]
+    fn took(&self, range: impl std::ops::RangeBounds<Duration>) {
+        assert!(range.contains(&self.elapsed), "took {:?}", self.elapsed);
+    }
+}
+
+/// `nvshmem-run ARGS -- sh -c SCRIPT`, with `$PIDS` naming a fresh file
+/// (where the script writes the pids the test checks are gone).
+fn sh_with_pids(args: &[&str], script: &str) -> (Command, TempFile) {
+    let pid_file = TempFile::new("pids");
+    let mut cmd = launcher(args);
+    cmd.args(["--", "sh", "-c", script]).env("PIDS", &pid_file);
+    (cmd, pid_file)
+}
+
+/// Runs [`sh_with_pids`]; returns the result and the pids the script wrote.
+fn run_sh(args: &[&str], script: &str) -> (Ran, Vec<i32>) {
+    let (cmd, pid_file) = sh_with_pids(args, script);
+    let r = run(cmd);
+    (r, read_pids(&pid_file))
 }
 
 fn start(mut cmd: impl BorrowMut<Command>) -> Child {
@@ -183,7 +217,7 @@ fn all_ranks_succeed_with_their_environment() {
             .env_remove("NVSHMEM_DISABLE_NVLS")
             .env_remove("NCCL_NVLS_ENABLE"),
     );
-    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    r.exits(0);
     let stdout = r.stdout();
     let mut ranks: Vec<usize> = Vec::new();
     for line in stdout.lines() {
@@ -232,7 +266,7 @@ fn users_settings_win_over_the_defaults() {
         .env("NVSHMEM_DISABLE_NVLS", "0")
         .env("NVSHMEM_RUN_RANK", "99")
         .env("NVSHMEM_RUN_NRANKS", "99"));
-    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    r.exits(0);
     // The launcher's own variables always win; NVSHMEM's defaults never do.
     assert_eq!(r.stdout(), "[0] eth7 0 0 1\n");
 }
@@ -243,7 +277,7 @@ fn default_gpus_follow_cuda_visible_devices() {
         launcher(&["-n", "4", "--", "sh", "-c", "echo $NVSHMEM_RUN_GPU"])
             .env("CUDA_VISIBLE_DEVICES", "3,5,7"),
     );
-    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    r.exits(0);
     let mut lines: Vec<String> = r.stdout().lines().map(String::from).collect();
     lines.sort();
     assert_eq!(lines, ["[0] 0", "[1] 1", "[2] 2", "[3] 0"]);
@@ -253,7 +287,7 @@ fn default_gpus_follow_cuda_visible_devices() {
 fn partial_lines_and_bytes_that_are_not_utf8() {
     let script = r#"printf 'one\n\377\376 bytes\n\nno newline'; printf 'err partial' >&2"#;
     let r = run(launcher(&["-n", "1", "--", "sh", "-c", script]));
-    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    r.exits(0);
     assert_eq!(
         r.stdout,
         b"[0] one\n[0] \xff\xfe bytes\n[0] \n[0] no newline\n"
@@ -286,7 +320,6 @@ fn lines_never_mix() {
 
 #[test]
 fn a_failing_rank_stops_the_others() {
-    let pid_file = TempFile::new("pids");
     let script = r#"
         if [ "$NVSHMEM_RUN_RANK" = 1 ]; then echo "rank 1 fails"; exit 3; fi
         echo $$ >> "$PIDS"
@@ -296,17 +329,11 @@ fn a_failing_rank_stops_the_others() {
     "#;
     // Rank 1 fails after a moment, so that ranks 0, 2 and 3 have written their pids.
     let script = format!("[ \"$NVSHMEM_RUN_RANK\" = 1 ] && sleep 0.3; {script}");
-    let r = run(launcher(&["-n", "4", "--", "sh", "-c", &script]).env("PIDS", &pid_file));
-    assert_eq!(r.code, Some(3), "stderr: {}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("nvshmem-run: rank 1 exited with status 3; stopping the other 3 ranks"),
-        "stderr: {}",
-        r.stderr
-    );
+    let (r, pids) = run_sh(&["-n", "4"], &script);
+    r.exits(3);
+    r.says("nvshmem-run: rank 1 exited with status 3; stopping the other 3 ranks");
     assert!(r.stdout().contains("[1] rank 1 fails\n"));
-    assert!(r.elapsed < Duration::from_secs(3), "took {:?}", r.elapsed);
-    let pids = read_pids(&pid_file);
+    r.took(..Duration::from_secs(3));
     assert_eq!(pids.len(), 6, "3 ranks and a child each");
     assert_all_dead(&pids);
 }
@@ -315,42 +342,23 @@ fn a_failing_rank_stops_the_others() {
 fn a_rank_killed_by_a_signal_is_named() {
     let script = r#"if [ "$NVSHMEM_RUN_RANK" = 2 ]; then sleep 0.2; kill -9 $$; fi; sleep 1000"#;
     let r = run(launcher(&["-n", "3", "--", "sh", "-c", script]));
-    assert_eq!(r.code, Some(128 + 9), "stderr: {}", r.stderr);
-    assert!(
-        r.stderr.contains(
-            "nvshmem-run: rank 2 was killed by signal 9 (SIGKILL); stopping the other 2 ranks"
-        ),
-        "stderr: {}",
-        r.stderr
-    );
-    assert!(r.elapsed < Duration::from_secs(3), "took {:?}", r.elapsed);
+    r.exits(128 + 9);
+    r.says("nvshmem-run: rank 2 was killed by signal 9 (SIGKILL); stopping the other 2 ranks");
+    r.took(..Duration::from_secs(3));
 }
 
 #[test]
 fn a_timeout_stops_everything() {
-    let pid_file = TempFile::new("pids");
     let script = r#"echo $$ >> "$PIDS"; sleep 1000"#;
-    let r = run(
-        launcher(&["-n", "2", "--timeout", "1", "--", "sh", "-c", script]).env("PIDS", &pid_file),
-    );
-    assert_eq!(r.code, Some(124), "stderr: {}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("nvshmem-run: timed out after 1s; stopping 2 ranks"),
-        "stderr: {}",
-        r.stderr
-    );
-    assert!(
-        r.elapsed >= Duration::from_secs(1) && r.elapsed < Duration::from_secs(4),
-        "took {:?}",
-        r.elapsed
-    );
-    assert_all_dead(&read_pids(&pid_file));
+    let (r, pids) = run_sh(&["-n", "2", "--timeout", "1"], script);
+    r.exits(124);
+    r.says("nvshmem-run: timed out after 1s; stopping 2 ranks");
+    r.took(Duration::from_secs(1)..Duration::from_secs(4));
+    assert_all_dead(&pids);
 }
 
 #[test]
 fn ranks_that_ignore_sigterm_get_sigkill() {
-    let pid_file = TempFile::new("pids");
     // `trap '' TERM` is inherited by the loop's `sleep`s too.
     let script = r#"
         trap '' TERM
@@ -358,33 +366,16 @@ fn ranks_that_ignore_sigterm_get_sigkill() {
         echo $$ >> "$PIDS"
         while :; do sleep 0.05; done
     "#;
-    let r = run(
-        launcher(&["-n", "2", "--grace", "0.3", "--", "sh", "-c", script]).env("PIDS", &pid_file),
-    );
-    assert_eq!(r.code, Some(5), "stderr: {}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("rank 0 exited with status 5; stopping the other 1 rank"),
-        "stderr: {}",
-        r.stderr
-    );
-    assert!(
-        r.stderr
-            .contains("1 rank still running 0.3s after SIGTERM; sending SIGKILL"),
-        "stderr: {}",
-        r.stderr
-    );
-    assert!(
-        r.elapsed >= Duration::from_millis(500) && r.elapsed < Duration::from_secs(3),
-        "took {:?}",
-        r.elapsed
-    );
-    assert_all_dead(&read_pids(&pid_file));
+    let (r, pids) = run_sh(&["-n", "2", "--grace", "0.3"], script);
+    r.exits(5);
+    r.says("rank 0 exited with status 5; stopping the other 1 rank");
+    r.says("1 rank still running 0.3s after SIGTERM; sending SIGKILL");
+    r.took(Duration::from_millis(500)..Duration::from_secs(3));
+    assert_all_dead(&pids);
 }
 
 #[test]
 fn grandchildren_do_not_survive() {
-    let pid_file = TempFile::new("pids");
     // Each rank leaves two background processes behind and exits 0; one of
     // them ignores SIGTERM.
     let script = r#"
@@ -394,78 +385,53 @@ fn grandchildren_do_not_survive() {
         echo $! >> "$PIDS"
         echo started
     "#;
-    let r = run(
-        launcher(&["-n", "2", "--grace", "0.3", "--", "sh", "-c", script]).env("PIDS", &pid_file),
-    );
-    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("stopping the processes they left running (rank 0, 1)"),
-        "stderr: {}",
-        r.stderr
-    );
-    assert!(r.stderr.contains("sending SIGKILL"), "stderr: {}", r.stderr);
-    let pids = read_pids(&pid_file);
+    let (r, pids) = run_sh(&["-n", "2", "--grace", "0.3"], script);
+    r.exits(0);
+    r.says("stopping the processes they left running (rank 0, 1)");
+    r.says("sending SIGKILL");
     assert_eq!(pids.len(), 4);
     assert_all_dead(&pids);
 }
 
 #[test]
 fn sigterm_to_the_launcher_stops_everything() {
-    let pid_file = TempFile::new("pids");
     let script = r#"echo $$ >> "$PIDS"; sleep 1000 & echo $! >> "$PIDS"; wait"#;
     let started = Instant::now();
-    let child = start(launcher(&["-n", "2", "--", "sh", "-c", script]).env("PIDS", &pid_file));
+    let (cmd, pid_file) = sh_with_pids(&["-n", "2"], script);
+    let child = start(cmd);
     let all = wait_for_pids(&pid_file, 4);
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let r = finish(child, started);
-    assert_eq!(r.code, Some(128 + 15), "stderr: {}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("nvshmem-run: received SIGTERM; stopping 2 ranks"),
-        "stderr: {}",
-        r.stderr
-    );
+    r.exits(128 + 15);
+    r.says("nvshmem-run: received SIGTERM; stopping 2 ranks");
     assert_all_dead(&all);
 }
 
 #[test]
 fn a_second_ctrl_c_sends_sigkill_at_once() {
-    let pid_file = TempFile::new("pids");
     let script = r#"trap '' TERM; echo $$ >> "$PIDS"; while :; do sleep 0.05; done"#;
     let started = Instant::now();
-    let child = start(
-        launcher(&["-n", "2", "--grace", "30", "--", "sh", "-c", script]).env("PIDS", &pid_file),
-    );
+    let (cmd, pid_file) = sh_with_pids(&["-n", "2", "--grace", "30"], script);
+    let child = start(cmd);
     let all = wait_for_pids(&pid_file, 2);
     let launcher_pid = child.id() as i32;
     unsafe { libc::kill(launcher_pid, libc::SIGINT) };
     thread::sleep(Duration::from_millis(200));
     unsafe { libc::kill(launcher_pid, libc::SIGINT) };
     let r = finish(child, started);
-    assert_eq!(r.code, Some(128 + 2), "stderr: {}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("nvshmem-run: received SIGINT; stopping 2 ranks"),
-        "stderr: {}",
-        r.stderr
-    );
-    assert!(
-        r.stderr
-            .contains("received another signal; sending SIGKILL"),
-        "stderr: {}",
-        r.stderr
-    );
-    assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
+    r.exits(128 + 2);
+    r.says("nvshmem-run: received SIGINT; stopping 2 ranks");
+    r.says("received another signal; sending SIGKILL");
+    r.took(..Duration::from_secs(5));
     assert_all_dead(&all);
 }
 
 #[test]
 fn ranks_die_with_a_killed_launcher() {
-    let pid_file = TempFile::new("pids");
     let script = r#"echo $$ >> "$PIDS"; exec sleep 1000"#;
     let started = Instant::now();
-    let child = start(launcher(&["-n", "2", "--", "sh", "-c", script]).env("PIDS", &pid_file));
+    let (cmd, pid_file) = sh_with_pids(&["-n", "2"], script);
+    let child = start(cmd);
     let all = wait_for_pids(&pid_file, 2);
     thread::sleep(Duration::from_millis(50)); // let `exec sleep` happen
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
@@ -584,7 +550,7 @@ fn mps_is_started_around_the_job_and_stopped_even_when_a_rank_fails() {
     let path = fake_mps(&dir);
     let script = r#"test -p "$CUDA_MPS_PIPE_DIRECTORY/control" -o -e "$CUDA_MPS_PIPE_DIRECTORY/control" && echo "pct=$NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"; exit $NVSHMEM_RUN_RANK"#;
     let r = run(launcher(&["-n", "2", "--mps", "--", "sh", "-c", script]).env("PATH", &path));
-    assert_eq!(r.code, Some(1), "stderr: {}", r.stderr);
+    r.exits(1);
     assert!(r.stdout().contains("[0] pct=1"), "{}", r.stdout());
     let calls = std::fs::read_to_string(dir.join("calls")).unwrap();
     assert_eq!(calls, "start\nquit\n");
@@ -598,7 +564,7 @@ fn mps_is_started_around_the_job_and_stopped_even_when_a_rank_fails() {
         "echo $CUDA_MPS_LOG_DIRECTORY; exit 3",
     ])
     .env("PATH", &path));
-    assert_eq!(r.code, Some(3), "stderr: {}", r.stderr);
+    r.exits(3);
     let log_dir = r.stdout();
     assert!(
         log_dir.contains("nvshmem-run-mps-") && log_dir.trim_end().ends_with("/log"),
@@ -619,7 +585,7 @@ fn mps_that_cannot_start_is_an_error_and_no_rank_starts() {
         launcher(&["-n", "1", "--mps", "--", "sh", "-c", "echo started"])
             .env("PATH", "/nonexistent"),
     );
-    assert_eq!(r.code, Some(1), "stderr: {}", r.stderr);
+    r.exits(1);
     assert!(r.stderr.contains("nvidia-cuda-mps-control"), "{}", r.stderr);
     assert!(r.stdout.is_empty());
 }
@@ -636,7 +602,7 @@ fn passes_a_unique_id_where_it_can_load_nvshmem() {
         "-c",
         "echo ${NVSHMEM_RUN_UNIQUEID:-none}",
     ]));
-    assert_eq!(r.code, Some(0), "stderr: {}", r.stderr);
+    r.exits(0);
     let out = r.stdout();
     let id = out
         .trim_end()

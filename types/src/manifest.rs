@@ -73,6 +73,28 @@ pub struct KernelInfo {
     pub static_shared_bytes: Option<u32>,
 }
 
+impl KernelInfo {
+    /// A kernel without `ptxas` figures (as a PTX-only build describes it).
+    ///
+    /// ```
+    /// use nvshmem_types::manifest::KernelInfo;
+    /// let k = KernelInfo::new("barrier", vec![], true);
+    /// assert!(k.collective && k.registers.is_none());
+    /// ```
+    pub fn new(name: impl Into<String>, params: Vec<ParamInfo>, collective: bool) -> Self {
+        KernelInfo {
+            name: name.into(),
+            params,
+            collective,
+            registers: None,
+            spill_stores: None,
+            spill_loads: None,
+            stack_frame: None,
+            static_shared_bytes: None,
+        }
+    }
+}
+
 /// One kernel parameter.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ParamInfo {

@@ -53,19 +53,9 @@ struct Kernels {
 }
 
 impl Kernels {
-    /// The header's macro prefix: the crate name in upper case, `-` as `_`.
+    /// The header's macro prefix: [`nvshmem_builder::c_prefix`] in upper case.
     fn prefix(&self) -> String {
-        self.manifest
-            .crate_name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_uppercase()
-                } else {
-                    '_'
-                }
-            })
-            .collect()
+        nvshmem_builder::c_prefix(&self.manifest.crate_name).to_ascii_uppercase()
     }
 }
 

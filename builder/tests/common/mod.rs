@@ -1,9 +1,10 @@
 //! What the builder's integration tests share.
 #![allow(dead_code)]
 
-use nvshmem_builder::Builder;
 use nvshmem_builder::Version;
 use nvshmem_builder::install::{Installation, Query};
+use nvshmem_builder::manifest::Manifest;
+use nvshmem_builder::{BuildOutput, Builder};
 use std::path::{Path, PathBuf};
 
 pub fn fixture(name: &str) -> PathBuf {
@@ -17,6 +18,54 @@ pub fn target() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../target")
 }
 
+/// The repository's root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The kernel crate at `path` (from the repository root) for NVSHMEM
+/// `version` and `arch`, in the shared target folder, its outputs in
+/// `target/builder-tests/<out>`.
+pub fn kernel_crate(path: &str, out: &str, version: Version, arch: &str) -> Builder {
+    Builder::new(root().join(path))
+        .target_dir(target().join("nvshmem-kernels"))
+        .out_dir(target().join("builder-tests").join(out))
+        .nvshmem_version(version)
+        .arch(arch)
+}
+
+/// Builds (panicking with `what` and the error) and reads the PTX, which
+/// must target the manifest's arch.
+#[track_caller]
+pub fn build_ptx(b: Builder, what: &str) -> (BuildOutput, String) {
+    let out = b.build().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let ptx = std::fs::read_to_string(&out.ptx).unwrap();
+    let target = format!(".target {}", out.manifest.arch);
+    assert!(ptx.contains(&target), "{what}: not {target}");
+    (out, ptx)
+}
+
+/// Each of `kernels` is an `.entry` of `ptx`.
+#[track_caller]
+pub fn assert_entries<K: AsRef<str>>(ptx: &str, kernels: &[K], what: &str) {
+    for k in kernels {
+        let k = k.as_ref();
+        assert!(
+            ptx.contains(&format!(".visible .entry {k}(")),
+            "{what}: no .entry {k}"
+        );
+    }
+}
+
+/// The most registers a kernel of `m` uses.
+pub fn max_registers(m: &Manifest) -> u32 {
+    m.kernels
+        .iter()
+        .filter_map(|k| k.registers)
+        .max()
+        .unwrap_or(0)
+}
+
 /// One target folder for every fixture, so `core` is built once.
 pub fn builder(name: &str) -> Builder {
     Builder::new(fixture(name))
@@ -24,16 +73,21 @@ pub fn builder(name: &str) -> Builder {
         .out_dir(target().join("builder-tests").join(name))
 }
 
-pub fn require_all() -> bool {
-    std::env::var_os("NVSHMEM_RS_REQUIRE_ALL").is_some_and(|v| v == "1")
-}
+pub use nvshmem_builder::testing::skip;
 
-/// Prints `SKIPPED: <reason>`; fails instead under `NVSHMEM_RS_REQUIRE_ALL=1`.
-pub fn skip(reason: &str) {
-    if require_all() {
-        panic!("NVSHMEM_RS_REQUIRE_ALL=1 but: {reason}");
+/// `result` is an error of the variant `kind` (the start of its `Debug`
+/// form, such as `"NoKernels"`) whose message has each of `says`.
+#[track_caller]
+pub fn fails_with<T: std::fmt::Debug>(
+    result: Result<T, nvshmem_builder::Error>,
+    kind: &str,
+    says: &[&str],
+) {
+    let e = result.expect_err("expected an error");
+    assert!(format!("{e:?}").starts_with(kind), "not {kind}: {e:?}");
+    for text in says {
+        assert!(e.to_string().contains(text), "no {text:?} in: {e}");
     }
-    eprintln!("SKIPPED: {reason}");
 }
 
 /// The version, when it is installed where the builder looks.

@@ -147,51 +147,26 @@ pub trait Scope: Copy + Sealed {
     const KIND: ScopeKind;
 }
 
-macro_rules! markers {
-    ($($(#[$doc:meta])* $name:ident: $trait:ident = $kind:expr, $($extra:ident),*;)*) => {$(
-        $(#[$doc])*
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-        pub struct $name;
-        impl Sealed for $name {}
-        impl $trait for $name {
-            markers!(@const $trait $kind);
-        }
-        $(impl $extra for $name {})*
-    )*};
-    (@const Ordering $kind:expr) => { const SEM: Sem = $kind; };
-    (@const Scope $kind:expr) => { const KIND: ScopeKind = $kind; };
-}
-
 markers! {
     /// No ordering beyond the atomicity of the operation itself (`.relaxed`).
-    Relaxed: Ordering = Sem::Relaxed, LoadOrdering, StoreOrdering, RmwOrdering, ReduceOrdering;
+    Relaxed: Ordering { const SEM: Sem = Sem::Relaxed; }, LoadOrdering, StoreOrdering, RmwOrdering, ReduceOrdering;
     /// Later accesses stay after it (`.acquire`): pairs with a [`Release`] it reads from.
-    Acquire: Ordering = Sem::Acquire, LoadOrdering, RmwOrdering, FenceOrdering;
+    Acquire: Ordering { const SEM: Sem = Sem::Acquire; }, LoadOrdering, RmwOrdering, FenceOrdering;
     /// Earlier accesses stay before it (`.release`).
-    Release: Ordering = Sem::Release, StoreOrdering, RmwOrdering, ReduceOrdering, FenceOrdering;
+    Release: Ordering { const SEM: Sem = Sem::Release; }, StoreOrdering, RmwOrdering, ReduceOrdering, FenceOrdering;
     /// Both [`Acquire`] and [`Release`] (`.acq_rel`).
-    AcqRel: Ordering = Sem::AcqRel, RmwOrdering, FenceOrdering;
+    AcqRel: Ordering { const SEM: Sem = Sem::AcqRel; }, RmwOrdering, FenceOrdering;
+    /// Sequentially consistent: `fence.sc` at the scope, then the acquire (load),
+    /// release (store) or acq_rel (read-modify-write) operation.
+    SeqCst: Ordering { const SEM: Sem = Sem::AcqRel; const FENCE_SC: bool = true; },
+        LoadOrdering, StoreOrdering, RmwOrdering, FenceOrdering;
     /// The thread block (`.cta`).
-    Cta: Scope = ScopeKind::Cta,;
+    Cta: Scope { const KIND: ScopeKind = ScopeKind::Cta; };
     /// Every thread of this GPU (`.gpu`).
-    Gpu: Scope = ScopeKind::Gpu,;
+    Gpu: Scope { const KIND: ScopeKind = ScopeKind::Gpu; };
     /// This GPU, the host and peer GPUs (`.sys`): for memory others map.
-    Sys: Scope = ScopeKind::Sys,;
+    Sys: Scope { const KIND: ScopeKind = ScopeKind::Sys; };
 }
-
-/// Sequentially consistent: `fence.sc` at the scope, then the acquire (load),
-/// release (store) or acq_rel (read-modify-write) operation.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct SeqCst;
-impl Sealed for SeqCst {}
-impl Ordering for SeqCst {
-    const SEM: Sem = Sem::AcqRel;
-    const FENCE_SC: bool = true;
-}
-impl LoadOrdering for SeqCst {}
-impl StoreOrdering for SeqCst {}
-impl RmwOrdering for SeqCst {}
-impl FenceOrdering for SeqCst {}
 
 /// A type with atomic loads, stores, [`swap`] and [`compare_exchange`]:
 /// 32- and 64-bit words (`u32 i32 f32 u64 i64 f64`, [`F16x2`], [`Bf16x2`]).
@@ -220,17 +195,24 @@ pub unsafe trait AtomicValue: Copy + Sealed {
     fn __same_bits(self, other: Self) -> bool;
 }
 
+/// The hidden methods of a read-modify-write operation: `$fetch` (`atom`,
+/// returns the old value) and `$red` (`red`, returns nothing).
+macro_rules! rmw_methods {
+    ($($fetch:ident, $red:ident),*) => {$(
+        #[doc(hidden)]
+        unsafe fn $fetch(addr: u64, value: Self, sem: Sem, scope: ScopeKind, space: Space) -> Self;
+        #[doc(hidden)]
+        unsafe fn $red(addr: u64, value: Self, sem: Sem, scope: ScopeKind, space: Space);
+    )*};
+}
+
 /// A type with atomic addition (`atom.add`/`red.add`): `u32 i32 u64 i64 f32
 /// f64`, [`F16x2`] and [`Bf16x2`] (sm_90+).
 ///
 /// # Safety
 /// Sealed: implemented only in this crate.
 pub unsafe trait AtomicAdd: AtomicValue {
-    #[doc(hidden)]
-    unsafe fn __fetch_add(addr: u64, value: Self, sem: Sem, scope: ScopeKind, space: Space)
-    -> Self;
-    #[doc(hidden)]
-    unsafe fn __red_add(addr: u64, value: Self, sem: Sem, scope: ScopeKind, space: Space);
+    rmw_methods!(__fetch_add, __red_add);
 }
 
 /// An integer with atomic subtraction, bitwise operations, minimum and
@@ -241,30 +223,18 @@ pub unsafe trait AtomicAdd: AtomicValue {
 pub unsafe trait AtomicInteger: AtomicAdd {
     #[doc(hidden)]
     fn __neg(self) -> Self;
-    #[doc(hidden)]
-    unsafe fn __fetch_and(addr: u64, value: Self, sem: Sem, scope: ScopeKind, space: Space)
-    -> Self;
-    #[doc(hidden)]
-    unsafe fn __red_and(addr: u64, value: Self, sem: Sem, scope: ScopeKind, space: Space);
-    #[doc(hidden)]
-    unsafe fn __fetch_or(addr: u64, value: Self, sem: Sem, scope: ScopeKind, space: Space) -> Self;
-    #[doc(hidden)]
-    unsafe fn __red_or(addr: u64, value: Self, sem: Sem, scope: ScopeKind, space: Space);
-    #[doc(hidden)]
-    unsafe fn __fetch_xor(addr: u64, value: Self, sem: Sem, scope: ScopeKind, space: Space)
-    -> Self;
-    #[doc(hidden)]
-    unsafe fn __red_xor(addr: u64, value: Self, sem: Sem, scope: ScopeKind, space: Space);
-    #[doc(hidden)]
-    unsafe fn __fetch_min(addr: u64, value: Self, sem: Sem, scope: ScopeKind, space: Space)
-    -> Self;
-    #[doc(hidden)]
-    unsafe fn __red_min(addr: u64, value: Self, sem: Sem, scope: ScopeKind, space: Space);
-    #[doc(hidden)]
-    unsafe fn __fetch_max(addr: u64, value: Self, sem: Sem, scope: ScopeKind, space: Space)
-    -> Self;
-    #[doc(hidden)]
-    unsafe fn __red_max(addr: u64, value: Self, sem: Sem, scope: ScopeKind, space: Space);
+    rmw_methods!(
+        __fetch_and,
+        __red_and,
+        __fetch_or,
+        __red_or,
+        __fetch_xor,
+        __red_xor,
+        __fetch_min,
+        __red_min,
+        __fetch_max,
+        __red_max
+    );
 }
 
 /// `fence.acq_rel.<scope>` ([`Acquire`], [`Release`], [`AcqRel`]) or
@@ -324,6 +294,21 @@ fn space_addr<T>(ptr: *const T, space: Space) -> u64 {
     out
 }
 
+/// The address of `ptr` for `space`, after the `fence.sc` that a
+/// [`SeqCst`] operation starts with: the prologue of every ordered atomic.
+///
+/// # Safety
+/// As the atomic's own (the fence accesses no memory).
+#[inline(always)]
+unsafe fn ordered_addr<T, O: Ordering, S: Scope>(ptr: *const T, space: Space) -> u64 {
+    let addr = space_addr(ptr, space);
+    if O::FENCE_SC {
+        // SAFETY: a fence.
+        unsafe { fence_sc(S::KIND) };
+    }
+    addr
+}
+
 /// The `.sem` a read-modify-write with ordering `O` uses.
 const fn rmw_sem<O: Ordering>() -> Sem {
     O::SEM
@@ -354,14 +339,8 @@ macro_rules! space_api {
         /// ```
         #[inline(always)]
         pub unsafe fn load<T: AtomicValue, O: LoadOrdering, S: Scope>(ptr: *const T, _order: O, _scope: S) -> T {
-            let addr = space_addr(ptr, $space);
             // SAFETY: the caller's promise; the ordering is valid for a load.
-            unsafe {
-                if O::FENCE_SC {
-                    fence_sc(S::KIND);
-                }
-                T::__load(addr, load_sem::<O>(), S::KIND, $space)
-            }
+            unsafe { T::__load(ordered_addr::<_, O, S>(ptr, $space), load_sem::<O>(), S::KIND, $space) }
         }
 
         /// Atomically stores `value` into `*ptr` (`st.<order>.<scope>`).
@@ -377,14 +356,8 @@ macro_rules! space_api {
         /// ```
         #[inline(always)]
         pub unsafe fn store<T: AtomicValue, O: StoreOrdering, S: Scope>(ptr: *mut T, value: T, _order: O, _scope: S) {
-            let addr = space_addr(ptr, $space);
             // SAFETY: as in load.
-            unsafe {
-                if O::FENCE_SC {
-                    fence_sc(S::KIND);
-                }
-                T::__store(addr, value, store_sem::<O>(), S::KIND, $space)
-            }
+            unsafe { T::__store(ordered_addr::<_, O, S>(ptr, $space), value, store_sem::<O>(), S::KIND, $space) }
         }
 
         /// Atomically replaces `*ptr` with `value`; returns the old value (`atom.exch`).
@@ -400,14 +373,8 @@ macro_rules! space_api {
         /// ```
         #[inline(always)]
         pub unsafe fn swap<T: AtomicValue, O: RmwOrdering, S: Scope>(ptr: *mut T, value: T, _order: O, _scope: S) -> T {
-            let addr = space_addr(ptr, $space);
             // SAFETY: as in load.
-            unsafe {
-                if O::FENCE_SC {
-                    fence_sc(S::KIND);
-                }
-                T::__swap(addr, value, rmw_sem::<O>(), S::KIND, $space)
-            }
+            unsafe { T::__swap(ordered_addr::<_, O, S>(ptr, $space), value, rmw_sem::<O>(), S::KIND, $space) }
         }
 
         /// Atomically: if `*ptr` equals `current` bit for bit, stores `new`
@@ -431,14 +398,8 @@ macro_rules! space_api {
             _order: O,
             _scope: S,
         ) -> Result<T, T> {
-            let addr = space_addr(ptr, $space);
             // SAFETY: as in load.
-            let old = unsafe {
-                if O::FENCE_SC {
-                    fence_sc(S::KIND);
-                }
-                T::__cas(addr, current, new, rmw_sem::<O>(), S::KIND, $space)
-            };
+            let old = unsafe { T::__cas(ordered_addr::<_, O, S>(ptr, $space), current, new, rmw_sem::<O>(), S::KIND, $space) };
             if old.__same_bits(current) { Ok(old) } else { Err(old) }
         }
 
@@ -502,14 +463,8 @@ macro_rules! space_api {
         /// ```
         #[inline(always)]
         pub unsafe fn fetch_inc<O: RmwOrdering, S: Scope>(ptr: *mut u32, limit: u32, _order: O, _scope: S) -> u32 {
-            let addr = space_addr(ptr, $space);
             // SAFETY: the caller's promise.
-            unsafe {
-                if O::FENCE_SC {
-                    fence_sc(S::KIND);
-                }
-                impls::fetch_inc(addr, limit, rmw_sem::<O>(), S::KIND, $space)
-            }
+            unsafe { impls::fetch_inc(ordered_addr::<_, O, S>(ptr, $space), limit, rmw_sem::<O>(), S::KIND, $space) }
         }
 
         /// Atomically `*ptr = if *ptr == 0 || *ptr > limit { limit } else { *ptr - 1 }`;
@@ -525,14 +480,8 @@ macro_rules! space_api {
         /// ```
         #[inline(always)]
         pub unsafe fn fetch_dec<O: RmwOrdering, S: Scope>(ptr: *mut u32, limit: u32, _order: O, _scope: S) -> u32 {
-            let addr = space_addr(ptr, $space);
             // SAFETY: the caller's promise.
-            unsafe {
-                if O::FENCE_SC {
-                    fence_sc(S::KIND);
-                }
-                impls::fetch_dec(addr, limit, rmw_sem::<O>(), S::KIND, $space)
-            }
+            unsafe { impls::fetch_dec(ordered_addr::<_, O, S>(ptr, $space), limit, rmw_sem::<O>(), S::KIND, $space) }
         }
 
         /// [`fetch_inc`] without the old value (`red.inc.u32`).
@@ -547,9 +496,8 @@ macro_rules! space_api {
         /// ```
         #[inline(always)]
         pub unsafe fn inc<O: ReduceOrdering, S: Scope>(ptr: *mut u32, limit: u32, _order: O, _scope: S) {
-            let addr = space_addr(ptr, $space);
             // SAFETY: the caller's promise.
-            unsafe { impls::red_inc(addr, limit, O::SEM, S::KIND, $space) }
+            unsafe { impls::red_inc(ordered_addr::<_, O, S>(ptr, $space), limit, O::SEM, S::KIND, $space) }
         }
 
         /// [`fetch_dec`] without the old value (`red.dec.u32`).
@@ -564,9 +512,8 @@ macro_rules! space_api {
         /// ```
         #[inline(always)]
         pub unsafe fn dec<O: ReduceOrdering, S: Scope>(ptr: *mut u32, limit: u32, _order: O, _scope: S) {
-            let addr = space_addr(ptr, $space);
             // SAFETY: the caller's promise.
-            unsafe { impls::red_dec(addr, limit, O::SEM, S::KIND, $space) }
+            unsafe { impls::red_dec(ordered_addr::<_, O, S>(ptr, $space), limit, O::SEM, S::KIND, $space) }
         }
     };
     (@rmw $space:expr, $where:literal, $path:literal, $trait:ident, $fetch:ident, $red:ident, $fetch_impl:ident,
@@ -584,14 +531,8 @@ macro_rules! space_api {
         /// ```
         #[inline(always)]
         pub unsafe fn $fetch<T: $trait, O: RmwOrdering, S: Scope>(ptr: *mut T, value: T, _order: O, _scope: S) -> T {
-            let addr = space_addr(ptr, $space);
             // SAFETY: the caller's promise; the ordering is valid for `atom`.
-            unsafe {
-                if O::FENCE_SC {
-                    fence_sc(S::KIND);
-                }
-                T::$fetch_impl(addr, value, rmw_sem::<O>(), S::KIND, $space)
-            }
+            unsafe { T::$fetch_impl(ordered_addr::<_, O, S>(ptr, $space), value, rmw_sem::<O>(), S::KIND, $space) }
         }
 
         #[doc = concat!("Atomically ", $what, ", returning nothing (", $redi, ": cheaper than `", stringify!($fetch), "`).")]
@@ -607,9 +548,8 @@ macro_rules! space_api {
         /// ```
         #[inline(always)]
         pub unsafe fn $red<T: $trait, O: ReduceOrdering, S: Scope>(ptr: *mut T, value: T, _order: O, _scope: S) {
-            let addr = space_addr(ptr, $space);
             // SAFETY: the caller's promise; the ordering is valid for `red`.
-            unsafe { T::$red_impl(addr, value, O::SEM, S::KIND, $space) }
+            unsafe { T::$red_impl(ordered_addr::<_, O, S>(ptr, $space), value, O::SEM, S::KIND, $space) }
         }
     };
 }

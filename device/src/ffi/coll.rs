@@ -5,7 +5,7 @@
 //! the typed side). Every collective returns an `int` that NVSHMEM's device
 //! code always sets to 0.
 
-use super::lists::{append_types, bitwise_reduce_types, standard_reduce_types, standard_rma_types};
+use super::lists::{bitwise_reduce_types, standard_reduce_types, standard_rma_types};
 use core::ffi::{c_int, c_void};
 
 /// `nvshmem_team_t`.

@@ -43,7 +43,7 @@
 //!   go to `int64`/`uint64`, and only the add/inc of `i64`/`isize` use `long`,
 //!   whose fetch-add is a correct 64-bit one.
 //!
-//! `tests/abi.rs` checks every declaration here against the `define` lines of
+//! `tests/abi/` checks every declaration here against the `define` lines of
 //! the bitcode of NVSHMEM 3.4.5 and 3.8.0 (LLVM function types must be
 //! equal), and checks the whole API: **every function either version's
 //! bitcode exports** (every `nvshmem*` symbol, 2,208 in 3.4.5 and 2,731 in
@@ -62,7 +62,7 @@
 //! # Gaps
 //! Every NVSHMEM device function that this module deliberately does not
 //! declare, so that none can become an unresolved symbol at link time. `Kind`
-//! is what `tests/abi.rs` verifies: `absent` (the headers name it, the
+//! is what `tests/abi/` verifies: `absent` (the headers name it, the
 //! bitcode lacks it), `struct return` (exported, returns a struct by value),
 //! `omitted` (exported, left out for the reason given).
 //!

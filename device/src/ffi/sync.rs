@@ -4,90 +4,52 @@
 use super::lists::wait_types;
 use core::ffi::{c_int, c_void};
 
-// NVSHMEM_TEST*, NVSHMEM_WAIT_UNTIL* over NVSHMEMI_REPT_FOR_WAIT_TYPES.
-macro_rules! decl_wait {
-    ($n:ident, $c:literal, $t:ty) => { pastey::paste! {
+// The `test` and `wait_until` form of one variant (`$sfx`: `_all`, ...):
+// the same parameters; `test` returns `$tr`, `wait_until` `$wr` or nothing.
+macro_rules! decl_test_wait {
+    (
+        $n:ident, $t:ty; $($sfx:ident)?: test -> $tr:ty [$trc:literal], wait_until $(-> $wr:ty)? [$wrc:literal];
+        c ($($cp:expr),*); rust ($($arg:ident: $ty:ty),*)
+    ) => { pastey::paste! {
         extern_fn! {
-            concat!("`int (", $c, " *ivar, int cmp, ", $c, " cmp_value)`. Typed: [`crate::test`](fn@crate::test).");
-            fn [<nvshmem_ $n _test>](ivar: *mut $t, cmp: c_int, cmp_value: $t) -> c_int
+            concat!("`", $trc, " (", $($cp,)* ")`. Typed: [`crate::test", $(stringify!($sfx),)?
+                "`](fn@crate::test", $(stringify!($sfx),)? ").");
+            fn [<nvshmem_ $n _test $($sfx)?>]($($arg: $ty),*) -> $tr
         }
         extern_fn! {
-            concat!("`int (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
-                " cmp_value)`. Typed: [`crate::test_all`].");
-            fn [<nvshmem_ $n _test_all>](
-                ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: $t) -> c_int
-        }
-        extern_fn! {
-            concat!("`size_t (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
-                " cmp_value)`. Typed: [`crate::test_any`].");
-            fn [<nvshmem_ $n _test_any>](
-                ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: $t) -> usize
-        }
-        extern_fn! {
-            concat!("`size_t (", $c, " *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ", $c,
-                " cmp_value)`. Typed: [`crate::test_some`].");
-            fn [<nvshmem_ $n _test_some>](ivars: *mut $t, nelems: usize, indices: *mut usize,
-                status: *const c_int, cmp: c_int, cmp_value: $t) -> usize
-        }
-        extern_fn! {
-            concat!("`int (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
-                " *cmp_values)`. Typed: [`crate::test_all_vector`].");
-            fn [<nvshmem_ $n _test_all_vector>](
-                ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *const $t) -> c_int
-        }
-        extern_fn! {
-            concat!("`size_t (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
-                " *cmp_values)`. Typed: [`crate::test_any_vector`].");
-            fn [<nvshmem_ $n _test_any_vector>](
-                ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *const $t) -> usize
-        }
-        extern_fn! {
-            concat!("`size_t (", $c, " *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ", $c,
-                " *cmp_values)`. Typed: [`crate::test_some_vector`].");
-            fn [<nvshmem_ $n _test_some_vector>](ivars: *mut $t, nelems: usize, indices: *mut usize,
-                status: *const c_int, cmp: c_int, cmp_values: *const $t) -> usize
-        }
-        extern_fn! {
-            concat!("`void (", $c, " *ivar, int cmp, ", $c, " cmp_value)`. Typed: [`crate::wait_until`].");
-            fn [<nvshmem_ $n _wait_until>](ivar: *mut $t, cmp: c_int, cmp_value: $t)
-        }
-        extern_fn! {
-            concat!("`void (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
-                " cmp_value)`. Typed: [`crate::wait_until_all`].");
-            fn [<nvshmem_ $n _wait_until_all>](
-                ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: $t)
-        }
-        extern_fn! {
-            concat!("`size_t (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
-                " cmp_value)`. Typed: [`crate::wait_until_any`].");
-            fn [<nvshmem_ $n _wait_until_any>](
-                ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: $t) -> usize
-        }
-        extern_fn! {
-            concat!("`size_t (", $c, " *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ", $c,
-                " cmp_value)`. Typed: [`crate::wait_until_some`].");
-            fn [<nvshmem_ $n _wait_until_some>](ivars: *mut $t, nelems: usize, indices: *mut usize,
-                status: *const c_int, cmp: c_int, cmp_value: $t) -> usize
-        }
-        extern_fn! {
-            concat!("`void (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
-                " *cmp_values)`. Typed: [`crate::wait_until_all_vector`].");
-            fn [<nvshmem_ $n _wait_until_all_vector>](
-                ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *const $t)
-        }
-        extern_fn! {
-            concat!("`size_t (", $c, " *ivars, size_t nelems, const int *status, int cmp, ", $c,
-                " *cmp_values)`. Typed: [`crate::wait_until_any_vector`].");
-            fn [<nvshmem_ $n _wait_until_any_vector>](
-                ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *const $t) -> usize
-        }
-        extern_fn! {
-            concat!("`size_t (", $c, " *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ", $c,
-                " *cmp_values)`. Typed: [`crate::wait_until_some_vector`].");
-            fn [<nvshmem_ $n _wait_until_some_vector>](ivars: *mut $t, nelems: usize,
-                indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *const $t) -> usize
+            concat!("`", $wrc, " (", $($cp,)* ")`. Typed: [`crate::wait_until", $(stringify!($sfx),)?
+                "`](fn@crate::wait_until", $(stringify!($sfx),)? ").");
+            fn [<nvshmem_ $n _wait_until $($sfx)?>]($($arg: $ty),*) $(-> $wr)?
         }
     } };
+}
+
+// NVSHMEM_TEST*, NVSHMEM_WAIT_UNTIL* over NVSHMEMI_REPT_FOR_WAIT_TYPES.
+macro_rules! decl_wait {
+    ($n:ident, $c:literal, $t:ty) => {
+        decl_test_wait! { $n, $t; : test -> c_int ["int"], wait_until ["void"];
+            c ($c, " *ivar, int cmp, ", $c, " cmp_value"); rust (ivar: *mut $t, cmp: c_int, cmp_value: $t) }
+        decl_test_wait! { $n, $t; _all: test -> c_int ["int"], wait_until ["void"];
+            c ($c, " *ivars, size_t nelems, const int *status, int cmp, ", $c, " cmp_value");
+            rust (ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: $t) }
+        decl_test_wait! { $n, $t; _any: test -> usize ["size_t"], wait_until -> usize ["size_t"];
+            c ($c, " *ivars, size_t nelems, const int *status, int cmp, ", $c, " cmp_value");
+            rust (ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: $t) }
+        decl_test_wait! { $n, $t; _some: test -> usize ["size_t"], wait_until -> usize ["size_t"];
+            c ($c, " *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ", $c, " cmp_value");
+            rust (ivars: *mut $t, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
+                cmp_value: $t) }
+        decl_test_wait! { $n, $t; _all_vector: test -> c_int ["int"], wait_until ["void"];
+            c ($c, " *ivars, size_t nelems, const int *status, int cmp, ", $c, " *cmp_values");
+            rust (ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *const $t) }
+        decl_test_wait! { $n, $t; _any_vector: test -> usize ["size_t"], wait_until -> usize ["size_t"];
+            c ($c, " *ivars, size_t nelems, const int *status, int cmp, ", $c, " *cmp_values");
+            rust (ivars: *mut $t, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *const $t) }
+        decl_test_wait! { $n, $t; _some_vector: test -> usize ["size_t"], wait_until -> usize ["size_t"];
+            c ($c, " *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ", $c, " *cmp_values");
+            rust (ivars: *mut $t, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
+                cmp_values: *const $t) }
+    };
 }
 
 wait_types!(each! decl_wait!);

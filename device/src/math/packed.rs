@@ -3,19 +3,35 @@
 use crate::nvvm;
 use half::{bf16, f16};
 
-/// `f32` → `f16`, round to nearest even (`cvt.rn.f16.f32`).
-///
-/// ```no_run
-/// let h = nvshmem_device::math::f16_from_f32(1.5);
-/// ```
-#[inline(always)]
-pub fn f16_from_f32(x: f32) -> f16 {
-    let h: u16;
-    // SAFETY: a register conversion.
-    unsafe {
-        nvvm::ptx!("cvt.rn.f16.f32 {0}, {1};", out(reg16) h, in(reg32) x, options(pure, nomem, nostack));
-    }
-    f16::from_bits(h)
+/// `f32` → a 16-bit float, rounded by one `cvt` (`$ptx`).
+macro_rules! from_f32 {
+    ($($(#[$doc:meta])* $name:ident -> $t:ident = $ptx:literal;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name(x: f32) -> $t {
+            let bits: u16;
+            // SAFETY: a register conversion.
+            unsafe {
+                nvvm::ptx!($ptx, out(reg16) bits, in(reg32) x, options(pure, nomem, nostack));
+            }
+            $t::from_bits(bits)
+        }
+    )*};
+}
+
+from_f32! {
+    /// `f32` → `f16`, round to nearest even (`cvt.rn.f16.f32`).
+    ///
+    /// ```no_run
+    /// let h = nvshmem_device::math::f16_from_f32(1.5);
+    /// ```
+    f16_from_f32 -> f16 = "cvt.rn.f16.f32 {0}, {1};";
+    /// `f32` → `bf16`, round to nearest even (`cvt.rn.bf16.f32`, sm_80+).
+    ///
+    /// ```no_run
+    /// let b = nvshmem_device::math::bf16_from_f32(1.5);
+    /// ```
+    bf16_from_f32 -> bf16 = "cvt.rn.bf16.f32 {0}, {1};";
 }
 
 /// `f16` → `f32`, exact (`cvt.f32.f16`).
@@ -31,21 +47,6 @@ pub fn f16_to_f32(h: f16) -> f32 {
         nvvm::ptx!("cvt.f32.f16 {0}, {1};", out(reg32) x, in(reg16) h.to_bits(), options(pure, nomem, nostack));
     }
     x
-}
-
-/// `f32` → `bf16`, round to nearest even (`cvt.rn.bf16.f32`, sm_80+).
-///
-/// ```no_run
-/// let b = nvshmem_device::math::bf16_from_f32(1.5);
-/// ```
-#[inline(always)]
-pub fn bf16_from_f32(x: f32) -> bf16 {
-    let b: u16;
-    // SAFETY: a register conversion.
-    unsafe {
-        nvvm::ptx!("cvt.rn.bf16.f32 {0}, {1};", out(reg16) b, in(reg32) x, options(pure, nomem, nostack));
-    }
-    bf16::from_bits(b)
 }
 
 /// `bf16` → `f32`, exact: the bits shifted into the high half (no
@@ -65,7 +66,7 @@ macro_rules! packed_pair {
     (
         $(#[$doc:meta])* $name:ident($half:ident, $ptx:literal, $arch:literal), cvt $cvt:literal,
         to_f32 $to_f32:path,
-        add $add:literal $(($addk:expr))?, sub $sub:literal $(($subk:expr))?, mul $mul:literal $(($mulk:expr))?,
+        $($tr:ident $f:ident $op:literal $(($k:expr))?,)*
     ) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Default, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
@@ -178,13 +179,7 @@ macro_rules! packed_pair {
             /// ```
             #[inline(always)]
             pub fn fma(a: Self, b: Self, c: Self) -> Self {
-                let d: u32;
-                // SAFETY: register arithmetic.
-                unsafe {
-                    nvvm::ptx!(concat!("fma.rn.", $ptx, " {0}, {1}, {2}, {3};"), out(reg32) d, in(reg32) a.0, in(reg32) b.0,
-                        in(reg32) c.0, options(pure, nomem, nostack));
-                }
-                $name(d)
+                packed_pair!(@bin $name, [c.0], concat!("fma.rn.", $ptx, " {0}, {1}, {2}, {3};"), a, b)
             }
 
             #[doc = concat!("The smaller of each half (`min.", $ptx, "`, sm_80+; a NaN half loses to a number).")]
@@ -195,13 +190,7 @@ macro_rules! packed_pair {
             /// ```
             #[inline(always)]
             pub fn min(self, other: Self) -> Self {
-                let d: u32;
-                // SAFETY: register arithmetic.
-                unsafe {
-                    nvvm::ptx!(concat!("min.", $ptx, " {0}, {1}, {2};"), out(reg32) d, in(reg32) self.0, in(reg32) other.0,
-                        options(pure, nomem, nostack));
-                }
-                $name(d)
+                packed_pair!(@bin $name, [], concat!("min.", $ptx, " {0}, {1}, {2};"), self, other)
             }
 
             #[doc = concat!("The larger of each half (`max.", $ptx, "`, sm_80+).")]
@@ -212,13 +201,7 @@ macro_rules! packed_pair {
             /// ```
             #[inline(always)]
             pub fn max(self, other: Self) -> Self {
-                let d: u32;
-                // SAFETY: register arithmetic.
-                unsafe {
-                    nvvm::ptx!(concat!("max.", $ptx, " {0}, {1}, {2};"), out(reg32) d, in(reg32) self.0, in(reg32) other.0,
-                        options(pure, nomem, nostack));
-                }
-                $name(d)
+                packed_pair!(@bin $name, [], concat!("max.", $ptx, " {0}, {1}, {2};"), self, other)
             }
         }
 
@@ -236,36 +219,19 @@ macro_rules! packed_pair {
             }
         }
 
-        impl core::ops::Add for $name {
+        $(impl core::ops::$tr for $name {
             type Output = Self;
-            #[doc = concat!("Per half, round to nearest (`", $add, "`).")]
+            #[doc = concat!("Per half, round to nearest (`", $op, "`).")]
             #[inline(always)]
-            fn add(self, rhs: Self) -> Self {
-                packed_pair!(@bin $name, $add [$($addk)?], self, rhs)
+            fn $f(self, rhs: Self) -> Self {
+                packed_pair!(@bin $name, [$($k)?], $op, self, rhs)
             }
-        }
-
-        impl core::ops::Sub for $name {
-            type Output = Self;
-            #[doc = concat!("Per half, round to nearest (`", $sub, "`).")]
-            #[inline(always)]
-            fn sub(self, rhs: Self) -> Self {
-                packed_pair!(@bin $name, $sub [$($subk)?], self, rhs)
-            }
-        }
-
-        impl core::ops::Mul for $name {
-            type Output = Self;
-            #[doc = concat!("Per half, round to nearest (`", $mul, "`).")]
-            #[inline(always)]
-            fn mul(self, rhs: Self) -> Self {
-                packed_pair!(@bin $name, $mul [$($mulk)?], self, rhs)
-            }
-        }
+        })*
     };
     // `$op` is a full instruction template over {0} = d, {1} = a, {2} = b and
-    // {3} = the constant `$k` (packed instructions take no immediates).
-    (@bin $name:ident, $op:literal [$($k:expr)?], $a:expr, $b:expr) => {{
+    // {3} = `$k` (the third operand of an `fma`, or a constant: packed
+    // instructions take no immediates).
+    (@bin $name:ident, [$($k:expr)?], $op:expr, $a:expr, $b:expr) => {{
         let d: u32;
         let (a, b) = ($a.0, $b.0);
         // SAFETY: register arithmetic.
@@ -290,7 +256,9 @@ packed_pair! {
     /// ```
     F16x2(f16, "f16x2", "sm_53+"), cvt "cvt.rn.f16x2.f32",
     to_f32 f16_to_f32,
-    add "add.rn.f16x2 {0}, {1}, {2};", sub "sub.rn.f16x2 {0}, {1}, {2};", mul "mul.rn.f16x2 {0}, {1}, {2};",
+    Add add "add.rn.f16x2 {0}, {1}, {2};",
+    Sub sub "sub.rn.f16x2 {0}, {1}, {2};",
+    Mul mul "mul.rn.f16x2 {0}, {1}, {2};",
 }
 
 packed_pair! {
@@ -308,9 +276,9 @@ packed_pair! {
     Bf16x2(bf16, "bf16x2", "sm_80+"), cvt "cvt.rn.bf16x2.f32",
     to_f32 bf16_to_f32,
     // a + b = fma(a, 1, b); a - b = fma(b, -1, a); a * b = fma(a, b, -0).
-    add "fma.rn.bf16x2 {0}, {1}, {3}, {2};" (0x3f80_3f80),
-    sub "fma.rn.bf16x2 {0}, {2}, {3}, {1};" (0xbf80_bf80),
-    mul "fma.rn.bf16x2 {0}, {1}, {2}, {3};" (0x8000_8000),
+    Add add "fma.rn.bf16x2 {0}, {1}, {3}, {2};" (0x3f80_3f80),
+    Sub sub "fma.rn.bf16x2 {0}, {2}, {3}, {1};" (0xbf80_bf80),
+    Mul mul "fma.rn.bf16x2 {0}, {1}, {2}, {3};" (0x8000_8000),
 }
 
 #[cfg(test)]
