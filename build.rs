@@ -100,6 +100,7 @@ fn main() {
     let mut times = String::new();
     let crates = KERNEL_CRATES
         .iter()
+        .chain(HOPPER_CRATES)
         .chain(other_installed.map(|_| &MISMATCH_CRATE));
     for (krate, out) in crates.zip(&outputs) {
         let steps: Vec<String> = out
