@@ -13,8 +13,8 @@
 //!   (operator, element type) pairs that NVSHMEM has;
 //! - [`TensorMap`]: CUDA's `CUtensorMap`, for TMA copies;
 //! - [`Version`] and [`SUPPORTED_VERSIONS`], [`Arch`] and [`SUPPORTED_ARCHS`];
-//! - with the `std` feature: the [`manifest`] that the builder writes beside
-//!   every PTX, and [`install`], which finds an NVSHMEM installation.
+//! - with the `std` feature: the `manifest` module that the builder writes beside
+//!   every PTX, and `install`, which finds an NVSHMEM installation.
 //!
 //! Kernels use it through `nvshmem-device`, host programs through
 //! `nvshmem-host`, which re-export it.
