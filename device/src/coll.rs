@@ -144,6 +144,10 @@ team_fns! {
 /// use nvshmem_device::CollectElement;
 /// assert_eq!(<f32 as CollectElement>::COLLECT_NAME, "float");
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an element type of NVSHMEM's typed collectives",
+    note = "structs and other plain data go through the `_pod` forms (`broadcast_pod`, `fcollect_pod`, ...); the typed forms take the integers, `f32`, `f64`, `f16` and `bf16`"
+)]
 pub trait CollectElement: Copy + Sealed {
     /// The NVSHMEM type name used (`float` in `nvshmem_float_broadcast`).
     const COLLECT_NAME: &'static str;
@@ -186,6 +190,10 @@ crate::rma::rma_types!(impl_collect!);
 /// fn reducible<T: nvshmem_device::ReduceElement>() {}
 /// reducible::<nvshmem_device::half::bf16>();
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "NVSHMEM has no reduction over `{Self}`",
+    note = "NVSHMEM reduces the integer types (not `isize`), `f32`, `f64`, `f16` and `bf16`; see `ReduceOp` for which operator takes which type"
+)]
 pub trait ReduceElement: Copy + Sealed {
     #[doc(hidden)]
     unsafe fn __reduce(k: ReduceOpKind, s: Scope, t: i32, d: *mut Self, src: *const Self, n: usize);

@@ -36,6 +36,21 @@ use half::{bf16, f16};
 /// assert_eq!(<u64 as RmaElement>::RMA_NAME, "uint64");
 /// assert_eq!(<half::bf16 as RmaElement>::RMA_NAME, "bfloat16");
 /// ```
+///
+/// A struct is not one; the compiler's note points to `put_pod`:
+///
+/// ```compile_fail
+/// # use nvshmem_device::{Pe, SymPtr};
+/// #[derive(Clone, Copy)]
+/// struct Particle { x: f32, y: f32 }
+/// unsafe fn send(dest: SymPtr<Particle>, src: *const Particle, pe: Pe) {
+///     unsafe { nvshmem_device::put(dest, src, 1, pe) } // use put_pod
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an element type of NVSHMEM's typed put/get",
+    note = "structs and other plain data go through `put_pod`, `get_pod` and the other `_pod` forms (derive `bytemuck::Pod`, re-exported as `nvshmem_device::bytemuck`); the typed forms take the integers, `f32`, `f64`, `f16` and `bf16`"
+)]
 pub trait RmaElement: Copy + Sealed {
     /// The NVSHMEM type name used (`int32` in `nvshmem_int32_put`).
     const RMA_NAME: &'static str;

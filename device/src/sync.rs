@@ -75,6 +75,10 @@ macro_rules! impl_wait_ops {
 /// assert_eq!(<i16 as WaitElement>::WAIT_NAME, "short");
 /// assert_eq!(<usize as WaitElement>::WAIT_NAME, "size");
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "NVSHMEM cannot wait on a `{Self}`",
+    note = "`wait_until` and friends take `i16`, `u16`, `i32`, `u32`, `i64`, `u64`, `isize` and `usize`; wait on a flag of one of those beside your data"
+)]
 pub trait WaitElement: Copy + Sealed {
     /// The NVSHMEM type name used (`uint64` in `nvshmem_uint64_wait_until`).
     const WAIT_NAME: &'static str;
