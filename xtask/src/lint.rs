@@ -12,6 +12,13 @@ pub struct Args {}
 pub fn run(_: Args) -> Result<ExitCode, String> {
     let root = crate::repo_root();
     let tc = Toolchain::pinned().map_err(|e| e.to_string())?;
+    // The builder installs the kernel toolchain without clippy (it needs
+    // rust-src and llvm-tools only); add it here, once.
+    crate::check(
+        Command::new("rustup")
+            .args(["component", "add", "clippy", "--toolchain"])
+            .arg(tc.name()),
+    )?;
     let mut cmd = Command::new(tc.cargo());
     cmd.current_dir(&root)
         .env("RUSTUP_TOOLCHAIN", tc.name())
