@@ -254,7 +254,7 @@ impl Builder {
             Some(name) => Error::InvalidSetting {
                 name: name.into(),
                 value: arch.clone(),
-                expected: e.to_string(),
+                expected: format!("a GPU architecture such as sm_90 ({e})"),
             },
             None => Error::InvalidArch { arch: arch.clone() },
         })?;

@@ -29,7 +29,7 @@ pub enum Error {
 
     /// The architecture string is malformed or not supported.
     #[error(
-        "invalid GPU architecture `{arch}`: {}. Write it as `sm_` and the compute \
+        "invalid GPU architecture `{arch}` ({}). Write it as `sm_` and the compute \
          capability, such as `sm_90` or `sm_80`",
         nvshmem_types::ParseArchError
     )]
@@ -67,7 +67,7 @@ pub enum Error {
 
     /// A wheel the build needs is not in the per-user cache, and was not downloaded.
     #[error(
-        "{what} was not found, and {requirement} was not downloaded into {}: {why}. Fix: \
+        "not found: {what}; {requirement} was not downloaded into {}: {why}. Fix: \
          `python3 -m pip install '{requirement}'` (python3's packages are searched), or build \
          once where PyPI is reachable and NVSHMEM_RS_OFFLINE is unset. Supported NVSHMEM \
          versions: {}; GPU architectures: {}",

@@ -101,7 +101,7 @@ pub struct ParseArchError;
 
 impl fmt::Display for ParseArchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("not a supported GPU architecture; supported: ")?;
+        f.write_str("supported GPU architectures: ")?;
         for (i, n) in SUPPORTED_ARCHS.iter().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
