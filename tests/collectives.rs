@@ -365,14 +365,22 @@ fn team_queries(pe: &mut TestPe) -> TestResult {
         // The host's view: a handle with the same id answers the same.
         let ht = t.host.expect("members have the host team");
         let host: Vec<i64> = vec![nv.team_my_pe(ht)?.index() as i64, nv.team_n_pes(ht)? as i64];
+        // One past the last member, and the largest number: None, not a
+        // read past NVSHMEM's table.
         let members = (0..size as u32)
+            .chain([size as u32, u32::MAX])
             .map(|i| {
                 Ok(nv
                     .team_translate_pe(ht, Pe::new(i), Team::WORLD)?
                     .map_or(-1, |p| p.index() as i64))
             })
             .collect::<Result<Vec<i64>, Error>>()?;
-        let want: Vec<i64> = t.members.iter().map(|&p| p as i64).collect();
+        let want: Vec<i64> = t
+            .members
+            .iter()
+            .map(|&p| p as i64)
+            .chain([-1, -1])
+            .collect();
         record(
             f,
             format!("host team queries on {}", t.name),

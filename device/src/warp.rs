@@ -17,12 +17,15 @@
 //! # Convergence
 //! The `_sync` functions take a `mask` of the lanes that take part, as in
 //! CUDA: every lane named in `mask` must call the same function with the same
-//! `mask` before any of them can go on, and the calling lane must be in
-//! `mask`. The functions without a mask (`shfl`, `all`, `reduce_sum`, ...) are
-//! the same with the full mask `0xffff_ffff`: **all 32 lanes** of the warp must
-//! reach them together (no lane may have exited or be on another branch).
-//! Breaking this hangs the warp or gives unspecified values; it does not touch
-//! memory, so these functions are safe.
+//! `mask` before any of them can go on. The functions without a mask (`shfl`,
+//! `all`, `reduce_sum`, ...) are the same with the full mask `0xffff_ffff`:
+//! **all 32 lanes** of the warp must reach them together (lanes that exited
+//! are not waited for). Breaking this hangs the warp or gives unspecified
+//! values; it does not touch memory, so these functions are safe.
+//!
+//! PTX leaves a call from a lane outside its own `mask` undefined, so the
+//! `_sync` functions always add the calling lane to `mask` (one `or` with
+//! [`lanemask_eq`]; nothing for a constant full mask).
 //!
 //! The collectives are LLVM's NVVM intrinsics (`llvm.nvvm.shfl.sync.*`,
 //! `vote.*.sync`, `match.any.sync.*`), which LLVM marks `convergent`: the
@@ -65,6 +68,17 @@ fn map_words<T: Pod>(value: T, mut f: impl FnMut(u32) -> u32) -> T {
     out
 }
 
+/// `mask` with the calling lane added: PTX leaves a `*.sync` from a lane
+/// outside its member mask undefined. Free for the full mask.
+#[inline(always)]
+fn with_self(mask: u32) -> u32 {
+    if mask == FULL_MASK {
+        mask
+    } else {
+        mask | lanemask_eq()
+    }
+}
+
 /// `c` operand of `shfl.sync`: segment mask from `width`, and the clamp lane.
 #[inline(always)]
 fn segment(width: u32) -> u32 {
@@ -87,8 +101,8 @@ macro_rules! shuffles {
         $(#[$doc])*
         #[inline(always)]
         pub fn $sync<T: Pod>(mask: u32, value: T, $arg: u32, width: u32) -> T {
-            let c = segment(width) | $clamp;
-            // SAFETY: a register exchange between lanes; see Convergence.
+            let (mask, c) = (with_self(mask), segment(width) | $clamp);
+            // SAFETY: a register exchange between lanes, this lane in `mask`.
             map_words(value, |w| unsafe { nvvm::$intrinsic(mask, w, $arg, c) })
         }
 
@@ -166,8 +180,8 @@ macro_rules! votes {
         $(#[$doc])*
         #[inline(always)]
         pub fn $sync(mask: u32, predicate: bool) -> $ret {
-            // SAFETY: a vote; see Convergence.
-            unsafe { nvvm::$intrinsic(mask, predicate) }
+            // SAFETY: a vote, this lane in the mask.
+            unsafe { nvvm::$intrinsic(with_self(mask), predicate) }
         }
         $(
             $(#[$wdoc])*
@@ -236,9 +250,10 @@ votes! {
 /// ```
 #[inline(always)]
 pub fn match_any_sync<T: Pod>(mask: u32, value: T) -> u32 {
+    let mask = with_self(mask);
     if size_of::<T>() == 8 {
         let v: u64 = bytemuck::pod_read_unaligned(bytemuck::bytes_of(&value));
-        // SAFETY: a warp match; see Convergence.
+        // SAFETY: a warp match, this lane in `mask`.
         return unsafe { nvvm::match_any_sync_i64(mask, v) };
     }
     let mut same = mask;
@@ -264,7 +279,7 @@ pub fn match_any_sync<T: Pod>(mask: u32, value: T) -> u32 {
 /// ```
 #[inline(always)]
 pub fn match_all_sync<T: Pod>(mask: u32, value: T) -> bool {
-    match_any_sync(mask, value) == mask
+    match_any_sync(mask, value) == with_self(mask)
 }
 
 /// `__activemask()`: the lanes of this warp executing this instruction now.
@@ -288,8 +303,8 @@ pub fn activemask() -> u32 {
 /// ```
 #[inline(always)]
 pub fn sync(mask: u32) {
-    // SAFETY: a warp barrier; see Convergence.
-    unsafe { nvvm::bar_warp_sync(mask) }
+    // SAFETY: a warp barrier, this lane in the mask.
+    unsafe { nvvm::bar_warp_sync(with_self(mask)) }
 }
 
 /// This thread's lane in its warp (0..32), from `%laneid`.

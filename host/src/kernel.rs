@@ -87,7 +87,9 @@ impl Kernel {
         /// # Safety
         /// The arguments must satisfy the kernel's own contract (the memory it
         /// reads and writes through them must be valid for that, for as long as
-        /// it runs). Count and sizes are checked against the manifest.
+        /// it runs; a [`Team`](crate::Team) from a [`SplitTeam`](crate::SplitTeam)
+        /// must not be destroyed before the kernel ends). Count and sizes are
+        /// checked against the manifest.
         ///
         /// ```no_run
         /// # let nv = nvshmem_host::Nvshmem::init()?;

@@ -58,10 +58,9 @@ impl Drop for ModuleInner {
             return;
         }
         let result = (|| {
-            self.nv
-                .ctx
-                .bind_to_thread()
-                .map_err(Error::driver("cuCtxSetCurrent"))?;
+            // A kernel launched from this module may still run: cuModuleUnload
+            // is not documented to wait for it.
+            self.nv.sync_context()?;
             if self.nvshmem.is_some() && self.nv.check_active("Module").is_ok() {
                 // SAFETY: registered at load; finalized once, here.
                 let status = unsafe { self.nv.lib.raw().nvshmemx_cumodule_finalize(self.module) };

@@ -189,7 +189,12 @@ impl Nvshmem {
     ) -> Result<Option<Pe>> {
         let s = self.check_team(&src, "Nvshmem::team_translate_pe")?;
         let d = self.check_team(&dest, "Nvshmem::team_translate_pe")?;
-        // SAFETY: live teams; NVSHMEM returns -1 for a PE outside either.
+        // NVSHMEM indexes the source team's PE table without a range check.
+        if pe.index() >= self.team_n_pes(src)? {
+            return Ok(None);
+        }
+        // SAFETY: live teams and `pe` in `src`; NVSHMEM returns -1 for a PE
+        // not in `dest`.
         Ok(pe_or_none(unsafe {
             self.inner
                 .lib

@@ -63,7 +63,19 @@ impl ReduceOpKind {
 /// assert_eq!(<Sum as ReduceOp<f32>>::NAME, "float_sum");
 /// assert_eq!(<Xor as ReduceOp<u64>>::NAME, "uint64_xor");
 /// ```
-pub trait ReduceOp<T>: Copy + Default + Sealed {
+///
+/// Each (operator, type) pair is sealed, so no other crate can add one:
+///
+/// ```compile_fail
+/// use nvshmem_types::{ReduceOp, ReduceOpKind, Sum};
+/// #[derive(Clone, Copy)]
+/// struct Pair(f32, f32);
+/// impl ReduceOp<Pair> for Sum {
+///     const KIND: ReduceOpKind = ReduceOpKind::Sum;
+///     const NAME: &'static str = "double_sum";
+/// }
+/// ```
+pub trait ReduceOp<T>: Copy + Default + Sealed + pair::Supported<T> {
     /// Which operator this is.
     const KIND: ReduceOpKind;
     /// NVSHMEM's type and operator part of the function name, such as
@@ -100,11 +112,19 @@ ops! {
     Prod;
 }
 
+/// Seals each (operator, type) pair, not only the operator: another crate
+/// cannot add `impl ReduceOp<MyType> for Sum` naming a function for another
+/// type (the reductions would then read and write past the buffers).
+mod pair {
+    pub trait Supported<T> {}
+}
+
 macro_rules! impl_reduce_ops {
     ([$(($op:ident, $o:literal)),*] $types:tt) => {
         $( impl_reduce_ops!(@op $op, $o, $types); )*
     };
     (@op $op:ident, $o:literal, { $($t:ty => $n:literal),* $(,)? }) => {$(
+        impl pair::Supported<$t> for $op {}
         impl ReduceOp<$t> for $op {
             const KIND: ReduceOpKind = ReduceOpKind::$op;
             const NAME: &'static str = concat!($n, "_", $o);
