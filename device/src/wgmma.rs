@@ -14,14 +14,24 @@
 //! use nvshmem_device::wgmma::{self, Accum, KMajor, M64, MatDesc};
 //! # unsafe fn f(a: MatDesc<bf16, KMajor>, b: MatDesc<bf16, KMajor>) {
 //! let mut acc = Accum::<M64<128>>::zero();
-//! wgmma::fence();                                              // wgmma.fence.sync.aligned
-//! unsafe { wgmma::mma_async(&mut acc, a, b, false) };          // D = A·B (scale-d 0)
-//! unsafe { wgmma::mma_async(&mut acc, a.advance(32), b.advance(32), true) }; // next k16: D += A·B
-//! wgmma::commit_group();                                       // wgmma.commit_group.sync.aligned
-//! wgmma::wait_group::<0>();                                    // wgmma.wait_group.sync.aligned 0
+//! // SAFETY: the whole warpgroup runs these lines together; the descriptors
+//! // name shared memory the async proxy sees.
+//! unsafe {
+//!     wgmma::fence();                                          // wgmma.fence.sync.aligned
+//!     wgmma::mma_async(&mut acc, a, b, false);                 // D = A·B (scale-d 0)
+//!     wgmma::mma_async(&mut acc, a.advance(32), b.advance(32), true); // next k16: D += A·B
+//!     wgmma::commit_group();                                   // wgmma.commit_group.sync.aligned
+//!     wgmma::wait_group::<0>();                                // wgmma.wait_group.sync.aligned 0
+//! }
 //! wgmma::fence_operand(&mut acc);
 //! # }
 //! ```
+//!
+//! Every `wgmma` instruction, and `setmaxnreg`, is `.aligned`: all 128
+//! threads of the warpgroup must execute it together, in warpgroup-uniform
+//! control flow, or the behaviour is undefined. So their functions are
+//! `unsafe`; the named barriers are not (they use the non-aligned
+//! `barrier.sync` / `barrier.arrive` and check their operands).
 //!
 //! Shapes: `M64<N>` for N in 8, 16, 32, 64, 96, 128, 192, 256; inputs `bf16`
 //! or `f16`, accumulator f32. Descriptors carry the element type and the
@@ -228,8 +238,9 @@ pub trait Wgmma<T: WgElement>: WgShape {
 /// register write to `acc`), and [`fence_operand`] after the wait.
 ///
 /// # Safety
-/// Every thread of the warpgroup must call it together with the same
-/// descriptors. They must describe this block's shared memory in the layout
+/// Every thread of the warpgroup must call it together, in
+/// warpgroup-uniform control flow (the instruction is `.aligned`), with the
+/// same descriptors. They must describe this block's shared memory in the layout
 /// (swizzle, offsets) the data was written in, visible to the async proxy
 /// (written by TMA, or followed by `fence.proxy.async` —
 /// [`tma::fence_proxy_async_shared_cta`](crate::tma::fence_proxy_async_shared_cta)),
@@ -331,17 +342,31 @@ device_asm! {
     /// Orders register and shared-memory accesses before the following
     /// `wgmma.mma_async`s (`wgmma.fence.sync.aligned`). Needed before the first
     /// MMA of a batch and whenever the accumulator registers were touched.
-    /// All threads of the warpgroup call it together.
-    pub fn fence() = "wgmma.fence.sync.aligned;";
+    ///
+    /// # Safety
+    /// Every thread of the warpgroup executes this call together, in
+    /// warpgroup-uniform control flow: the instruction is `.aligned`, and the
+    /// PTX ISA makes it undefined behaviour when some threads of the
+    /// warpgroup do not execute the same instruction (a branch on the thread
+    /// index around it, an early `return` of some threads).
+    pub unsafe fn fence() = "wgmma.fence.sync.aligned;";
 
     /// Closes the group of the `wgmma.mma_async`s this warpgroup issued since the
     /// last commit (`wgmma.commit_group.sync.aligned`).
-    pub fn commit_group() = "wgmma.commit_group.sync.aligned;";
+    ///
+    /// # Safety
+    /// As [`fence`]: every thread of the warpgroup executes it together, in
+    /// warpgroup-uniform control flow (`.aligned`).
+    pub unsafe fn commit_group() = "wgmma.commit_group.sync.aligned;";
 
     /// Waits until at most `N` of this warpgroup's `wgmma` groups are pending
     /// (`wgmma.wait_group.sync.aligned N`): the accumulators of the others can be
     /// read, and their shared-memory operands reused.
-    pub fn wait_group<const N: u32>() = "wgmma.wait_group.sync.aligned {n};", [n = const N,];
+    ///
+    /// # Safety
+    /// As [`fence`]: every thread of the warpgroup executes it together, in
+    /// warpgroup-uniform control flow (`.aligned`).
+    pub unsafe fn wait_group<const N: u32>() = "wgmma.wait_group.sync.aligned {n};", [n = const N,];
 }
 
 /// A compiler barrier on every accumulator register (an empty `asm!` that
@@ -367,14 +392,32 @@ pub fn fence_operand<S: WgShape>(acc: &mut Accum<S>) {
 
 device_asm! {
     /// Raises this warp's register budget to `N` (`setmaxnreg.inc.sync.aligned.u32 N`,
-    /// sm_90a; `N` a multiple of 8 in 24..=256). Every warp of the warpgroup must
-    /// call it together; the block must have been launched with enough registers
-    /// free (the producer warpgroups having called [`setmaxnreg_dec`]).
-    pub fn setmaxnreg_inc<const N: u32>() = "setmaxnreg.inc.sync.aligned.u32 {n};", [n = const N,];
+    /// sm_90a; `N` a multiple of 8 in 24..=256, which ptxas checks). Blocks
+    /// until the block's register pool has the registers (the producer
+    /// warpgroups having called [`setmaxnreg_dec`]): a pool that never has
+    /// them hangs the warpgroup.
+    ///
+    /// # Safety
+    /// Every thread of the warpgroup (all 4 warps) executes this call
+    /// together, in warpgroup-uniform control flow: the instruction is
+    /// `.aligned`, and the PTX ISA makes it undefined behaviour when some
+    /// warps or threads of the warpgroup do not execute the same one. The
+    /// register-budget contract of the PTX ISA holds too: `N` is at least the
+    /// warp's current per-thread register count (the kernel's, as ptxas
+    /// allocated it, or that of this warpgroup's previous `setmaxnreg`), and
+    /// the warps of the warpgroup have synchronized since their previous
+    /// `setmaxnreg`, if any.
+    pub unsafe fn setmaxnreg_inc<const N: u32>() = "setmaxnreg.inc.sync.aligned.u32 {n};", [n = const N,];
 
     /// Lowers this warp's register budget to `N` (`setmaxnreg.dec.sync.aligned.u32 N`,
-    /// sm_90a), freeing registers for other warpgroups.
-    pub fn setmaxnreg_dec<const N: u32>() = "setmaxnreg.dec.sync.aligned.u32 {n};", [n = const N,];
+    /// sm_90a; `N` a multiple of 8 in 24..=256), freeing registers for other
+    /// warpgroups.
+    ///
+    /// # Safety
+    /// As [`setmaxnreg_inc`] (the whole warpgroup together, in
+    /// warpgroup-uniform control flow), except that `N` is at most the
+    /// warp's current per-thread register count.
+    pub unsafe fn setmaxnreg_dec<const N: u32>() = "setmaxnreg.dec.sync.aligned.u32 {n};", [n = const N,];
 }
 
 /// This thread's warpgroup in the block (`thread index / 128`, x only).
