@@ -433,11 +433,76 @@ pub fn warpgroup_thread() -> u32 {
 }
 
 device_asm! {
-    /// Waits at named barrier `id` (1..16; 0 is `sync_threads`'s) until `threads`
-    /// threads (a multiple of 32) have arrived (`bar.sync id, threads`). Lets a
-    /// subset of the block, such as the consumer warpgroups, synchronize.
-    pub fn named_barrier_sync(id: u32, threads: u32) = "bar.sync {i}, {n};", [i = in(reg32) id, n = in(reg32) threads,];
+    /// `barrier.sync id, threads` unchecked.
+    ///
+    /// # Safety
+    /// `id < 16` and `threads` a positive multiple of 32.
+    unsafe fn barrier_sync(id: u32, threads: u32) = "barrier.sync {i}, {n};", [i = in(reg32) id, n = in(reg32) threads,];
 
-    /// Arrives at named barrier `id` without waiting (`bar.arrive id, threads`).
-    pub fn named_barrier_arrive(id: u32, threads: u32) = "bar.arrive {i}, {n};", [i = in(reg32) id, n = in(reg32) threads,];
+    /// `barrier.arrive id, threads` unchecked.
+    ///
+    /// # Safety
+    /// As [`barrier_sync`].
+    unsafe fn barrier_arrive(id: u32, threads: u32) = "barrier.arrive {i}, {n};", [i = in(reg32) id, n = in(reg32) threads,];
+}
+
+/// Traps (panics) unless `id` names one of the block's 16 barriers and
+/// `threads` is a positive multiple of the warp size, the operands the PTX
+/// ISA allows for `barrier.sync` / `barrier.arrive` with a thread count.
+#[inline(always)]
+#[track_caller]
+fn check_named_barrier(id: u32, threads: u32) {
+    if id >= 16 {
+        panic!("named barrier id out of range: a block has barriers 0..16");
+    }
+    if threads == 0 || !threads.is_multiple_of(crate::thread::WARP_SIZE) {
+        panic!("named barrier thread count must be a positive multiple of 32");
+    }
+}
+
+/// Waits at named barrier `id` until `threads` threads have arrived at it
+/// (`barrier.sync id, threads`), and orders the memory accesses of those
+/// threads before it against those after it. Lets a subset of the block,
+/// such as the consumer warpgroups, synchronize. `id` is one of the block's
+/// 16 barriers (use 1..16: 0 is [`sync_threads`](crate::thread::sync_threads)'s,
+/// with every thread of the block), `threads` a positive multiple of 32;
+/// other values trap (panic).
+///
+/// ```no_run
+/// // The 128 threads of warpgroup 1 (barrier 1), apart from the rest of the block.
+/// if nvshmem_device::wgmma::warpgroup_index() == 1 {
+///     nvshmem_device::wgmma::named_barrier_sync(1, 128);
+/// }
+/// ```
+///
+/// # Divergent calls hang; they are not undefined behaviour
+/// This is PTX's `barrier.sync`, not `bar.sync` (`barrier.sync.aligned`),
+/// for the reason [`sync_threads`](crate::thread::sync_threads) gives: the
+/// `.aligned` form makes it undefined behaviour when the threads of a warp
+/// do not all execute the same barrier instruction, which a safe function
+/// cannot rule out. Without `.aligned` the barrier counts threads (a warp at
+/// a time: a thread waits for its warp's other non-exited threads), wherever
+/// they arrive from. A count that is never reached hangs the kernel; that is
+/// no undefined behaviour, so the function is safe.
+#[inline(always)]
+#[track_caller]
+pub fn named_barrier_sync(id: u32, threads: u32) {
+    check_named_barrier(id, threads);
+    // SAFETY: `id` and `threads` checked above; a non-aligned barrier, which
+    // divergent callers only hang (see above).
+    unsafe { barrier_sync(id, threads) }
+}
+
+/// Arrives at named barrier `id` without waiting (`barrier.arrive id,
+/// threads`): a producer's signal to the threads that wait there with
+/// [`named_barrier_sync`] (same `id` and `threads`, which count the
+/// arriving threads too). `id` and `threads` as [`named_barrier_sync`]
+/// checks them (other values trap), and safe for the same reason: the
+/// non-aligned form, whose misuse only hangs the waiters.
+#[inline(always)]
+#[track_caller]
+pub fn named_barrier_arrive(id: u32, threads: u32) {
+    check_named_barrier(id, threads);
+    // SAFETY: as in `named_barrier_sync`.
+    unsafe { barrier_arrive(id, threads) }
 }
