@@ -15,7 +15,10 @@
 ///
 /// An `unsafe fn`'s caller keeps the contract of its `# Safety` section; a
 /// safe one must be an instruction that is sound for any arguments (a fence,
-/// a wait, a barrier that only orders or blocks the caller).
+/// a wait, a barrier that only orders or blocks the caller) and in any
+/// control flow: never an `.aligned` instruction, which is undefined
+/// behaviour when the threads of the warp (or warpgroup) do not all execute
+/// it together.
 macro_rules! device_asm {
     (@body [$($arg:ident),*] $tmpl:expr, [$($op:tt)*]) => {
         #[cfg(target_arch = "nvptx64")]

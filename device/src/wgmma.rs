@@ -14,14 +14,24 @@
 //! use nvshmem_device::wgmma::{self, Accum, KMajor, M64, MatDesc};
 //! # unsafe fn f(a: MatDesc<bf16, KMajor>, b: MatDesc<bf16, KMajor>) {
 //! let mut acc = Accum::<M64<128>>::zero();
-//! wgmma::fence();                                              // wgmma.fence.sync.aligned
-//! unsafe { wgmma::mma_async(&mut acc, a, b, false) };          // D = A·B (scale-d 0)
-//! unsafe { wgmma::mma_async(&mut acc, a.advance(32), b.advance(32), true) }; // next k16: D += A·B
-//! wgmma::commit_group();                                       // wgmma.commit_group.sync.aligned
-//! wgmma::wait_group::<0>();                                    // wgmma.wait_group.sync.aligned 0
+//! // SAFETY: the whole warpgroup runs these lines together; the descriptors
+//! // name shared memory the async proxy sees.
+//! unsafe {
+//!     wgmma::fence();                                          // wgmma.fence.sync.aligned
+//!     wgmma::mma_async(&mut acc, a, b, false);                 // D = A·B (scale-d 0)
+//!     wgmma::mma_async(&mut acc, a.advance(32), b.advance(32), true); // next k16: D += A·B
+//!     wgmma::commit_group();                                   // wgmma.commit_group.sync.aligned
+//!     wgmma::wait_group::<0>();                                // wgmma.wait_group.sync.aligned 0
+//! }
 //! wgmma::fence_operand(&mut acc);
 //! # }
 //! ```
+//!
+//! Every `wgmma` instruction, and `setmaxnreg`, is `.aligned`: all 128
+//! threads of the warpgroup must execute it together, in warpgroup-uniform
+//! control flow, or the behaviour is undefined. So their functions are
+//! `unsafe`; the named barriers are not (they use the non-aligned
+//! `barrier.sync` / `barrier.arrive` and check their operands).
 //!
 //! Shapes: `M64<N>` for N in 8, 16, 32, 64, 96, 128, 192, 256; inputs `bf16`
 //! or `f16`, accumulator f32. Descriptors carry the element type and the
@@ -228,8 +238,9 @@ pub trait Wgmma<T: WgElement>: WgShape {
 /// register write to `acc`), and [`fence_operand`] after the wait.
 ///
 /// # Safety
-/// Every thread of the warpgroup must call it together with the same
-/// descriptors. They must describe this block's shared memory in the layout
+/// Every thread of the warpgroup must call it together, in
+/// warpgroup-uniform control flow (the instruction is `.aligned`), with the
+/// same descriptors. They must describe this block's shared memory in the layout
 /// (swizzle, offsets) the data was written in, visible to the async proxy
 /// (written by TMA, or followed by `fence.proxy.async` —
 /// [`tma::fence_proxy_async_shared_cta`](crate::tma::fence_proxy_async_shared_cta)),
@@ -331,17 +342,31 @@ device_asm! {
     /// Orders register and shared-memory accesses before the following
     /// `wgmma.mma_async`s (`wgmma.fence.sync.aligned`). Needed before the first
     /// MMA of a batch and whenever the accumulator registers were touched.
-    /// All threads of the warpgroup call it together.
-    pub fn fence() = "wgmma.fence.sync.aligned;";
+    ///
+    /// # Safety
+    /// Every thread of the warpgroup executes this call together, in
+    /// warpgroup-uniform control flow: the instruction is `.aligned`, and the
+    /// PTX ISA makes it undefined behaviour when some threads of the
+    /// warpgroup do not execute the same instruction (a branch on the thread
+    /// index around it, an early `return` of some threads).
+    pub unsafe fn fence() = "wgmma.fence.sync.aligned;";
 
     /// Closes the group of the `wgmma.mma_async`s this warpgroup issued since the
     /// last commit (`wgmma.commit_group.sync.aligned`).
-    pub fn commit_group() = "wgmma.commit_group.sync.aligned;";
+    ///
+    /// # Safety
+    /// As [`fence`]: every thread of the warpgroup executes it together, in
+    /// warpgroup-uniform control flow (`.aligned`).
+    pub unsafe fn commit_group() = "wgmma.commit_group.sync.aligned;";
 
     /// Waits until at most `N` of this warpgroup's `wgmma` groups are pending
     /// (`wgmma.wait_group.sync.aligned N`): the accumulators of the others can be
     /// read, and their shared-memory operands reused.
-    pub fn wait_group<const N: u32>() = "wgmma.wait_group.sync.aligned {n};", [n = const N,];
+    ///
+    /// # Safety
+    /// As [`fence`]: every thread of the warpgroup executes it together, in
+    /// warpgroup-uniform control flow (`.aligned`).
+    pub unsafe fn wait_group<const N: u32>() = "wgmma.wait_group.sync.aligned {n};", [n = const N,];
 }
 
 /// A compiler barrier on every accumulator register (an empty `asm!` that
@@ -367,14 +392,32 @@ pub fn fence_operand<S: WgShape>(acc: &mut Accum<S>) {
 
 device_asm! {
     /// Raises this warp's register budget to `N` (`setmaxnreg.inc.sync.aligned.u32 N`,
-    /// sm_90a; `N` a multiple of 8 in 24..=256). Every warp of the warpgroup must
-    /// call it together; the block must have been launched with enough registers
-    /// free (the producer warpgroups having called [`setmaxnreg_dec`]).
-    pub fn setmaxnreg_inc<const N: u32>() = "setmaxnreg.inc.sync.aligned.u32 {n};", [n = const N,];
+    /// sm_90a; `N` a multiple of 8 in 24..=256, which ptxas checks). Blocks
+    /// until the block's register pool has the registers (the producer
+    /// warpgroups having called [`setmaxnreg_dec`]): a pool that never has
+    /// them hangs the warpgroup.
+    ///
+    /// # Safety
+    /// Every thread of the warpgroup (all 4 warps) executes this call
+    /// together, in warpgroup-uniform control flow: the instruction is
+    /// `.aligned`, and the PTX ISA makes it undefined behaviour when some
+    /// warps or threads of the warpgroup do not execute the same one. The
+    /// register-budget contract of the PTX ISA holds too: `N` is at least the
+    /// warp's current per-thread register count (the kernel's, as ptxas
+    /// allocated it, or that of this warpgroup's previous `setmaxnreg`), and
+    /// the warps of the warpgroup have synchronized since their previous
+    /// `setmaxnreg`, if any.
+    pub unsafe fn setmaxnreg_inc<const N: u32>() = "setmaxnreg.inc.sync.aligned.u32 {n};", [n = const N,];
 
     /// Lowers this warp's register budget to `N` (`setmaxnreg.dec.sync.aligned.u32 N`,
-    /// sm_90a), freeing registers for other warpgroups.
-    pub fn setmaxnreg_dec<const N: u32>() = "setmaxnreg.dec.sync.aligned.u32 {n};", [n = const N,];
+    /// sm_90a; `N` a multiple of 8 in 24..=256), freeing registers for other
+    /// warpgroups.
+    ///
+    /// # Safety
+    /// As [`setmaxnreg_inc`] (the whole warpgroup together, in
+    /// warpgroup-uniform control flow), except that `N` is at most the
+    /// warp's current per-thread register count.
+    pub unsafe fn setmaxnreg_dec<const N: u32>() = "setmaxnreg.dec.sync.aligned.u32 {n};", [n = const N,];
 }
 
 /// This thread's warpgroup in the block (`thread index / 128`, x only).
@@ -390,11 +433,76 @@ pub fn warpgroup_thread() -> u32 {
 }
 
 device_asm! {
-    /// Waits at named barrier `id` (1..16; 0 is `sync_threads`'s) until `threads`
-    /// threads (a multiple of 32) have arrived (`bar.sync id, threads`). Lets a
-    /// subset of the block, such as the consumer warpgroups, synchronize.
-    pub fn named_barrier_sync(id: u32, threads: u32) = "bar.sync {i}, {n};", [i = in(reg32) id, n = in(reg32) threads,];
+    /// `barrier.sync id, threads` unchecked.
+    ///
+    /// # Safety
+    /// `id < 16` and `threads` a positive multiple of 32.
+    unsafe fn barrier_sync(id: u32, threads: u32) = "barrier.sync {i}, {n};", [i = in(reg32) id, n = in(reg32) threads,];
 
-    /// Arrives at named barrier `id` without waiting (`bar.arrive id, threads`).
-    pub fn named_barrier_arrive(id: u32, threads: u32) = "bar.arrive {i}, {n};", [i = in(reg32) id, n = in(reg32) threads,];
+    /// `barrier.arrive id, threads` unchecked.
+    ///
+    /// # Safety
+    /// As [`barrier_sync`].
+    unsafe fn barrier_arrive(id: u32, threads: u32) = "barrier.arrive {i}, {n};", [i = in(reg32) id, n = in(reg32) threads,];
+}
+
+/// Traps (panics) unless `id` names one of the block's 16 barriers and
+/// `threads` is a positive multiple of the warp size, the operands the PTX
+/// ISA allows for `barrier.sync` / `barrier.arrive` with a thread count.
+#[inline(always)]
+#[track_caller]
+fn check_named_barrier(id: u32, threads: u32) {
+    if id >= 16 {
+        panic!("named barrier id out of range: a block has barriers 0..16");
+    }
+    if threads == 0 || !threads.is_multiple_of(crate::thread::WARP_SIZE) {
+        panic!("named barrier thread count must be a positive multiple of 32");
+    }
+}
+
+/// Waits at named barrier `id` until `threads` threads have arrived at it
+/// (`barrier.sync id, threads`), and orders the memory accesses of those
+/// threads before it against those after it. Lets a subset of the block,
+/// such as the consumer warpgroups, synchronize. `id` is one of the block's
+/// 16 barriers (use 1..16: 0 is [`sync_threads`](crate::thread::sync_threads)'s,
+/// with every thread of the block), `threads` a positive multiple of 32;
+/// other values trap (panic).
+///
+/// ```no_run
+/// // The 128 threads of warpgroup 1 (barrier 1), apart from the rest of the block.
+/// if nvshmem_device::wgmma::warpgroup_index() == 1 {
+///     nvshmem_device::wgmma::named_barrier_sync(1, 128);
+/// }
+/// ```
+///
+/// # Divergent calls hang; they are not undefined behaviour
+/// This is PTX's `barrier.sync`, not `bar.sync` (`barrier.sync.aligned`),
+/// for the reason [`sync_threads`](crate::thread::sync_threads) gives: the
+/// `.aligned` form makes it undefined behaviour when the threads of a warp
+/// do not all execute the same barrier instruction, which a safe function
+/// cannot rule out. Without `.aligned` the barrier counts threads (a warp at
+/// a time: a thread waits for its warp's other non-exited threads), wherever
+/// they arrive from. A count that is never reached hangs the kernel; that is
+/// no undefined behaviour, so the function is safe.
+#[inline(always)]
+#[track_caller]
+pub fn named_barrier_sync(id: u32, threads: u32) {
+    check_named_barrier(id, threads);
+    // SAFETY: `id` and `threads` checked above; a non-aligned barrier, which
+    // divergent callers only hang (see above).
+    unsafe { barrier_sync(id, threads) }
+}
+
+/// Arrives at named barrier `id` without waiting (`barrier.arrive id,
+/// threads`): a producer's signal to the threads that wait there with
+/// [`named_barrier_sync`] (same `id` and `threads`, which count the
+/// arriving threads too). `id` and `threads` as [`named_barrier_sync`]
+/// checks them (other values trap), and safe for the same reason: the
+/// non-aligned form, whose misuse only hangs the waiters.
+#[inline(always)]
+#[track_caller]
+pub fn named_barrier_arrive(id: u32, threads: u32) {
+    check_named_barrier(id, threads);
+    // SAFETY: as in `named_barrier_sync`.
+    unsafe { barrier_arrive(id, threads) }
 }

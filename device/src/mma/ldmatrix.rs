@@ -20,7 +20,8 @@ macro_rules! ldmatrix_fns {
         /// # Safety
         /// The addresses must be 16-byte aligned rows of this block's shared
         /// memory, written before (and not written during) the load; all 32
-        /// lanes must execute it together.
+        /// lanes of the warp execute it together, in warp-uniform control
+        /// flow (the instruction is `.aligned`: undefined behaviour otherwise).
         #[inline(always)]
         pub unsafe fn $name(row_addr: SharedAddr) -> [u32; $n] {
             #[cfg(target_arch = "nvptx64")]

@@ -21,12 +21,14 @@
 //! use nvshmem_device::mma::{FragA, FragB, FragC, M16N8K16, mma};
 //! # let (a, b): (FragA<bf16, M16N8K16>, FragB<bf16, M16N8K16>) = todo!();
 //! let c = FragC::<f32, M16N8K16>::zero();
-//! let d = mma(a, b, c);            // bf16 × bf16 + f32
-//! // let e = mma(a, b, FragC::<nvshmem_device::half::f16, M16N8K16>::zero()); // does not compile
+//! // SAFETY: all 32 lanes of the warp run this line together.
+//! let d = unsafe { mma(a, b, c) }; // bf16 × bf16 + f32
+//! // let e = unsafe { mma(a, b, FragC::<nvshmem_device::half::f16, M16N8K16>::zero()) }; // does not compile
 //! ```
 //!
 //! Every `mma.sync`/`ldmatrix` is `.aligned`: all 32 lanes of the warp must
-//! execute it together (warp-uniform control flow), as in CUDA.
+//! execute it together (warp-uniform control flow), as in CUDA, or the
+//! behaviour is undefined. So [`mma`] and the `ldmatrix` loads are `unsafe`.
 //!
 //! # Fragment layouts (lane `l`, `g = l / 4`, `t = l % 4`)
 //! The `coord` functions ([`FragA::coord`], [`FragB::coord`], [`FragC::coord`])
@@ -330,20 +332,30 @@ impl<T: Accumulator<S>, S: Shape> FragC<T, S> {
 /// (sealed; implemented from the table in the module docs).
 pub trait MmaSync<S: Shape, C: Accumulator<S>>: Operand<S> {
     /// One `mma.sync.aligned` (see [`mma`]).
-    fn mma(a: FragA<Self, S>, b: FragB<Self, S>, c: FragC<C, S>) -> FragC<C, S>;
+    ///
+    /// # Safety
+    /// As [`mma`].
+    unsafe fn mma(a: FragA<Self, S>, b: FragB<Self, S>, c: FragC<C, S>) -> FragC<C, S>;
 }
 
 /// `D = A · B + C` on the warp's tensor cores: one `mma.sync.aligned` of
 /// shape `S` (the PTX instruction of the module table). Compiles only for the
-/// supported (shape, A/B type, C type) combinations. All 32 lanes must call it
-/// together.
+/// supported (shape, A/B type, C type) combinations.
+///
+/// # Safety
+/// Every thread (all 32 lanes) of the warp calls it together, in
+/// warp-uniform control flow: the instruction is `.aligned`, and the PTX ISA
+/// makes it undefined behaviour when some lanes of the warp do not execute
+/// the same instruction (a branch on the lane index around it, an early
+/// `return` of some lanes, a block whose size is not a multiple of 32).
 #[inline(always)]
-pub fn mma<T: MmaSync<S, C>, C: Accumulator<S>, S: Shape>(
+pub unsafe fn mma<T: MmaSync<S, C>, C: Accumulator<S>, S: Shape>(
     a: FragA<T, S>,
     b: FragB<T, S>,
     c: FragC<C, S>,
 ) -> FragC<C, S> {
-    T::mma(a, b, c)
+    // SAFETY: the caller's contract.
+    unsafe { T::mma(a, b, c) }
 }
 
 /// Emits one `mma.sync`: `$d`, `$a`, `$b` are the register index lists; D is
@@ -352,18 +364,21 @@ macro_rules! mma_impls {
     ($($t:ty, $c:ty, $s:ty: $ptx:literal, d [$($d:literal)*], a [$($a:literal)*], b [$($b:literal)*], $tmpl:literal;)*) => {$(
         impl MmaSync<$s, $c> for $t {
             #[inline(always)]
-            fn mma(a: FragA<$t, $s>, b: FragB<$t, $s>, c: FragC<$c, $s>) -> FragC<$c, $s> {
+            unsafe fn mma(a: FragA<$t, $s>, b: FragB<$t, $s>, c: FragC<$c, $s>) -> FragC<$c, $s> {
                 #[cfg(target_arch = "nvptx64")]
                 {
                     let mut d = c.regs;
-                    // SAFETY: register-only; the caller's warp is converged.
+                    // SAFETY: register-only; the caller's warp runs it together
+                    // (the `unsafe fn`'s contract). Not `pure`: LLVM moves pure asm
+                    // like arithmetic (sinks it into a branch that needs the result),
+                    // which could make a uniform call divergent.
                     unsafe {
                         core::arch::asm!(
                             concat!($ptx, " ", $tmpl, ";"),
                             $(inout(reg32) d[$d],)*
                             $(in(reg32) a.regs[$a],)*
                             $(in(reg32) b.regs[$b],)*
-                            options(pure, nomem, nostack)
+                            options(nomem, nostack)
                         )
                     };
                     FragC::from_regs(d)

@@ -104,7 +104,9 @@ unsafe fn compute_stage(acc: &mut Acc, smem: SharedAddr, slot: usize) {
         });
         unroll!(mi in [0 1 2 3] {
             unroll!(nj in [0 1 2 3 4 5 6 7] {
-                acc[mi][nj] = mma::mma(fa[mi], fb[nj], acc[mi][nj]);
+                // SAFETY: every lane of the warp runs this unrolled loop together (no
+                // branch on the lane; all THREADS threads call the mainloop).
+                acc[mi][nj] = unsafe { mma::mma(fa[mi], fb[nj], acc[mi][nj]) };
             });
         });
     });

@@ -117,7 +117,11 @@ pub unsafe fn run<const MAPS: usize>(
     let ktiles = k / BK;
     let wg = tid / 128;
     if wg == 0 {
-        wgmma::setmaxnreg_dec::<40>();
+        // SAFETY: all 128 threads of warpgroup 0 take this branch (`wg` is the
+        // warpgroup's) and reach this line together, its only `setmaxnreg`;
+        // 40 is below the kernel's register count (ptxas: at most 168 for 384
+        // threads).
+        unsafe { wgmma::setmaxnreg_dec::<40>() };
         if tid < 32 && tma::elect_one_sync() {
             // SAFETY: the caller's maps.
             unsafe {
@@ -154,7 +158,10 @@ pub unsafe fn run<const MAPS: usize>(
         return;
     }
 
-    wgmma::setmaxnreg_inc::<232>();
+    // SAFETY: the consumer warpgroups' threads all reach this line together
+    // (warpgroup 0 returned above), their only `setmaxnreg`; 232 is above the
+    // kernel's register count, and the producer's `setmaxnreg_dec` frees them.
+    unsafe { wgmma::setmaxnreg_inc::<232>() };
     let cw = (wg - 1) as usize;
     let wt = tid % 128;
     let mut it = 0usize;
@@ -169,7 +176,9 @@ pub unsafe fn run<const MAPS: usize>(
             let db = MatDesc::<bf16, KMajor>::k_major_sw128(slot.add(A_BYTES));
             // SAFETY: the full barrier of the slot; the TMA wrote it in the swizzle the descriptors name.
             unsafe { tma::mbarrier_wait_parity(full(s), (round & 1) as u32) };
-            wgmma::fence();
+            // SAFETY: the warpgroup's 128 threads run this loop together (the
+            // schedule and `ktiles` are the same for all, the caller's contract).
+            unsafe { wgmma::fence() };
             for kk in 0..(BK / 16) as u32 {
                 // SAFETY: as above; the whole warpgroup.
                 unsafe {
@@ -181,16 +190,19 @@ pub unsafe fn run<const MAPS: usize>(
                     )
                 };
             }
-            wgmma::commit_group();
+            // SAFETY: as for `fence` above, the whole warpgroup together.
+            unsafe { wgmma::commit_group() };
             // The previous stage's MMAs are done: its slot can be refilled.
-            wgmma::wait_group::<1>();
+            // SAFETY: as above.
+            unsafe { wgmma::wait_group::<1>() };
             if kt > 0 && wt == 0 {
                 // SAFETY: one arrival per consumer warpgroup and stage use.
                 unsafe { tma::mbarrier_arrive(empty((it - 1) % STAGES)) };
             }
             it += 1;
         }
-        wgmma::wait_group::<0>();
+        // SAFETY: as above, after the K loop (the same trip count for all).
+        unsafe { wgmma::wait_group::<0>() };
         if ktiles > 0 && wt == 0 {
             // SAFETY: as above, for the tile's last stage.
             unsafe { tma::mbarrier_arrive(empty((it - 1) % STAGES)) };

@@ -135,13 +135,18 @@ macro_rules! wgmma_kernel {
             // A k16 step is 32 bytes along a swizzled row, two core matrices otherwise.
             let step = if sw { 32 } else { 256 };
             let mut acc = Accum::<M64<$n>>::zero();
-            wgmma::fence();
+            // SAFETY: the block is one warpgroup (128 threads), all of which reach
+            // this line together (`sw` is a kernel argument, the loops above end).
+            unsafe { wgmma::fence() };
             for s in 0..4u32 {
                 // SAFETY: the tiles above, fenced; the whole warpgroup.
                 unsafe { wgmma::mma_async(&mut acc, da.advance(s * step), db.advance(s * step), s > 0) };
             }
-            wgmma::commit_group();
-            wgmma::wait_group::<0>();
+            // SAFETY: as for `fence`, the whole warpgroup together.
+            unsafe {
+                wgmma::commit_group();
+                wgmma::wait_group::<0>();
+            }
             wgmma::fence_operand(&mut acc);
             acc.for_each(t as u32, |r, c, v| unsafe { *out.add(r * $n + c) = v });
         }

@@ -32,7 +32,9 @@ macro_rules! mma_kernel {
             let fa = FragA::<$t, $s>::from_fn(lane, |r, k| unsafe { *a.add(r * $k + k) });
             let fb = FragB::<$t, $s>::from_fn(lane, |k, n| unsafe { *b.add(k * $n + n) });
             let fc = FragC::<$c, $s>::from_fn(lane, |r, n| unsafe { *c.add(r * $n + n) });
-            let fd = mma::mma(fa, fb, fc);
+            // SAFETY: the host launches one warp, whose 32 lanes all reach this
+            // line together (no branch on the lane before it).
+            let fd = unsafe { mma::mma(fa, fb, fc) };
             fd.for_each(lane, |r, n, v| unsafe { *d.add(r * $n + n) = v });
         }
     )*};
