@@ -12,7 +12,7 @@
 //! | [`tanh`] | `tanh.approx.f32` (sm_75+) | 2^-10.987 relative |
 //! | [`sqrt`] | `sqrt.approx.f32` | 2^-23 relative |
 //! | [`rsqrt`], [`rsqrt_f64`] | `rsqrt.approx.f32`, `.f64` | 2^-22.9 relative (f32); about 2^-40 (f64) |
-//! | [`rcp`], [`rcp_f64`] | `rcp.approx.f32`, `rcp.approx.ftz.f64` | 1 ULP (f32); about 2^-40, subnormals flushed (f64) |
+//! | [`rcp`], [`rcp_f64`] | `rcp.approx.f32`, `rcp.approx.ftz.f64` | 1 ULP (f32); about 2^-20 relative, subnormals flushed (f64: an f32-class seed, measured 2^-20.9 on an H200) |
 //! | [`div`] | `div.approx.f32` | 2 ULP for \|y\| in [2^-126, 2^126] |
 //!
 //! ```no_run

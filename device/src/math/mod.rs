@@ -142,11 +142,13 @@ macro_rules! libdevice {
             fn modf(x: Self) -> (Self, Self);
             /// `(remainder(x, y), q)` with `q` holding the low bits and sign of `x / y`.
             fn remquo(x: Self, y: Self) -> (Self, i32);
+            /// Square root, correctly rounded (`sqrt.rn`).
+            fn sqrt(x: Self) -> Self;
         }
 
-        libdevice!(@impl f32, __nv_sincosf, __nv_sincospif, __nv_frexpf, __nv_modff, __nv_remquof;
+        libdevice!(@impl f32, __nv_sincosf, __nv_sincospif, __nv_frexpf, __nv_modff, __nv_remquof, "sqrt.rn.f32", reg32;
             $($name($($arg),+) = $f32;)* @with_int $($iname($ix, $in) = $if32;)* @to_int $($tname($tx) = $tf32;)*);
-        libdevice!(@impl f64, __nv_sincos, __nv_sincospi, __nv_frexp, __nv_modf, __nv_remquo;
+        libdevice!(@impl f64, __nv_sincos, __nv_sincospi, __nv_frexp, __nv_modf, __nv_remquo, "sqrt.rn.f64", reg64;
             $($name($($arg),+) = $f64;)* @with_int $($iname($ix, $in) = $if64;)* @to_int $($tname($tx) = $tf64;)*);
 
         $(
@@ -183,7 +185,7 @@ macro_rules! libdevice {
             }
         )*
     };
-    (@impl $t:ty, $sincos:ident, $sincospi:ident, $frexp:ident, $modf:ident, $remquo:ident;
+    (@impl $t:ty, $sincos:ident, $sincospi:ident, $frexp:ident, $modf:ident, $remquo:ident, $sqrt:literal, $reg:ident;
         $($name:ident($($arg:ident),+) = $f:ident;)* @with_int $($iname:ident($ix:ident, $in:ident) = $if:ident;)*
         @to_int $($tname:ident($tx:ident) = $tf:ident;)*) => {
         impl Float for $t {
@@ -243,6 +245,15 @@ macro_rules! libdevice {
                 let r = unsafe { $remquo(x, y, &mut q) };
                 (r, q)
             }
+            #[inline(always)]
+            fn sqrt(x: $t) -> $t {
+                let y: $t;
+                // SAFETY: register arithmetic only.
+                unsafe {
+                    crate::nvvm::ptx!(concat!($sqrt, " {0}, {1};"), out($reg) y, in($reg) x, options(pure, nomem, nostack));
+                }
+                y
+            }
         }
     };
 }
@@ -286,7 +297,6 @@ libdevice! {
     "Bessel function of the second kind, order 0." fn y0(x) = __nv_y0f, __nv_y0;
     "Bessel function of the second kind, order 1." fn y1(x) = __nv_y1f, __nv_y1;
     "x^y." fn pow(x, y) = __nv_powf, __nv_pow;
-    "Square root (correctly rounded)." fn sqrt(x) = __nv_sqrtf, __nv_sqrt;
     "1 / √x." fn rsqrt(x) = __nv_rsqrtf, __nv_rsqrt;
     "Cube root." fn cbrt(x) = __nv_cbrtf, __nv_cbrt;
     "1 / ∛x." fn rcbrt(x) = __nv_rcbrtf, __nv_rcbrt;
@@ -313,6 +323,18 @@ libdevice! {
     "x^n for an integer n." fn powi(x, n: i32) = __nv_powif, __nv_powi;
     @to_int
     "The unbiased exponent of x as an integer." fn ilogb(x) -> i32 = __nv_ilogbf, __nv_ilogb;
+}
+
+/// Square root, correctly rounded (`sqrt.rn.f32`, `sqrt.rn.f64`). Not
+/// libdevice's `__nv_sqrtf`, which this LLVM lowers to `sqrt.approx.f32`
+/// (1 ULP off, found on an H200).
+///
+/// ```no_run
+/// let y = nvshmem_device::math::sqrt(2.0f32);
+/// ```
+#[inline(always)]
+pub fn sqrt<T: Float>(x: T) -> T {
+    T::sqrt(x)
 }
 
 /// `(sin x, cos x)`, computed together (libdevice `sincos`).
