@@ -58,35 +58,6 @@ KERNEL lat_get(uint8_t *dest, const uint8_t *src, uint64_t bytes, uint32_t pe, u
   for (uint64_t i = 0; i < iters; i++) nvshmem_getmem(dest, src, (size_t)bytes, (int)pe);
 }
 
-KERNEL lat_amo_fetch_add(uint64_t *dest, uint32_t pe, uint64_t iters, uint64_t *out) {
-  uint64_t acc = 0;
-  for (uint64_t i = 0; i < iters; i++) acc += nvshmem_uint64_atomic_fetch_add(dest, 1, (int)pe);
-  *out = acc;
-}
-
-KERNEL lat_amo_add(uint64_t *dest, uint32_t pe, uint64_t iters, uint64_t *out) {
-  for (uint64_t i = 0; i < iters; i++) {
-    nvshmem_uint64_atomic_add(dest, 1, (int)pe);
-    nvshmem_quiet();
-  }
-  *out = iters;
-}
-
-KERNEL lat_amo_compare_swap(uint64_t *dest, uint32_t pe, uint64_t iters, uint64_t *out) {
-  uint64_t cur = 0;
-  for (uint64_t i = 0; i < iters; i++) {
-    uint64_t old = nvshmem_uint64_atomic_compare_swap(dest, cur, cur + 1, (int)pe);
-    cur = old == cur ? cur + 1 : old;
-  }
-  *out = cur;
-}
-
-KERNEL lat_amo_swap(uint64_t *dest, uint32_t pe, uint64_t iters, uint64_t *out) {
-  uint64_t cur = 0;
-  for (uint64_t i = 0; i < iters; i++) cur = nvshmem_uint64_atomic_swap(dest, cur + 1, (int)pe) + 1;
-  *out = cur;
-}
-
 KERNEL pingpong(uint64_t *data, uint64_t *sig, const uint64_t *src, uint64_t nelem, uint32_t peer,
                 uint32_t first, uint64_t iters, uint64_t base) {
   for (uint64_t i = 0; i < iters; i++) {
@@ -108,10 +79,13 @@ KERNEL barrier_lat(uint64_t iters) {
 
 // ---------------------------------------------------------------- bandwidth
 
+// Part `part` of `total` cut into `parts`: starts a multiple of ALIGN (16
+// bytes for the bandwidth kernels, 4 floats for the all-reduce's).
+template <size_t ALIGN>
 __device__ __forceinline__ void split(size_t total, size_t parts, size_t part, size_t *start,
                                       size_t *len) {
   size_t unit = (total + parts - 1) / parts;
-  unit = (unit + 15) / 16 * 16;
+  unit = (unit + ALIGN - 1) / ALIGN * ALIGN;
   size_t s = part * unit < total ? part * unit : total;
   size_t e = s + unit < total ? s + unit : total;
   *start = s;
@@ -133,33 +107,31 @@ __device__ __forceinline__ void actor(size_t *a, size_t *na) {
   }
 }
 
-#define BW_KERNEL(NAME, SCOPE, DST_T, SRC_T, CALL)                                        \
-  KERNEL NAME(DST_T *dest, SRC_T *src, uint64_t bytes, uint32_t pe, uint64_t iters,       \
-              uint64_t nbuf) {                                                            \
-    size_t a, na, off, len;                                                               \
-    actor<SCOPE>(&a, &na);                                                                \
-    split((size_t)bytes, na, a, &off, &len);                                              \
-    if (len > 0) {                                                                        \
-      for (uint64_t i = 0; i < iters; i++) {                                              \
-        size_t b = (size_t)(i % nbuf) * (size_t)bytes + off;                              \
-        CALL(dest + b, src + b, len, (int)pe);                                            \
-      }                                                                                   \
-    }                                                                                     \
-    nvshmem_quiet();                                                                      \
+#define BW_KERNEL(NAME, SCOPE, CALL)                                                          \
+  KERNEL NAME(uint8_t *dest, const uint8_t *src, uint64_t bytes, uint32_t pe, uint64_t iters, \
+              uint64_t nbuf) {                                                                \
+    size_t a, na, off, len;                                                                   \
+    actor<SCOPE>(&a, &na);                                                                    \
+    split<16>((size_t)bytes, na, a, &off, &len);                                              \
+    if (len > 0) {                                                                            \
+      for (uint64_t i = 0; i < iters; i++) {                                                  \
+        size_t b = (size_t)(i % nbuf) * (size_t)bytes + off;                                  \
+        CALL(dest + b, src + b, len, (int)pe);                                                \
+      }                                                                                       \
+    }                                                                                         \
+    nvshmem_quiet();                                                                          \
   }
 
-BW_KERNEL(bw_put_thread, 0, uint8_t, const uint8_t, nvshmem_putmem)
-BW_KERNEL(bw_put_warp, 1, uint8_t, const uint8_t, nvshmemx_putmem_warp)
-BW_KERNEL(bw_put_block, 2, uint8_t, const uint8_t, nvshmemx_putmem_block)
-BW_KERNEL(bw_put_nbi_thread, 0, uint8_t, const uint8_t, nvshmem_putmem_nbi)
-BW_KERNEL(bw_put_nbi_warp, 1, uint8_t, const uint8_t, nvshmemx_putmem_nbi_warp)
-BW_KERNEL(bw_put_nbi_block, 2, uint8_t, const uint8_t, nvshmemx_putmem_nbi_block)
-BW_KERNEL(bw_get_thread, 0, uint8_t, const uint8_t, nvshmem_getmem)
-BW_KERNEL(bw_get_warp, 1, uint8_t, const uint8_t, nvshmemx_getmem_warp)
-BW_KERNEL(bw_get_block, 2, uint8_t, const uint8_t, nvshmemx_getmem_block)
-BW_KERNEL(bw_get_nbi_thread, 0, uint8_t, const uint8_t, nvshmem_getmem_nbi)
-BW_KERNEL(bw_get_nbi_warp, 1, uint8_t, const uint8_t, nvshmemx_getmem_nbi_warp)
-BW_KERNEL(bw_get_nbi_block, 2, uint8_t, const uint8_t, nvshmemx_getmem_nbi_block)
+// bw_DIR_{thread,warp,block}: NVSHMEM's OP in thread, warp and block scope.
+#define BW_KERNELS(DIR, OP)                             \
+  BW_KERNEL(bw_##DIR##_thread, 0, nvshmem_##OP)         \
+  BW_KERNEL(bw_##DIR##_warp, 1, nvshmemx_##OP##_warp)   \
+  BW_KERNEL(bw_##DIR##_block, 2, nvshmemx_##OP##_block)
+
+BW_KERNELS(put, putmem)
+BW_KERNELS(put_nbi, putmem_nbi)
+BW_KERNELS(get, getmem)
+BW_KERNELS(get_nbi, getmem_nbi)
 
 // ---------------------------------------------------------------- direct-store puts
 
@@ -193,7 +165,7 @@ __device__ __forceinline__ void copy16(uint8_t *dst, const uint8_t *src, size_t 
     size_t a, na, l, lanes, off, len;                                                      \
     actor<SCOPE>(&a, &na);                                                                 \
     lane<SCOPE>(&l, &lanes);                                                               \
-    split((size_t)bytes, na, a, &off, &len);                                               \
+    split<16>((size_t)bytes, na, a, &off, &len);                                           \
     uint8_t *direct = (uint8_t *)nvshmem_ptr(dest, (int)pe);                               \
     if (len > 0) {                                                                         \
       for (uint64_t i = 0; i < iters; i++) {                                               \
@@ -211,57 +183,60 @@ P2P_KERNEL(bw_put_p2p_thread, 0, nvshmem_putmem)
 P2P_KERNEL(bw_put_p2p_warp, 1, nvshmemx_putmem_warp)
 P2P_KERNEL(bw_put_p2p_block, 2, nvshmemx_putmem_block)
 
-// ---------------------------------------------------------------- atomic throughput
+// ---------------------------------------------------------------- atomics
+// A chain of `iters` atomics on the word `d` of PE `pe`, returning what goes
+// to `out`. A latency kernel runs it on one thread on `dest`; a throughput
+// kernel on every thread `t` of the grid on `dest + t`.
 
-KERNEL tput_amo_fetch_add(uint64_t *dest, uint32_t pe, uint64_t iters, uint64_t *out) {
-  size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  uint64_t *d = dest + t;
+__device__ __forceinline__ uint64_t fetch_add_chain(uint64_t *d, int pe, uint64_t iters) {
   uint64_t acc = 0;
-  for (uint64_t i = 0; i < iters; i++) acc += nvshmem_uint64_atomic_fetch_add(d, 1, (int)pe);
-  out[t] = acc;
+  for (uint64_t i = 0; i < iters; i++) acc += nvshmem_uint64_atomic_fetch_add(d, 1, pe);
+  return acc;
 }
 
-KERNEL tput_amo_add(uint64_t *dest, uint32_t pe, uint64_t iters, uint64_t *out) {
-  size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  uint64_t *d = dest + t;
-  for (uint64_t i = 0; i < iters; i++) nvshmem_uint64_atomic_add(d, 1, (int)pe);
-  nvshmem_quiet();
-  out[t] = iters;
+template <bool QUIET_EACH>
+__device__ __forceinline__ uint64_t add_chain(uint64_t *d, int pe, uint64_t iters) {
+  for (uint64_t i = 0; i < iters; i++) {
+    nvshmem_uint64_atomic_add(d, 1, pe);
+    if (QUIET_EACH) nvshmem_quiet();
+  }
+  if (!QUIET_EACH) nvshmem_quiet();
+  return iters;
 }
 
-KERNEL tput_amo_compare_swap(uint64_t *dest, uint32_t pe, uint64_t iters, uint64_t *out) {
-  size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  uint64_t *d = dest + t;
+__device__ __forceinline__ uint64_t compare_swap_chain(uint64_t *d, int pe, uint64_t iters) {
   uint64_t cur = 0;
   for (uint64_t i = 0; i < iters; i++) {
-    uint64_t old = nvshmem_uint64_atomic_compare_swap(d, cur, cur + 1, (int)pe);
+    uint64_t old = nvshmem_uint64_atomic_compare_swap(d, cur, cur + 1, pe);
     cur = old == cur ? cur + 1 : old;
   }
-  out[t] = cur;
+  return cur;
 }
 
-KERNEL tput_amo_swap(uint64_t *dest, uint32_t pe, uint64_t iters, uint64_t *out) {
-  size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  uint64_t *d = dest + t;
+__device__ __forceinline__ uint64_t swap_chain(uint64_t *d, int pe, uint64_t iters) {
   uint64_t cur = 0;
-  for (uint64_t i = 0; i < iters; i++) cur = nvshmem_uint64_atomic_swap(d, cur + 1, (int)pe) + 1;
-  out[t] = cur;
+  for (uint64_t i = 0; i < iters; i++) cur = nvshmem_uint64_atomic_swap(d, cur + 1, pe) + 1;
+  return cur;
 }
+
+#define AMO_KERNELS(LAT, LAT_CHAIN, TPUT, TPUT_CHAIN)                                         \
+  KERNEL LAT(uint64_t *dest, uint32_t pe, uint64_t iters, uint64_t *out) {                    \
+    *out = LAT_CHAIN(dest, (int)pe, iters);                                                   \
+  }                                                                                           \
+  KERNEL TPUT(uint64_t *dest, uint32_t pe, uint64_t iters, uint64_t *out) {                   \
+    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;                                 \
+    out[t] = TPUT_CHAIN(dest + t, (int)pe, iters);                                            \
+  }
+
+AMO_KERNELS(lat_amo_fetch_add, fetch_add_chain, tput_amo_fetch_add, fetch_add_chain)
+AMO_KERNELS(lat_amo_add, add_chain<true>, tput_amo_add, add_chain<false>)
+AMO_KERNELS(lat_amo_compare_swap, compare_swap_chain, tput_amo_compare_swap, compare_swap_chain)
+AMO_KERNELS(lat_amo_swap, swap_chain, tput_amo_swap, swap_chain)
 
 // ---------------------------------------------------------------- all-reduce
 // The allreduce example's two kernels, line for line.
 
 #define UNROLL 4
-
-__device__ __forceinline__ void ar_split(size_t total, size_t parts, size_t part, size_t *start,
-                                         size_t *len) {
-  size_t unit = (total + parts - 1) / parts;
-  unit = (unit + 3) / 4 * 4;
-  size_t s = part * unit < total ? part * unit : total;
-  size_t e = s + unit < total ? s + unit : total;
-  *start = s;
-  *len = e - s;
-}
 
 __device__ __forceinline__ void announce(uint64_t *words, uint64_t epoch) {
   uint32_t me = nvshmem_my_pe(), np = nvshmem_n_pes();
@@ -298,13 +273,19 @@ __device__ __forceinline__ const float *source_tile(float *buf, size_t t0, size_
   return mine;
 }
 
-__device__ __forceinline__ void sum_tile(float *buf, size_t t0, size_t tlen, float *scratch,
-                                         float4 acc[UNROLL], float *acc_tail) {
+// A tile's sums: UNROLL float4s per thread and one float of the tail.
+struct TileSum {
+  float4 v[UNROLL];
+  float tail;
+};
+
+__device__ __forceinline__ TileSum sum_tile(float *buf, size_t t0, size_t tlen, float *scratch) {
+  TileSum acc;
   size_t tid = threadIdx.x, bdim = blockDim.x;
   size_t vecs = tlen / 4, tail = tlen % 4;
 #pragma unroll
-  for (int u = 0; u < UNROLL; u++) acc[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-  *acc_tail = 0.f;
+  for (int u = 0; u < UNROLL; u++) acc.v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+  acc.tail = 0.f;
   int np = nvshmem_n_pes();
   for (int j = 0; j < np; j++) {
     const float *src = source_tile(buf, t0, tlen, j, scratch);
@@ -313,26 +294,26 @@ __device__ __forceinline__ void sum_tile(float *buf, size_t t0, size_t tlen, flo
       size_t v = u * bdim + tid;
       if (v < vecs) {
         float4 x = ((const float4 *)src)[v];
-        acc[u].x += x.x;
-        acc[u].y += x.y;
-        acc[u].z += x.z;
-        acc[u].w += x.w;
+        acc.v[u].x += x.x;
+        acc.v[u].y += x.y;
+        acc.v[u].z += x.z;
+        acc.v[u].w += x.w;
       }
     }
-    if (tid < tail) *acc_tail += src[vecs * 4 + tid];
+    if (tid < tail) acc.tail += src[vecs * 4 + tid];
   }
+  return acc;
 }
 
-__device__ __forceinline__ void store_tile(float *dst, size_t tlen, const float4 acc[UNROLL],
-                                           float acc_tail) {
+__device__ __forceinline__ void store_tile(float *dst, size_t tlen, const TileSum &acc) {
   size_t tid = threadIdx.x, bdim = blockDim.x;
   size_t vecs = tlen / 4, tail = tlen % 4;
 #pragma unroll
   for (int u = 0; u < UNROLL; u++) {
     size_t v = u * bdim + tid;
-    if (v < vecs) ((float4 *)dst)[v] = acc[u];
+    if (v < vecs) ((float4 *)dst)[v] = acc.v[u];
   }
-  if (tid < tail) dst[vecs * 4 + tid] = acc_tail;
+  if (tid < tail) dst[vecs * 4 + tid] = acc.tail;
 }
 
 __device__ __forceinline__ void copy_block(float *dst, const float *src, size_t len) {
@@ -344,17 +325,15 @@ __device__ __forceinline__ void copy_block(float *dst, const float *src, size_t 
 KERNEL allreduce_oneshot(float *data, float *stage, float *scratch, uint64_t *ready, uint64_t n,
                          uint64_t epoch) {
   size_t s, len;
-  ar_split((size_t)n, gridDim.x, blockIdx.x, &s, &len);
+  split<4>((size_t)n, gridDim.x, blockIdx.x, &s, &len);
   copy_block(stage + s, data + s, len);
   announce(ready, epoch);
   await_all(ready, epoch);
   size_t tile = (size_t)blockDim.x * UNROLL * 4;
   for (size_t t0 = s; t0 < s + len; t0 += tile) {
     size_t tlen = tile < s + len - t0 ? tile : s + len - t0;
-    float4 acc[UNROLL];
-    float acc_tail;
-    sum_tile(stage, t0, tlen, scratch, acc, &acc_tail);
-    store_tile(data + t0, tlen, acc, acc_tail);
+    TileSum acc = sum_tile(stage, t0, tlen, scratch);
+    store_tile(data + t0, tlen, acc);
   }
   complete_signals();
 }
@@ -363,8 +342,8 @@ KERNEL allreduce_rs_ag(float *data, float *scratch, uint64_t *ready, uint64_t *d
                        uint64_t epoch) {
   int me = nvshmem_my_pe(), np = nvshmem_n_pes();
   size_t shard, shard_len, sub, len;
-  ar_split((size_t)n, np, me, &shard, &shard_len);
-  ar_split(shard_len, gridDim.x, blockIdx.x, &sub, &len);
+  split<4>((size_t)n, np, me, &shard, &shard_len);
+  split<4>(shard_len, gridDim.x, blockIdx.x, &sub, &len);
   size_t s = shard + sub;
   announce(ready, epoch);
   await_all(ready, epoch);
@@ -372,16 +351,14 @@ KERNEL allreduce_rs_ag(float *data, float *scratch, uint64_t *ready, uint64_t *d
   bool indirect = false;
   for (size_t t0 = s; t0 < s + len; t0 += tile) {
     size_t tlen = tile < s + len - t0 ? tile : s + len - t0;
-    float4 acc[UNROLL];
-    float acc_tail;
-    sum_tile(data, t0, tlen, scratch, acc, &acc_tail);
-    store_tile(data + t0, tlen, acc, acc_tail);
+    TileSum acc = sum_tile(data, t0, tlen, scratch);
+    store_tile(data + t0, tlen, acc);
     for (int j = 0; j < np; j++) {
       if (j == me) continue;
       float *at = data + t0;
       float *p = (float *)nvshmem_ptr(at, j);
       if (p != nullptr) {
-        store_tile(p, tlen, acc, acc_tail);
+        store_tile(p, tlen, acc);
       } else {
         indirect = true;
         __threadfence_system();

@@ -240,10 +240,10 @@ macro_rules! direct_or {
     };
 }
 
-/// The body of every contiguous put, get and put-with-signal, typed
-/// (`T::__op`) or byte-wise (`[putmem..]`): the PE check, then the direct
-/// copy (puts and gets) or NVSHMEM's function. The arguments after the
-/// length are passed on as they are.
+/// The body of every scoped put, get, strided put or get, and
+/// put-with-signal, typed (`T::__op`) or byte-wise (`[putmem..]`, `[iput]`):
+/// the PE check, then the direct copy (contiguous puts and gets) or NVSHMEM's
+/// function. The arguments after the length are passed on as they are.
 macro_rules! copy {
     (put, $scope:ident, $dest:ident, $source:ident, $n:ident, $pe:ident, $f:tt) => {{
         check_pe($pe);
@@ -261,6 +261,17 @@ macro_rules! copy {
                 copy!(@call $f, $scope, $dest, $source.as_ptr(), $n, $pe.to_c()))
         }
     }};
+    // Strided: NVSHMEM's path only (it has no direct copy with strides).
+    (iput, $scope:ident, $dest:ident, $source:ident, $ds:ident, $ss:ident, $n:ident, $pe:ident, $f:tt) => {{
+        check_pe($pe);
+        // SAFETY: the caller's contract.
+        unsafe { copy!(@strided $f, $scope, $dest.as_ptr(), $source, $ds, $ss, $n, $pe.to_c()) }
+    }};
+    (iget, $scope:ident, $dest:ident, $source:ident, $ds:ident, $ss:ident, $n:ident, $pe:ident, $f:tt) => {{
+        check_pe($pe);
+        // SAFETY: the caller's contract.
+        unsafe { copy!(@strided $f, $scope, $dest, $source.as_ptr(), $ds, $ss, $n, $pe.to_c()) }
+    }};
     // NVSHMEM's path only: the signal must follow the data.
     (signal, $scope:ident, $dest:ident, $source:ident, $n:ident, $sig:ident, $v:ident, $op:ident,
         $pe:ident, $f:tt) => {{
@@ -271,11 +282,16 @@ macro_rules! copy {
         }
     }};
     // Typed: NVSHMEM counts elements; byte-wise: bytes.
-    (@call (T::$op:ident), $scope:ident, $d:expr, $s:expr, $n:ident, $($rest:expr),*) => {
-        T::$op($scope, $d, $s, $n, $($rest),*)
+    (@call (T::$op:ident), $scope:ident, $($a:expr),*) => {
+        T::$op($scope, $($a),*)
     };
     (@call [$mem:ident], $scope:ident, $d:expr, $s:expr, $n:ident, $($rest:expr),*) => {
         scoped_ffi!($scope, [$mem], $d as *mut c_void, $s as *const c_void, bytes::<T>($n), $($rest),*)
+    };
+    // Strided byte-wise: NVSHMEM's function of `T`'s size (`iput8` .. `iput128`).
+    (@strided (T::$op:ident), $($a:tt)*) => { copy!(@call (T::$op), $($a)*) };
+    (@strided [$op:ident], $scope:ident, $d:expr, $s:expr, $($rest:expr),*) => {
+        strided_pod!($scope, $op, $d as *mut c_void, $s as *const c_void, $($rest,)* T)
     };
 }
 
@@ -336,87 +352,6 @@ pub unsafe fn g<T: RmaElement>(source: SymPtr<T>, pe: Pe) -> T {
     unsafe { T::__g(source.as_ptr(), pe.to_c()) }
 }
 
-scoped! {
-    /// Copies `nelems` elements from this PE's `source` to `dest` on PE `pe`
-    /// (`nvshmem_TYPE_put`). Returns once `source` may be reused; the data is
-    /// delivered by the next [`quiet`](crate::quiet).
-    safety: concat!("`dest` must be a live symmetric allocation of at least `nelems` elements; `source` must \
-        be readable for `nelems` elements in GPU memory and not change until the call returns. Nothing \
-        may race with the writes to `dest` on PE `pe`.", pe_safety!());
-    example: ("dest: SymPtr<f32>, src: *const f32", "(dest, src, 256, Pe::new(1))");
-    pub unsafe fn [put, put_warp, put_block]<T: RmaElement>(
-        dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
-    ) |scope| { copy!(put, scope, dest, source, nelems, pe, (T::__put)) }
-}
-
-scoped! {
-    /// Starts copying `nelems` elements from `source` to `dest` on PE `pe` and
-    /// returns at once (`nvshmem_TYPE_put_nbi`). `source` may be reused, and
-    /// the data is delivered, after the next [`quiet`](crate::quiet).
-    safety: "As for [`put`], and `source` must stay unchanged until the next `quiet`.";
-    example: ("dest: SymPtr<u64>, src: *const u64", "(dest, src, 64, Pe::new(0))");
-    pub unsafe fn [put_nbi, put_nbi_warp, put_nbi_block]<T: RmaElement>(
-        dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
-    ) |scope| { copy!(put, scope, dest, source, nelems, pe, (T::__put_nbi)) }
-}
-
-scoped! {
-    /// Copies `nelems` elements from `source` on PE `pe` to this PE's `dest`
-    /// (`nvshmem_TYPE_get`); returns when `dest` holds them.
-    safety: concat!("`source` must be a live symmetric allocation of at least `nelems` initialized elements; \
-        `dest` must be writable for `nelems` elements in GPU memory, with no other access racing.", pe_safety!());
-    example: ("dest: *mut f64, src: SymPtr<f64>", "(dest, src, 32, Pe::new(2))");
-    pub unsafe fn [get, get_warp, get_block]<T: RmaElement>(
-        dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
-    ) |scope| { copy!(get, scope, dest, source, nelems, pe, (T::__get)) }
-}
-
-scoped! {
-    /// Starts copying `nelems` elements from `source` on PE `pe` to `dest` and
-    /// returns at once (`nvshmem_TYPE_get_nbi`); `dest` is valid after the next
-    /// [`quiet`](crate::quiet).
-    safety: "As for [`get`], and `dest` must not be read or written until the next `quiet`.";
-    example: ("dest: *mut i32, src: SymPtr<i32>", "(dest, src, 8, Pe::new(1))");
-    pub unsafe fn [get_nbi, get_nbi_warp, get_nbi_block]<T: RmaElement>(
-        dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
-    ) |scope| { copy!(get, scope, dest, source, nelems, pe, (T::__get_nbi)) }
-}
-
-scoped! {
-    /// Strided put (`nvshmem_TYPE_iput`): element `i` goes from
-    /// `source[i * source_stride]` to `dest[i * dest_stride]` on PE `pe`, for
-    /// `i < nelems`. Strides count elements.
-    ///
-    /// NVSHMEM implements it over direct load/store only (NVLink/PCIe peers);
-    /// over a network transport it prints an error and asserts.
-    safety: concat!("Every addressed element must lie in `dest`'s symmetric allocation and in readable GPU \
-        memory at `source`; nothing may race with the writes.", pe_safety!());
-    example: ("dest: SymPtr<f32>, src: *const f32", "(dest, src, 4, 1, 16, Pe::new(1))");
-    pub unsafe fn [iput, iput_warp, iput_block]<T: RmaElement>(
-        dest: SymPtr<T>, source: *const T, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        // SAFETY: the caller's contract.
-        unsafe { T::__iput(scope, dest.as_ptr(), source, dest_stride, source_stride, nelems, pe.to_c()) }
-    }
-}
-
-scoped! {
-    /// Strided get (`nvshmem_TYPE_iget`): element `i` comes from
-    /// `source[i * source_stride]` on PE `pe` into `dest[i * dest_stride]`.
-    /// Strides count elements. Direct load/store peers only, as [`iput`].
-    safety: concat!("Every addressed element must lie in `source`'s symmetric allocation and in writable GPU \
-        memory at `dest`; nothing may race with the writes.", pe_safety!());
-    example: ("dest: *mut u32, src: SymPtr<u32>", "(dest, src, 1, 8, 16, Pe::new(0))");
-    pub unsafe fn [iget, iget_warp, iget_block]<T: RmaElement>(
-        dest: *mut T, source: SymPtr<T>, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        // SAFETY: the caller's contract.
-        unsafe { T::__iget(scope, dest, source.as_ptr(), dest_stride, source_stride, nelems, pe.to_c()) }
-    }
-}
-
 /// The `iputBITS`/`igetBITS` of a plain-data type of 1, 2, 4, 8 or 16
 /// bytes; any other size does not compile.
 macro_rules! strided_pod {
@@ -437,42 +372,88 @@ macro_rules! strided_pod {
     }};
 }
 
-scoped! {
-    /// Strided put of any plain-data type of 1, 2, 4, 8 or 16 bytes
-    /// (`nvshmem_iput8` ... `nvshmem_iput128`, by `size_of::<T>()`): element
-    /// `i` goes from `source[i * source_stride]` to `dest[i * dest_stride]`
-    /// on PE `pe`. Direct load/store peers only, as [`iput`]; another size
-    /// does not compile.
-    safety: "As for [`iput`].";
-    example: ("dest: SymPtr<[u64; 2]>, src: *const [u64; 2]", "(dest, src, 2, 1, 8, Pe::new(1))");
-    pub unsafe fn [iput_pod, iput_pod_warp, iput_pod_block]<T: bytemuck::Pod>(
-        dest: SymPtr<T>, source: *const T, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        let (d, s) = (dest.as_ptr() as *mut c_void, source as *const c_void);
-        // SAFETY: the caller's contract.
-        unsafe { strided_pod!(scope, iput, d, s, dest_stride, source_stride, nelems, pe.to_c(), T) }
-    }
+/// The scoped RMA functions, one row each: the docs, safety and example of
+/// [`scoped!`], the three names, the element bound ([`RmaElement`] for the
+/// typed forms, [`bytemuck::Pod`] for the byte-wise ones), and the kind and
+/// function of [`copy!`]. The kind gives the parameters.
+macro_rules! rma_fns {
+    ($(
+        $(#[$doc:meta])*
+        safety: $safety:expr;
+        example: $example:tt;
+        fn $names:tt<T: $bound:path> = $kind:ident $f:tt;
+    )*) => {$(
+        rma_fns! { @$kind [$(#[$doc])* safety: $safety; example: $example; $names $bound, $kind $f] }
+    )*};
+    (@put $row:tt) => { rma_fns! { @fn $row (dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe) } };
+    (@get $row:tt) => { rma_fns! { @fn $row (dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe) } };
+    (@iput $row:tt) => { rma_fns! { @fn $row
+        (dest: SymPtr<T>, source: *const T, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe) } };
+    (@iget $row:tt) => { rma_fns! { @fn $row
+        (dest: *mut T, source: SymPtr<T>, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe) } };
+    (@signal $row:tt) => { rma_fns! { @fn $row
+        (dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe) } };
+    (@fn [$(#[$doc:meta])* safety: $safety:expr; example: ($p:literal, $c:literal);
+        [$t:ident, $w:ident, $b:ident] $bound:path, $kind:ident $f:tt] ($($arg:ident: $ty:ty),*)) => {
+        scoped! {
+            $(#[$doc])*
+            safety: $safety;
+            example: ($p, $c);
+            pub unsafe fn [$t, $w, $b]<T: $bound>($($arg: $ty),*) |scope| { copy!($kind, scope, $($arg,)* $f) }
+        }
+    };
 }
 
-scoped! {
-    /// Strided get of any plain-data type of 1, 2, 4, 8 or 16 bytes
-    /// (`nvshmem_iget8` ... `nvshmem_iget128`): element `i` comes from
+rma_fns! {
+    /// Copies `nelems` elements from this PE's `source` to `dest` on PE `pe`
+    /// (`nvshmem_TYPE_put`). Returns once `source` may be reused; the data is
+    /// delivered by the next [`quiet`](crate::quiet).
+    safety: concat!("`dest` must be a live symmetric allocation of at least `nelems` elements; `source` must \
+        be readable for `nelems` elements in GPU memory and not change until the call returns. Nothing \
+        may race with the writes to `dest` on PE `pe`.", pe_safety!());
+    example: ("dest: SymPtr<f32>, src: *const f32", "(dest, src, 256, Pe::new(1))");
+    fn [put, put_warp, put_block]<T: RmaElement> = put (T::__put);
+
+    /// Starts copying `nelems` elements from `source` to `dest` on PE `pe` and
+    /// returns at once (`nvshmem_TYPE_put_nbi`). `source` may be reused, and
+    /// the data is delivered, after the next [`quiet`](crate::quiet).
+    safety: "As for [`put`], and `source` must stay unchanged until the next `quiet`.";
+    example: ("dest: SymPtr<u64>, src: *const u64", "(dest, src, 64, Pe::new(0))");
+    fn [put_nbi, put_nbi_warp, put_nbi_block]<T: RmaElement> = put (T::__put_nbi);
+
+    /// Copies `nelems` elements from `source` on PE `pe` to this PE's `dest`
+    /// (`nvshmem_TYPE_get`); returns when `dest` holds them.
+    safety: concat!("`source` must be a live symmetric allocation of at least `nelems` initialized elements; \
+        `dest` must be writable for `nelems` elements in GPU memory, with no other access racing.", pe_safety!());
+    example: ("dest: *mut f64, src: SymPtr<f64>", "(dest, src, 32, Pe::new(2))");
+    fn [get, get_warp, get_block]<T: RmaElement> = get (T::__get);
+
+    /// Starts copying `nelems` elements from `source` on PE `pe` to `dest` and
+    /// returns at once (`nvshmem_TYPE_get_nbi`); `dest` is valid after the next
+    /// [`quiet`](crate::quiet).
+    safety: "As for [`get`], and `dest` must not be read or written until the next `quiet`.";
+    example: ("dest: *mut i32, src: SymPtr<i32>", "(dest, src, 8, Pe::new(1))");
+    fn [get_nbi, get_nbi_warp, get_nbi_block]<T: RmaElement> = get (T::__get_nbi);
+
+    /// Strided put (`nvshmem_TYPE_iput`): element `i` goes from
+    /// `source[i * source_stride]` to `dest[i * dest_stride]` on PE `pe`, for
+    /// `i < nelems`. Strides count elements.
+    ///
+    /// NVSHMEM implements it over direct load/store only (NVLink/PCIe peers);
+    /// over a network transport it prints an error and asserts.
+    safety: concat!("Every addressed element must lie in `dest`'s symmetric allocation and in readable GPU \
+        memory at `source`; nothing may race with the writes.", pe_safety!());
+    example: ("dest: SymPtr<f32>, src: *const f32", "(dest, src, 4, 1, 16, Pe::new(1))");
+    fn [iput, iput_warp, iput_block]<T: RmaElement> = iput (T::__iput);
+
+    /// Strided get (`nvshmem_TYPE_iget`): element `i` comes from
     /// `source[i * source_stride]` on PE `pe` into `dest[i * dest_stride]`.
-    /// Direct load/store peers only, as [`iget`].
-    safety: "As for [`iget`].";
-    example: ("dest: *mut [f32; 4], src: SymPtr<[f32; 4]>", "(dest, src, 1, 4, 8, Pe::new(0))");
-    pub unsafe fn [iget_pod, iget_pod_warp, iget_pod_block]<T: bytemuck::Pod>(
-        dest: *mut T, source: SymPtr<T>, dest_stride: isize, source_stride: isize, nelems: usize, pe: Pe,
-    ) |scope| {
-        check_pe(pe);
-        let (d, s) = (dest as *mut c_void, source.as_ptr() as *const c_void);
-        // SAFETY: the caller's contract.
-        unsafe { strided_pod!(scope, iget, d, s, dest_stride, source_stride, nelems, pe.to_c(), T) }
-    }
-}
+    /// Strides count elements. Direct load/store peers only, as [`iput`].
+    safety: concat!("Every addressed element must lie in `source`'s symmetric allocation and in writable GPU \
+        memory at `dest`; nothing may race with the writes.", pe_safety!());
+    example: ("dest: *mut u32, src: SymPtr<u32>", "(dest, src, 1, 8, 16, Pe::new(0))");
+    fn [iget, iget_warp, iget_block]<T: RmaElement> = iget (T::__iget);
 
-scoped! {
     /// Copies `nelems` elements to `dest` on PE `pe`, then updates the signal
     /// word `signal` there with `op` and `value` (`nvshmem_TYPE_put_signal`):
     /// a receiver that sees the signal (see
@@ -483,12 +464,8 @@ scoped! {
         "dest: SymPtr<f32>, src: *const f32, flag: SymPtr<u64>",
         "(dest, src, 256, flag, 1, SignalOp::Set, Pe::new(1))"
     );
-    pub unsafe fn [put_signal, put_signal_warp, put_signal_block]<T: RmaElement>(
-        dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
-    ) |scope| { copy!(signal, scope, dest, source, nelems, signal, value, op, pe, (T::__put_signal)) }
-}
+    fn [put_signal, put_signal_warp, put_signal_block]<T: RmaElement> = signal (T::__put_signal);
 
-scoped! {
     /// [`put_signal`] that returns at once (`nvshmem_TYPE_put_signal_nbi`);
     /// `source` may be reused after the next [`quiet`](crate::quiet).
     safety: "As for [`put_signal`], and `source` must stay unchanged until the next `quiet`.";
@@ -496,71 +473,62 @@ scoped! {
         "dest: SymPtr<i64>, src: *const i64, flag: SymPtr<u64>",
         "(dest, src, 16, flag, 1, SignalOp::Add, Pe::new(3))"
     );
-    pub unsafe fn [put_signal_nbi, put_signal_nbi_warp, put_signal_nbi_block]<T: RmaElement>(
-        dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
-    ) |scope| { copy!(signal, scope, dest, source, nelems, signal, value, op, pe, (T::__put_signal_nbi)) }
-}
+    fn [put_signal_nbi, put_signal_nbi_warp, put_signal_nbi_block]<T: RmaElement> = signal (T::__put_signal_nbi);
 
-// The byte-wise forms, for any plain-data type.
+    // The byte-wise forms, for any plain-data type.
 
-scoped! {
     /// Copies `nelems` values of any plain-data type `T` to `dest` on PE `pe`,
     /// byte-wise (`nvshmem_putmem`). Otherwise as [`put`].
     safety: "As for [`put`], for `nelems * size_of::<T>()` bytes.";
     example: ("dest: SymPtr<[f32; 4]>, src: *const [f32; 4]", "(dest, src, 10, Pe::new(1))");
-    pub unsafe fn [put_pod, put_pod_warp, put_pod_block]<T: bytemuck::Pod>(
-        dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
-    ) |scope| { copy!(put, scope, dest, source, nelems, pe, [putmem]) }
-}
+    fn [put_pod, put_pod_warp, put_pod_block]<T: bytemuck::Pod> = put [putmem];
 
-scoped! {
     /// [`put_pod`] that returns at once (`nvshmem_putmem_nbi`); as [`put_nbi`].
     safety: "As for [`put_nbi`], for `nelems * size_of::<T>()` bytes.";
     example: ("dest: SymPtr<u8>, src: *const u8", "(dest, src, 4096, Pe::new(1))");
-    pub unsafe fn [put_pod_nbi, put_pod_nbi_warp, put_pod_nbi_block]<T: bytemuck::Pod>(
-        dest: SymPtr<T>, source: *const T, nelems: usize, pe: Pe,
-    ) |scope| { copy!(put, scope, dest, source, nelems, pe, [putmem_nbi]) }
-}
+    fn [put_pod_nbi, put_pod_nbi_warp, put_pod_nbi_block]<T: bytemuck::Pod> = put [putmem_nbi];
 
-scoped! {
     /// Copies `nelems` plain-data values from `source` on PE `pe` to `dest`,
     /// byte-wise (`nvshmem_getmem`). Otherwise as [`get`].
     safety: "As for [`get`], for `nelems * size_of::<T>()` bytes.";
     example: ("dest: *mut [u16; 3], src: SymPtr<[u16; 3]>", "(dest, src, 5, Pe::new(0))");
-    pub unsafe fn [get_pod, get_pod_warp, get_pod_block]<T: bytemuck::Pod>(
-        dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
-    ) |scope| { copy!(get, scope, dest, source, nelems, pe, [getmem]) }
-}
+    fn [get_pod, get_pod_warp, get_pod_block]<T: bytemuck::Pod> = get [getmem];
 
-scoped! {
     /// [`get_pod`] that returns at once (`nvshmem_getmem_nbi`); as [`get_nbi`].
     safety: "As for [`get_nbi`], for `nelems * size_of::<T>()` bytes.";
     example: ("dest: *mut u8, src: SymPtr<u8>", "(dest, src, 512, Pe::new(1))");
-    pub unsafe fn [get_pod_nbi, get_pod_nbi_warp, get_pod_nbi_block]<T: bytemuck::Pod>(
-        dest: *mut T, source: SymPtr<T>, nelems: usize, pe: Pe,
-    ) |scope| { copy!(get, scope, dest, source, nelems, pe, [getmem_nbi]) }
-}
+    fn [get_pod_nbi, get_pod_nbi_warp, get_pod_nbi_block]<T: bytemuck::Pod> = get [getmem_nbi];
 
-scoped! {
+    /// Strided put of any plain-data type of 1, 2, 4, 8 or 16 bytes
+    /// (`nvshmem_iput8` ... `nvshmem_iput128`, by `size_of::<T>()`): element
+    /// `i` goes from `source[i * source_stride]` to `dest[i * dest_stride]`
+    /// on PE `pe`. Direct load/store peers only, as [`iput`]; another size
+    /// does not compile.
+    safety: "As for [`iput`].";
+    example: ("dest: SymPtr<[u64; 2]>, src: *const [u64; 2]", "(dest, src, 2, 1, 8, Pe::new(1))");
+    fn [iput_pod, iput_pod_warp, iput_pod_block]<T: bytemuck::Pod> = iput [iput];
+
+    /// Strided get of any plain-data type of 1, 2, 4, 8 or 16 bytes
+    /// (`nvshmem_iget8` ... `nvshmem_iget128`): element `i` comes from
+    /// `source[i * source_stride]` on PE `pe` into `dest[i * dest_stride]`.
+    /// Direct load/store peers only, as [`iget`].
+    safety: "As for [`iget`].";
+    example: ("dest: *mut [f32; 4], src: SymPtr<[f32; 4]>", "(dest, src, 1, 4, 8, Pe::new(0))");
+    fn [iget_pod, iget_pod_warp, iget_pod_block]<T: bytemuck::Pod> = iget [iget];
+
     /// [`put_signal`] for any plain-data type, byte-wise (`nvshmem_putmem_signal`).
     safety: "As for [`put_signal`], for `nelems * size_of::<T>()` bytes.";
     example: (
         "dest: SymPtr<[u32; 2]>, src: *const [u32; 2], flag: SymPtr<u64>",
         "(dest, src, 8, flag, 1, SignalOp::Set, Pe::new(1))"
     );
-    pub unsafe fn [put_signal_pod, put_signal_pod_warp, put_signal_pod_block]<T: bytemuck::Pod>(
-        dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
-    ) |scope| { copy!(signal, scope, dest, source, nelems, signal, value, op, pe, [putmem_signal]) }
-}
+    fn [put_signal_pod, put_signal_pod_warp, put_signal_pod_block]<T: bytemuck::Pod> = signal [putmem_signal];
 
-scoped! {
     /// [`put_signal_nbi`] for any plain-data type, byte-wise (`nvshmem_putmem_signal_nbi`).
     safety: "As for [`put_signal_nbi`], for `nelems * size_of::<T>()` bytes.";
     example: (
         "dest: SymPtr<u8>, src: *const u8, flag: SymPtr<u64>",
         "(dest, src, 100, flag, 1, SignalOp::Add, Pe::new(1))"
     );
-    pub unsafe fn [put_signal_pod_nbi, put_signal_pod_nbi_warp, put_signal_pod_nbi_block]<T: bytemuck::Pod>(
-        dest: SymPtr<T>, source: *const T, nelems: usize, signal: SymPtr<u64>, value: u64, op: SignalOp, pe: Pe,
-    ) |scope| { copy!(signal, scope, dest, source, nelems, signal, value, op, pe, [putmem_signal_nbi]) }
+    fn [put_signal_pod_nbi, put_signal_pod_nbi_warp, put_signal_pod_nbi_block]<T: bytemuck::Pod> = signal [putmem_signal_nbi];
 }

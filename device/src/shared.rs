@@ -162,9 +162,7 @@ impl<T: Copy, const N: usize> Shared<[T; N]> {
     /// ```
     #[inline(always)]
     pub fn index_ptr(&self, i: usize) -> *mut T {
-        assert!(i < N, "shared array index out of bounds");
-        // SAFETY: in bounds of the array.
-        unsafe { self.as_ptr().cast::<T>().add(i) }
+        self.as_slice().index_ptr(i)
     }
 
     /// Reads element `i`; panics when `i >= N`.
@@ -181,8 +179,8 @@ impl<T: Copy, const N: usize> Shared<[T; N]> {
     /// ```
     #[inline(always)]
     pub unsafe fn read(&self, i: usize) -> T {
-        // SAFETY: in bounds; initialized and race-free by the caller's promise.
-        unsafe { self.index_ptr(i).read() }
+        // SAFETY: the caller's promise.
+        unsafe { self.as_slice().read(i) }
     }
 
     /// Writes element `i`; panics when `i >= N`.
@@ -197,8 +195,8 @@ impl<T: Copy, const N: usize> Shared<[T; N]> {
     /// ```
     #[inline(always)]
     pub unsafe fn write(&self, i: usize, value: T) {
-        // SAFETY: in bounds; race-free by the caller's promise.
-        unsafe { self.index_ptr(i).write(value) }
+        // SAFETY: the caller's promise.
+        unsafe { self.as_slice().write(i, value) }
     }
 
     /// The whole array as a [`SharedSlice`].

@@ -13,24 +13,8 @@ use crate::team::AsTeam;
 use bytemuck::Pod;
 use cudarc::driver::CudaStream;
 use nvshmem_types::{Pe, ReduceOp};
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
-/// A `nvshmemx_*mem_on_stream` collective of the table: its name and function.
-type MemCollective = (
-    &'static str,
-    unsafe fn(
-        &NvshmemLib,
-        nvshmem_team_t,
-        *mut c_void,
-        *const c_void,
-        usize,
-        cudaStream_t,
-    ) -> c_int,
-);
-const FCOLLECT: MemCollective = (
-    "nvshmemx_fcollectmem_on_stream",
-    NvshmemLib::nvshmemx_fcollectmem_on_stream,
-);
 /// A `nvshmemx_*_on_stream` barrier or sync of a team: its name and function.
 type TeamOnStream = (
     &'static str,
@@ -44,13 +28,60 @@ const TEAM_SYNC: TeamOnStream = (
     "nvshmemx_team_sync_on_stream",
     NvshmemLib::nvshmemx_team_sync_on_stream,
 );
-/// The typed reductions: the caller's name and the kind in NVSHMEM's names.
-const REDUCE: (&str, &str) = ("reduce_on_stream", "reduce");
-const REDUCESCATTER: (&str, &str) = ("reducescatter_on_stream", "reducescatter");
-const ALLTOALL: MemCollective = (
-    "nvshmemx_alltoallmem_on_stream",
-    NvshmemLib::nvshmemx_alltoallmem_on_stream,
-);
+
+/// Generates the two-buffer team collectives (`dst` and `src` on every PE of
+/// `team`). A row's `|dst, src, n| elements` takes the two lengths and the
+/// team's size and returns the elements the call moves per PE, or an error
+/// where it would run past either buffer. A `mem` row calls NVSHMEM's
+/// `nvshmemx_*mem_on_stream` function with that many elements' bytes; a
+/// `reduce` row the typed `nvshmemx_TYPE_OP_<kind>_on_stream` with that
+/// `nreduce`.
+macro_rules! team_collectives {
+    ($(
+        $(#[$doc:meta])*
+        $name:ident: $kind:ident $f:ident, |$d:ident, $s:ident, $n:tt| $elements:expr;
+    )*) => {$(
+        team_collectives! { @$kind $(#[$doc])* $name $f, |$d, $s, $n| $elements }
+    )*};
+    (@mem $(#[$doc:meta])* $name:ident $call:ident, |$d:ident, $s:ident, $n:tt| $elements:expr) => {
+        $(#[$doc])*
+        pub fn $name<T: Pod>(
+            &self,
+            stream: &CudaStream,
+            team: impl AsTeam,
+            dst: &impl AsSymView<T>,
+            src: &impl AsSymView<T>,
+        ) -> Result<()> {
+            const WHAT: &str = stringify!($call);
+            let (t, n, dst, src) = self.team_pair(stream, &team, dst, src, WHAT)?;
+            let ($d, $s, $n) = (dst.len(), src.len(), n);
+            let bytes = $elements? * std::mem::size_of::<T>();
+            // SAFETY: symmetric ranges that the row's `elements` sized the call for.
+            let status = unsafe {
+                self.inner.lib.raw().$call(t, dst.raw().cast(), src.raw().cast(), bytes, stream.cu_stream())
+            };
+            nvshmem_status(WHAT, status)
+        }
+    };
+    (@reduce $(#[$doc:meta])* $name:ident $kind:ident, |$d:ident, $s:ident, $n:tt| $elements:expr) => {
+        $(#[$doc])*
+        pub fn $name<T: Pod, O: ReduceOp<T>>(
+            &self,
+            stream: &CudaStream,
+            team: impl AsTeam,
+            op: O,
+            dst: &impl AsSymView<T>,
+            src: &impl AsSymView<T>,
+        ) -> Result<()> {
+            let _ = op;
+            const WHAT: &str = stringify!($name);
+            let (t, n, dst, src) = self.team_pair(stream, &team, dst, src, WHAT)?;
+            let ($d, $s, $n) = (dst.len(), src.len(), n);
+            let nreduce = $elements?;
+            self.typed_reduce::<T, O>(WHAT, stringify!($kind), t, dst.raw(), src.raw(), nreduce, stream)
+        }
+    };
+}
 
 impl Nvshmem {
     /// `nvshmemx_broadcastmem_on_stream` over `team`: the team's PE `root`'s
@@ -95,156 +126,70 @@ impl Nvshmem {
         nvshmem_status("nvshmemx_broadcastmem_on_stream", status)
     }
 
-    /// `nvshmemx_fcollectmem_on_stream` over `team`: the `src` of the team's
-    /// PE `i` lands at offset `i * src.len()` of `dst` on every member
-    /// (`team_n_pes * src.len()` elements). **Collective over the team.**
-    pub fn fcollect_on_stream<T: Pod>(
-        &self,
-        stream: &CudaStream,
-        team: impl AsTeam,
-        dst: &impl AsSymView<T>,
-        src: &impl AsSymView<T>,
-    ) -> Result<()> {
-        let blocks = |dst: usize, src: usize, n: u32| {
-            check_blocks("fcollect_on_stream", "destination", dst, n, src)?;
-            Ok(src)
+    team_collectives! {
+        /// `nvshmemx_fcollectmem_on_stream` over `team`: the `src` of the team's
+        /// PE `i` lands at offset `i * src.len()` of `dst` on every member
+        /// (`team_n_pes * src.len()` elements). **Collective over the team.**
+        fcollect_on_stream: mem nvshmemx_fcollectmem_on_stream, |dst, src, n| {
+            check_blocks("fcollect_on_stream", "destination", dst, n, src).map(|()| src)
         };
-        // SAFETY: dst holds n blocks of src's size (`blocks`).
-        unsafe { self.mem_collective(stream, team, dst, src, FCOLLECT, blocks) }
-    }
 
-    /// `nvshmemx_alltoallmem_on_stream` over `team`: block `j` of the `src` of
-    /// the team's PE `i` lands in block `i` of the `dst` of its PE `j`; both
-    /// hold `team_n_pes` equal blocks. **Collective over the team.**
-    ///
-    /// ```no_run
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// let team = nvshmem_host::Team::NODE;
-    /// let n = nv.team_n_pes(team)? as usize;
-    /// let (src, dst) = (nv.alloc_zeroed::<u16>(5 * n)?, nv.alloc_zeroed::<u16>(5 * n)?);
-    /// nv.alltoall_on_stream(nv.stream(), team, &dst, &src)?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
-    pub fn alltoall_on_stream<T: Pod>(
-        &self,
-        stream: &CudaStream,
-        team: impl AsTeam,
-        dst: &impl AsSymView<T>,
-        src: &impl AsSymView<T>,
-    ) -> Result<()> {
-        let blocks = |dst: usize, src: usize, n: u32| {
-            if dst != src || !src.is_multiple_of(n as usize) {
-                return Err(Error::bad_size(format!(
+        /// `nvshmemx_alltoallmem_on_stream` over `team`: block `j` of the `src` of
+        /// the team's PE `i` lands in block `i` of the `dst` of its PE `j`; both
+        /// hold `team_n_pes` equal blocks. **Collective over the team.**
+        ///
+        /// ```no_run
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// let team = nvshmem_host::Team::NODE;
+        /// let n = nv.team_n_pes(team)? as usize;
+        /// let (src, dst) = (nv.alloc_zeroed::<u16>(5 * n)?, nv.alloc_zeroed::<u16>(5 * n)?);
+        /// nv.alltoall_on_stream(nv.stream(), team, &dst, &src)?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        alltoall_on_stream: mem nvshmemx_alltoallmem_on_stream, |dst, src, n| {
+            if dst == src && src.is_multiple_of(n as usize) {
+                Ok(src / n as usize)
+            } else {
+                Err(Error::bad_size(format!(
                     "alltoall_on_stream: the destination ({dst} elements) and source ({src}) \
                      must be the same, and split into {n} equal blocks"
-                )));
+                )))
             }
-            Ok(src / n as usize)
         };
-        // SAFETY: both hold n blocks of src / n elements (`blocks`).
-        unsafe { self.mem_collective(stream, team, dst, src, ALLTOALL, blocks) }
-    }
 
-    /// A team collective over bytes (`nvshmemx_{fcollect,alltoall}mem_on_stream`):
-    /// `elements(dst.len(), src.len(), team_n_pes)` checks the lengths and
-    /// returns the elements each PE contributes per peer.
-    ///
-    /// # Safety
-    /// `elements` must only accept lengths for which `call` stays inside both.
-    unsafe fn mem_collective<T: Pod>(
-        &self,
-        stream: &CudaStream,
-        team: impl AsTeam,
-        dst: &impl AsSymView<T>,
-        src: &impl AsSymView<T>,
-        (name, call): MemCollective,
-        elements: impl FnOnce(usize, usize, u32) -> Result<usize>,
-    ) -> Result<()> {
-        let (t, n, dst, src) = self.team_pair(stream, &team, dst, src, name)?;
-        let bytes = elements(dst.len(), src.len(), n)? * std::mem::size_of::<T>();
-        // SAFETY: symmetric ranges that the caller's `elements` checked.
-        let status = unsafe {
-            call(
-                self.inner.lib.raw(),
-                t,
-                dst.raw().cast(),
-                src.raw().cast(),
-                bytes,
-                stream.cu_stream(),
-            )
+        /// `nvshmemx_TYPE_OP_reduce_on_stream` over `team`: `dst[k]` on every
+        /// member becomes `op` ([`Sum`](crate::Sum), [`Max`](crate::Max), ...,
+        /// see [`ReduceOp`] for which types each takes) over the members' `src[k]`.
+        /// `dst` and `src` have the same length; they may be the same buffer.
+        /// **Collective over the team.** Refused in limited MPG.
+        ///
+        /// ```no_run
+        /// use nvshmem_host::{Sum, Team};
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// let grads = nv.alloc_from(&[1.0f32; 1001])?;
+        /// nv.reduce_on_stream(nv.stream(), Team::WORLD, Sum, &grads, &grads)?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        reduce_on_stream: reduce reduce, |dst, src, _| {
+            same_lengths("reduce_on_stream", dst, src).map(|()| src)
         };
-        nvshmem_status(name, status)
-    }
 
-    /// `nvshmemx_TYPE_OP_reduce_on_stream` over `team`: `dst[k]` on every
-    /// member becomes `op` ([`Sum`](crate::Sum), [`Max`](crate::Max), ...,
-    /// see [`ReduceOp`] for which types each takes) over the members' `src[k]`.
-    /// `dst` and `src` have the same length; they may be the same buffer.
-    /// **Collective over the team.** Refused in limited MPG.
-    ///
-    /// ```no_run
-    /// use nvshmem_host::{Sum, Team};
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// let grads = nv.alloc_from(&[1.0f32; 1001])?;
-    /// nv.reduce_on_stream(nv.stream(), Team::WORLD, Sum, &grads, &grads)?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
-    pub fn reduce_on_stream<T: Pod, O: ReduceOp<T>>(
-        &self,
-        stream: &CudaStream,
-        team: impl AsTeam,
-        op: O,
-        dst: &impl AsSymView<T>,
-        src: &impl AsSymView<T>,
-    ) -> Result<()> {
-        let _ = op;
-        let same = |dst, src, _| same_lengths(REDUCE.0, dst, src).map(|()| src);
-        self.reduce_collective::<T, O>(stream, team, dst, src, REDUCE, same)
-    }
-
-    /// `nvshmemx_TYPE_OP_reducescatter_on_stream` over `team`: `src` holds
-    /// `team_n_pes` blocks of `dst.len()` elements; `dst` on the team's PE `i`
-    /// becomes `op` over the members' block `i`. **Collective over the team.**
-    /// Refused in limited MPG.
-    ///
-    /// ```no_run
-    /// use nvshmem_host::{Max, Team};
-    /// # let nv = nvshmem_host::Nvshmem::init()?;
-    /// let n = nv.n_pes() as usize;
-    /// let (src, dst) = (nv.alloc_zeroed::<i32>(7 * n)?, nv.alloc_zeroed::<i32>(7)?);
-    /// nv.reducescatter_on_stream(nv.stream(), Team::WORLD, Max, &dst, &src)?;
-    /// # Ok::<(), nvshmem_host::Error>(())
-    /// ```
-    pub fn reducescatter_on_stream<T: Pod, O: ReduceOp<T>>(
-        &self,
-        stream: &CudaStream,
-        team: impl AsTeam,
-        op: O,
-        dst: &impl AsSymView<T>,
-        src: &impl AsSymView<T>,
-    ) -> Result<()> {
-        let _ = op;
-        let blocks = |dst: usize, src: usize, n: u32| {
-            check_blocks(REDUCESCATTER.0, "source", src, n, dst)?;
-            Ok(dst)
+        /// `nvshmemx_TYPE_OP_reducescatter_on_stream` over `team`: `src` holds
+        /// `team_n_pes` blocks of `dst.len()` elements; `dst` on the team's PE `i`
+        /// becomes `op` over the members' block `i`. **Collective over the team.**
+        /// Refused in limited MPG.
+        ///
+        /// ```no_run
+        /// use nvshmem_host::{Max, Team};
+        /// # let nv = nvshmem_host::Nvshmem::init()?;
+        /// let n = nv.n_pes() as usize;
+        /// let (src, dst) = (nv.alloc_zeroed::<i32>(7 * n)?, nv.alloc_zeroed::<i32>(7)?);
+        /// nv.reducescatter_on_stream(nv.stream(), Team::WORLD, Max, &dst, &src)?;
+        /// # Ok::<(), nvshmem_host::Error>(())
+        /// ```
+        reducescatter_on_stream: reduce reducescatter, |dst, src, n| {
+            check_blocks("reducescatter_on_stream", "source", src, n, dst).map(|()| dst)
         };
-        self.reduce_collective::<T, O>(stream, team, dst, src, REDUCESCATTER, blocks)
-    }
-
-    /// A typed team reduction: `nreduce(dst.len(), src.len(), team_n_pes)`
-    /// checks the lengths and returns the elements each PE reduces.
-    fn reduce_collective<T: Pod, O: ReduceOp<T>>(
-        &self,
-        stream: &CudaStream,
-        team: impl AsTeam,
-        dst: &impl AsSymView<T>,
-        src: &impl AsSymView<T>,
-        (what, kind): (&'static str, &str),
-        nreduce: impl FnOnce(usize, usize, u32) -> Result<usize>,
-    ) -> Result<()> {
-        let (t, n, dst, src) = self.team_pair(stream, &team, dst, src, what)?;
-        let nreduce = nreduce(dst.len(), src.len(), n)?;
-        self.typed_reduce::<T, O>(what, kind, t, dst.raw(), src.raw(), nreduce, stream)
     }
 
     #[allow(clippy::too_many_arguments)]

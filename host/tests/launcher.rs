@@ -50,6 +50,15 @@ impl Ran {
     fn took(&self, range: impl std::ops::RangeBounds<Duration>) {
         assert!(range.contains(&self.elapsed), "took {:?}", self.elapsed);
     }
+
+    /// The launcher exited with `code`, its stderr has `text`, and none of
+    /// `pids` (the processes the ranks wrote to `$PIDS`) survives.
+    #[track_caller]
+    fn stopped(&self, code: i32, text: &str, pids: &[i32]) {
+        self.exits(code);
+        self.says(text);
+        assert_all_dead(pids);
+    }
 }
 
 /// `nvshmem-run ARGS -- sh -c SCRIPT`, with `$PIDS` naming a fresh file
@@ -66,6 +75,16 @@ fn run_sh(args: &[&str], script: &str) -> (Ran, Vec<i32>) {
     let (cmd, pid_file) = sh_with_pids(args, script);
     let r = run(cmd);
     (r, read_pids(&pid_file))
+}
+
+/// Starts [`sh_with_pids`] and waits until the script has written `n` pids;
+/// returns the launcher, when it started, and the pids.
+fn start_sh(args: &[&str], script: &str, n: usize) -> (Child, Instant, Vec<i32>) {
+    let started = Instant::now();
+    let (cmd, pid_file) = sh_with_pids(args, script);
+    let child = start(cmd);
+    let pids = wait_for_pids(&pid_file, n);
+    (child, started, pids)
 }
 
 fn start(mut cmd: impl BorrowMut<Command>) -> Child {
@@ -330,12 +349,11 @@ fn a_failing_rank_stops_the_others() {
     // Rank 1 fails after a moment, so that ranks 0, 2 and 3 have written their pids.
     let script = format!("[ \"$NVSHMEM_RUN_RANK\" = 1 ] && sleep 0.3; {script}");
     let (r, pids) = run_sh(&["-n", "4"], &script);
-    r.exits(3);
-    r.says("nvshmem-run: rank 1 exited with status 3; stopping the other 3 ranks");
+    let says = "nvshmem-run: rank 1 exited with status 3; stopping the other 3 ranks";
+    r.stopped(3, says, &pids);
     assert!(r.stdout().contains("[1] rank 1 fails\n"));
     r.took(..Duration::from_secs(3));
     assert_eq!(pids.len(), 6, "3 ranks and a child each");
-    assert_all_dead(&pids);
 }
 
 #[test]
@@ -351,10 +369,12 @@ fn a_rank_killed_by_a_signal_is_named() {
 fn a_timeout_stops_everything() {
     let script = r#"echo $$ >> "$PIDS"; sleep 1000"#;
     let (r, pids) = run_sh(&["-n", "2", "--timeout", "1"], script);
-    r.exits(124);
-    r.says("nvshmem-run: timed out after 1s; stopping 2 ranks");
+    r.stopped(
+        124,
+        "nvshmem-run: timed out after 1s; stopping 2 ranks",
+        &pids,
+    );
     r.took(Duration::from_secs(1)..Duration::from_secs(4));
-    assert_all_dead(&pids);
 }
 
 #[test]
@@ -367,11 +387,13 @@ fn ranks_that_ignore_sigterm_get_sigkill() {
         while :; do sleep 0.05; done
     "#;
     let (r, pids) = run_sh(&["-n", "2", "--grace", "0.3"], script);
-    r.exits(5);
-    r.says("rank 0 exited with status 5; stopping the other 1 rank");
+    r.stopped(
+        5,
+        "rank 0 exited with status 5; stopping the other 1 rank",
+        &pids,
+    );
     r.says("1 rank still running 0.3s after SIGTERM; sending SIGKILL");
     r.took(Duration::from_millis(500)..Duration::from_secs(3));
-    assert_all_dead(&pids);
 }
 
 #[test]
@@ -386,58 +408,51 @@ fn grandchildren_do_not_survive() {
         echo started
     "#;
     let (r, pids) = run_sh(&["-n", "2", "--grace", "0.3"], script);
-    r.exits(0);
-    r.says("stopping the processes they left running (rank 0, 1)");
+    r.stopped(
+        0,
+        "stopping the processes they left running (rank 0, 1)",
+        &pids,
+    );
     r.says("sending SIGKILL");
     assert_eq!(pids.len(), 4);
-    assert_all_dead(&pids);
 }
 
 #[test]
 fn sigterm_to_the_launcher_stops_everything() {
     let script = r#"echo $$ >> "$PIDS"; sleep 1000 & echo $! >> "$PIDS"; wait"#;
-    let started = Instant::now();
-    let (cmd, pid_file) = sh_with_pids(&["-n", "2"], script);
-    let child = start(cmd);
-    let all = wait_for_pids(&pid_file, 4);
+    let (child, started, pids) = start_sh(&["-n", "2"], script, 4);
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let r = finish(child, started);
-    r.exits(128 + 15);
-    r.says("nvshmem-run: received SIGTERM; stopping 2 ranks");
-    assert_all_dead(&all);
+    let says = "nvshmem-run: received SIGTERM; stopping 2 ranks";
+    finish(child, started).stopped(128 + 15, says, &pids);
 }
 
 #[test]
 fn a_second_ctrl_c_sends_sigkill_at_once() {
     let script = r#"trap '' TERM; echo $$ >> "$PIDS"; while :; do sleep 0.05; done"#;
-    let started = Instant::now();
-    let (cmd, pid_file) = sh_with_pids(&["-n", "2", "--grace", "30"], script);
-    let child = start(cmd);
-    let all = wait_for_pids(&pid_file, 2);
+    let (child, started, pids) = start_sh(&["-n", "2", "--grace", "30"], script, 2);
     let launcher_pid = child.id() as i32;
     unsafe { libc::kill(launcher_pid, libc::SIGINT) };
     thread::sleep(Duration::from_millis(200));
     unsafe { libc::kill(launcher_pid, libc::SIGINT) };
     let r = finish(child, started);
-    r.exits(128 + 2);
-    r.says("nvshmem-run: received SIGINT; stopping 2 ranks");
+    r.stopped(
+        128 + 2,
+        "nvshmem-run: received SIGINT; stopping 2 ranks",
+        &pids,
+    );
     r.says("received another signal; sending SIGKILL");
     r.took(..Duration::from_secs(5));
-    assert_all_dead(&all);
 }
 
 #[test]
 fn ranks_die_with_a_killed_launcher() {
     let script = r#"echo $$ >> "$PIDS"; exec sleep 1000"#;
-    let started = Instant::now();
-    let (cmd, pid_file) = sh_with_pids(&["-n", "2"], script);
-    let child = start(cmd);
-    let all = wait_for_pids(&pid_file, 2);
+    let (child, started, pids) = start_sh(&["-n", "2"], script, 2);
     thread::sleep(Duration::from_millis(50)); // let `exec sleep` happen
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let r = finish(child, started);
     assert_eq!(r.code, None);
-    assert_all_dead(&all);
+    assert_all_dead(&pids);
 }
 
 #[test]
@@ -594,14 +609,17 @@ fn mps_that_cannot_start_is_an_error_and_no_rank_starts() {
 /// makes a unique id for C/C++ PEs; elsewhere the PEs get only the store.
 #[test]
 fn passes_a_unique_id_where_it_can_load_nvshmem() {
-    let r = run(launcher(&[
-        "-n",
-        "1",
-        "--",
-        "sh",
-        "-c",
-        "echo ${NVSHMEM_RUN_UNIQUEID:-none}",
-    ]));
+    let echo_id = || {
+        launcher(&[
+            "-n",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "echo ${NVSHMEM_RUN_UNIQUEID:-none}",
+        ])
+    };
+    let r = run(echo_id());
     r.exits(0);
     let out = r.stdout();
     let id = out
@@ -616,15 +634,7 @@ fn passes_a_unique_id_where_it_can_load_nvshmem() {
     } else {
         eprintln!("SKIPPED: no NVSHMEM installed; got {id}");
     }
-    let r = run(launcher(&[
-        "-n",
-        "1",
-        "--",
-        "sh",
-        "-c",
-        "echo ${NVSHMEM_RUN_UNIQUEID:-none}",
-    ])
-    .env("NVSHMEM_HOME", "/nonexistent"));
+    let r = run(echo_id().env("NVSHMEM_HOME", "/nonexistent"));
     assert_eq!(
         r.code,
         Some(0),

@@ -163,8 +163,7 @@ impl<'a> AgGemm<'a> {
     }
 
     fn dims(&self) -> (u32, u32, u32, u32) {
-        let s = &self.shape;
-        (s.m_per_pe as u32, s.n as u32, s.k as u32, self.m as u32)
+        self.shape.kernel_dims(self.m)
     }
 
     /// The all-gather: every panel of this PE's shard to every PE (itself

@@ -138,8 +138,7 @@ impl<'a> GemmRs<'a> {
     }
 
     fn dims(&self) -> (u32, u32, u32, u32) {
-        let s = &self.shape;
-        (s.m_per_pe as u32, s.n as u32, s.k as u32, self.m as u32)
+        self.shape.kernel_dims(self.m)
     }
 
     /// The reduce-scatter of the unfused path: a barrier (every PE's

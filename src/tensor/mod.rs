@@ -36,6 +36,13 @@ pub struct Shape {
     /// The inner dimension (per PE for GEMM + reduce-scatter).
     pub k: usize,
 }
+
+impl Shape {
+    /// `(m_per_pe, n, k, m)` as the fused kernels take them, `m` the full M.
+    fn kernel_dims(&self, m: usize) -> (u32, u32, u32, u32) {
+        (self.m_per_pe as u32, self.n as u32, self.k as u32, m as u32)
+    }
+}
 pub use variants::{Variant, Variants, variants};
 
 /// The `mma.sync` tiles (`tc_gemm_tiles::sm80`): 128 × 128, K a multiple of 32.

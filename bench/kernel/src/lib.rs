@@ -122,62 +122,6 @@ pub unsafe fn lat_get(dest: *mut u8, src: SymPtr<u8>, bytes: u64, pe: u32, iters
     }
 }
 
-/// `iters` dependent `atomic_fetch_add(dest, 1)` on PE `pe`; the sum of the
-/// fetched values goes to `*out`. One thread.
-///
-/// # Safety
-/// `dest` a symmetric `u64` nothing else touches; `out` a device `u64`; launch 1 x 1.
-#[nvshmem_device::kernel]
-pub unsafe fn lat_amo_fetch_add(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
-    let mut acc = 0u64;
-    for _ in 0..iters {
-        acc = acc.wrapping_add(unsafe { atomic_fetch_add(dest, 1, Pe::new(pe)) });
-    }
-    unsafe { *out = acc };
-}
-
-/// `iters` times `atomic_add(dest, 1)` on PE `pe`, each completed by `quiet`. One thread.
-///
-/// # Safety
-/// As [`lat_amo_fetch_add`].
-#[nvshmem_device::kernel]
-pub unsafe fn lat_amo_add(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
-    for _ in 0..iters {
-        unsafe { atomic_add(dest, 1, Pe::new(pe)) };
-        quiet();
-    }
-    unsafe { *out = iters };
-}
-
-/// `iters` dependent compare-and-swaps that each raise `dest` on PE `pe` by
-/// one; the last value seen goes to `*out`. One thread.
-///
-/// # Safety
-/// As [`lat_amo_fetch_add`].
-#[nvshmem_device::kernel]
-pub unsafe fn lat_amo_compare_swap(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
-    let mut cur = 0u64;
-    for _ in 0..iters {
-        let old = unsafe { atomic_compare_swap(dest, cur, cur + 1, Pe::new(pe)) };
-        cur = if old == cur { cur + 1 } else { old };
-    }
-    unsafe { *out = cur };
-}
-
-/// `iters` dependent swaps: each writes one more than the value the previous
-/// one returned. The last value written goes to `*out`. One thread.
-///
-/// # Safety
-/// As [`lat_amo_fetch_add`].
-#[nvshmem_device::kernel]
-pub unsafe fn lat_amo_swap(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
-    let mut cur = 0u64;
-    for _ in 0..iters {
-        cur = unsafe { atomic_swap(dest, cur + 1, Pe::new(pe)) } + 1;
-    }
-    unsafe { *out = cur };
-}
-
 /// Put-with-signal ping-pong of `nelem` `u64`s between this PE and `peer`,
 /// `iters` round trips. The initiator (`first != 0`) sends round `i` with
 /// signal value `base + i + 1` and waits for the answer; the other PE waits
@@ -250,18 +194,23 @@ fn actor(scope: u32) -> (usize, usize) {
     }
 }
 
+/// The bandwidth kernels of one direction (`dest` and `src` of the given
+/// types), from rows of three: the kernel names and the functions they call,
+/// in thread, warp and block scope (`actor` 0, 1, 2).
 macro_rules! bw_kernels {
-    ($($name:ident, $scope:literal, put, $f:ident;)*) => {$(
-        /// Bandwidth: `iters` puts of `bytes` to PE `pe`, message `i` from/to
-        /// buffer `i % nbuf` (`bytes` apart), split over the grid's actors; `quiet` at the end.
-        ///
-        /// # Safety
-        /// `dest` symmetric and `src` device memory of `nbuf * bytes` bytes. Any 1-D launch
-        /// (warp scope: whole warps).
+    (
+        $(#[$doc:meta])* ($dest:ty, $src:ty):
+        $([$t:ident, $w:ident, $b:ident] = [$ft:ident, $fw:ident, $fb:ident];)*
+    ) => {
+        bw_kernels! { @each [$(#[$doc])*] ($dest, $src) $($t $ft 0, $w $fw 1, $b $fb 2,)* }
+    };
+    (@each $docs:tt $types:tt $($name:ident $f:ident $scope:literal,)*) => {$(
+        bw_kernels! { @one $docs $types $name $f $scope }
+    )*};
+    (@one [$(#[$doc:meta])*] ($dest:ty, $src:ty) $name:ident $f:ident $scope:literal) => {
+        $(#[$doc])*
         #[nvshmem_device::kernel]
-        pub unsafe fn $name(
-            dest: SymPtr<u8>, src: *const u8, bytes: u64, pe: u32, iters: u64, nbuf: u64,
-        ) {
+        pub unsafe fn $name(dest: $dest, src: $src, bytes: u64, pe: u32, iters: u64, nbuf: u64) {
             let (a, na) = actor($scope);
             let (off, len) = split(bytes as usize, na, a);
             if len > 0 {
@@ -272,109 +221,156 @@ macro_rules! bw_kernels {
             }
             quiet();
         }
-    )*};
-    ($($name:ident, $scope:literal, get, $f:ident;)*) => {$(
-        /// Bandwidth: `iters` gets of `bytes` from PE `pe`, as the puts.
-        ///
-        /// # Safety
-        /// `src` symmetric and `dest` device memory of `nbuf * bytes` bytes. Any 1-D launch.
-        #[nvshmem_device::kernel]
-        pub unsafe fn $name(
-            dest: *mut u8, src: SymPtr<u8>, bytes: u64, pe: u32, iters: u64, nbuf: u64,
-        ) {
-            let (a, na) = actor($scope);
-            let (off, len) = split(bytes as usize, na, a);
-            if len > 0 {
-                for i in 0..iters {
-                    let b = (i % nbuf) as usize * bytes as usize + off;
-                    unsafe { $f(dest.add(b), src.add(b), len, Pe::new(pe)) };
-                }
-            }
-            quiet();
-        }
-    )*};
+    };
 }
 
 bw_kernels! {
-    bw_put_thread, 0, put, put_pod;
-    bw_put_warp, 1, put, put_pod_warp;
-    bw_put_block, 2, put, put_pod_block;
-    bw_put_nbi_thread, 0, put, put_pod_nbi;
-    bw_put_nbi_warp, 1, put, put_pod_nbi_warp;
-    bw_put_nbi_block, 2, put, put_pod_nbi_block;
+    /// Bandwidth: `iters` puts of `bytes` to PE `pe`, message `i` from/to
+    /// buffer `i % nbuf` (`bytes` apart), split over the grid's actors; `quiet` at the end.
+    ///
+    /// # Safety
+    /// `dest` symmetric and `src` device memory of `nbuf * bytes` bytes. Any 1-D launch
+    /// (warp scope: whole warps).
+    (SymPtr<u8>, *const u8):
+    [bw_put_thread, bw_put_warp, bw_put_block] = [put_pod, put_pod_warp, put_pod_block];
+    [bw_put_nbi_thread, bw_put_nbi_warp, bw_put_nbi_block] =
+        [put_pod_nbi, put_pod_nbi_warp, put_pod_nbi_block];
 }
 
 bw_kernels! {
-    bw_get_thread, 0, get, get_pod;
-    bw_get_warp, 1, get, get_pod_warp;
-    bw_get_block, 2, get, get_pod_block;
-    bw_get_nbi_thread, 0, get, get_pod_nbi;
-    bw_get_nbi_warp, 1, get, get_pod_nbi_warp;
-    bw_get_nbi_block, 2, get, get_pod_nbi_block;
+    /// Bandwidth: `iters` gets of `bytes` from PE `pe`, as the puts.
+    ///
+    /// # Safety
+    /// `src` symmetric and `dest` device memory of `nbuf * bytes` bytes. Any 1-D launch.
+    (*mut u8, SymPtr<u8>):
+    [bw_get_thread, bw_get_warp, bw_get_block] = [get_pod, get_pod_warp, get_pod_block];
+    [bw_get_nbi_thread, bw_get_nbi_warp, bw_get_nbi_block] =
+        [get_pod_nbi, get_pod_nbi_warp, get_pod_nbi_block];
 }
 
-// ---------------------------------------------------------------- atomic throughput
+// ---------------------------------------------------------------- atomics
 
-/// Throughput: every thread `t` of the grid does `iters` fetch-adds of 1 on
-/// `dest[t]` of PE `pe`; sums the fetched values into `out[t]`.
-///
-/// # Safety
-/// `dest` symmetric and `out` device memory, `grid * block` u64s each. Any 1-D launch.
-#[nvshmem_device::kernel]
-pub unsafe fn tput_amo_fetch_add(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
-    let t = global_index_x();
-    let d = unsafe { dest.add(t) };
+// A chain of `iters` atomics on the word `d` of PE `pe`, returning what goes
+// to `out`. A latency kernel runs it on one thread on `dest`; a throughput
+// kernel on every thread `t` of the grid on `dest[t]`.
+
+/// `iters` dependent fetch-adds of 1; the sum of the fetched values.
+#[inline(always)]
+unsafe fn fetch_add_chain(d: SymPtr<u64>, pe: Pe, iters: u64) -> u64 {
     let mut acc = 0u64;
     for _ in 0..iters {
-        acc = acc.wrapping_add(unsafe { atomic_fetch_add(d, 1, Pe::new(pe)) });
+        acc = acc.wrapping_add(unsafe { atomic_fetch_add(d, 1, pe) });
     }
-    unsafe { *out.add(t) = acc };
+    acc
 }
 
-/// Throughput: `iters` adds of 1 on `dest[t]` of PE `pe` per thread, one `quiet` at the end.
-///
-/// # Safety
-/// As [`tput_amo_fetch_add`].
-#[nvshmem_device::kernel]
-pub unsafe fn tput_amo_add(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
-    let t = global_index_x();
-    let d = unsafe { dest.add(t) };
+/// `iters` adds of 1, each completed by a `quiet` (`QUIET_EACH`) or all by
+/// one at the end; `iters`.
+#[inline(always)]
+unsafe fn add_chain<const QUIET_EACH: bool>(d: SymPtr<u64>, pe: Pe, iters: u64) -> u64 {
     for _ in 0..iters {
-        unsafe { atomic_add(d, 1, Pe::new(pe)) };
+        unsafe { atomic_add(d, 1, pe) };
+        if QUIET_EACH {
+            quiet();
+        }
     }
-    quiet();
-    unsafe { *out.add(t) = iters };
+    if !QUIET_EACH {
+        quiet();
+    }
+    iters
 }
 
-/// Throughput: `iters` dependent compare-and-swaps raising `dest[t]` by one, per thread.
-///
-/// # Safety
-/// As [`tput_amo_fetch_add`].
-#[nvshmem_device::kernel]
-pub unsafe fn tput_amo_compare_swap(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
-    let t = global_index_x();
-    let d = unsafe { dest.add(t) };
+/// `iters` dependent compare-and-swaps that each raise `d` by one; the last
+/// value seen.
+#[inline(always)]
+unsafe fn compare_swap_chain(d: SymPtr<u64>, pe: Pe, iters: u64) -> u64 {
     let mut cur = 0u64;
     for _ in 0..iters {
-        let old = unsafe { atomic_compare_swap(d, cur, cur + 1, Pe::new(pe)) };
+        let old = unsafe { atomic_compare_swap(d, cur, cur + 1, pe) };
         cur = if old == cur { cur + 1 } else { old };
     }
-    unsafe { *out.add(t) = cur };
+    cur
 }
 
-/// Throughput: `iters` dependent swaps per thread, as [`lat_amo_swap`].
-///
-/// # Safety
-/// As [`tput_amo_fetch_add`].
-#[nvshmem_device::kernel]
-pub unsafe fn tput_amo_swap(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
-    let t = global_index_x();
-    let d = unsafe { dest.add(t) };
+/// `iters` dependent swaps: each writes one more than the value the previous
+/// one returned; the last value written.
+#[inline(always)]
+unsafe fn swap_chain(d: SymPtr<u64>, pe: Pe, iters: u64) -> u64 {
     let mut cur = 0u64;
     for _ in 0..iters {
-        cur = unsafe { atomic_swap(d, cur + 1, Pe::new(pe)) } + 1;
+        cur = unsafe { atomic_swap(d, cur + 1, pe) } + 1;
     }
-    unsafe { *out.add(t) = cur };
+    cur
+}
+
+/// The latency kernel (one thread: its chain on `dest`, the result in
+/// `*out`) and the throughput kernel (every thread `t` of the grid: its
+/// chain on `dest[t]`, the result in `out[t]`) of each atomic.
+macro_rules! amo_kernels {
+    ($($(#[$ld:meta])* $lat:ident = $lc:path, $(#[$td:meta])* $tput:ident = $tc:path;)*) => {$(
+        $(#[$ld])*
+        #[nvshmem_device::kernel]
+        pub unsafe fn $lat(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
+            unsafe { *out = $lc(dest, Pe::new(pe), iters) };
+        }
+
+        $(#[$td])*
+        #[nvshmem_device::kernel]
+        pub unsafe fn $tput(dest: SymPtr<u64>, pe: u32, iters: u64, out: *mut u64) {
+            let t = global_index_x();
+            unsafe { *out.add(t) = $tc(dest.add(t), Pe::new(pe), iters) };
+        }
+    )*};
+}
+
+amo_kernels! {
+    /// `iters` dependent `atomic_fetch_add(dest, 1)` on PE `pe`; the sum of the
+    /// fetched values goes to `*out`. One thread.
+    ///
+    /// # Safety
+    /// `dest` a symmetric `u64` nothing else touches; `out` a device `u64`; launch 1 x 1.
+    lat_amo_fetch_add = fetch_add_chain,
+    /// Throughput: every thread `t` of the grid does `iters` fetch-adds of 1 on
+    /// `dest[t]` of PE `pe`; sums the fetched values into `out[t]`.
+    ///
+    /// # Safety
+    /// `dest` symmetric and `out` device memory, `grid * block` u64s each. Any 1-D launch.
+    tput_amo_fetch_add = fetch_add_chain;
+
+    /// `iters` times `atomic_add(dest, 1)` on PE `pe`, each completed by `quiet`. One thread.
+    ///
+    /// # Safety
+    /// As [`lat_amo_fetch_add`].
+    lat_amo_add = add_chain::<true>,
+    /// Throughput: `iters` adds of 1 on `dest[t]` of PE `pe` per thread, one `quiet` at the end.
+    ///
+    /// # Safety
+    /// As [`tput_amo_fetch_add`].
+    tput_amo_add = add_chain::<false>;
+
+    /// `iters` dependent compare-and-swaps that each raise `dest` on PE `pe` by
+    /// one; the last value seen goes to `*out`. One thread.
+    ///
+    /// # Safety
+    /// As [`lat_amo_fetch_add`].
+    lat_amo_compare_swap = compare_swap_chain,
+    /// Throughput: `iters` dependent compare-and-swaps raising `dest[t]` by one, per thread.
+    ///
+    /// # Safety
+    /// As [`tput_amo_fetch_add`].
+    tput_amo_compare_swap = compare_swap_chain;
+
+    /// `iters` dependent swaps: each writes one more than the value the previous
+    /// one returned. The last value written goes to `*out`. One thread.
+    ///
+    /// # Safety
+    /// As [`lat_amo_fetch_add`].
+    lat_amo_swap = swap_chain,
+    /// Throughput: `iters` dependent swaps per thread, as [`lat_amo_swap`].
+    ///
+    /// # Safety
+    /// As [`tput_amo_fetch_add`].
+    tput_amo_swap = swap_chain;
 }
 
 // ---------------------------------------------------------------- direct-store puts

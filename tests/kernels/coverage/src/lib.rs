@@ -23,6 +23,26 @@ fn peer() -> Pe {
     my_pe().ring_next(n_pes())
 }
 
+include!("../../every_scope.rs");
+
+/// Every put, get, strided put and get, and put-with-signal, blocking and
+/// `_nbi`, in every scope: the typed forms, or with `pod` the byte-wise ones
+/// (`put_pod`, `put_pod_nbi_warp`, ...).
+macro_rules! rma_calls {
+    ($dest:ident, $local:ident, $sig:ident, $n:ident, $pe:ident $(, $pod:ident)?) => { pastey::paste! {
+        every_scope! {
+            [<put $(_ $pod)?>]($dest, $local, $n, $pe);
+            [<put $(_ $pod)? _nbi>]($dest, $local, $n, $pe);
+            [<get $(_ $pod)?>]($local, $dest, $n, $pe);
+            [<get $(_ $pod)? _nbi>]($local, $dest, $n, $pe);
+            [<iput $(_ $pod)?>]($dest, $local, 2, 1, $n, $pe);
+            [<iget $(_ $pod)?>]($local, $dest, 1, 2, $n, $pe);
+            [<put_signal $(_ $pod)?>]($dest, $local, $n, $sig, 1, SignalOp::Set, $pe);
+            [<put_signal $(_ $pod)? _nbi>]($dest, $local, $n, $sig, 1, SignalOp::Add, $pe);
+        }
+    } };
+}
+
 /// Every RMA function for one element type, in every scope.
 #[inline(always)]
 unsafe fn rma_all<T: RmaElement>(dest: SymPtr<T>, local: *mut T, sig: SymPtr<u64>, n: usize) {
@@ -30,34 +50,7 @@ unsafe fn rma_all<T: RmaElement>(dest: SymPtr<T>, local: *mut T, sig: SymPtr<u64
     unsafe {
         let v = g(dest, pe);
         p(dest, v, pe);
-
-        put(dest, local, n, pe);
-        put_warp(dest, local, n, pe);
-        put_block(dest, local, n, pe);
-        put_nbi(dest, local, n, pe);
-        put_nbi_warp(dest, local, n, pe);
-        put_nbi_block(dest, local, n, pe);
-
-        get(local, dest, n, pe);
-        get_warp(local, dest, n, pe);
-        get_block(local, dest, n, pe);
-        get_nbi(local, dest, n, pe);
-        get_nbi_warp(local, dest, n, pe);
-        get_nbi_block(local, dest, n, pe);
-
-        iput(dest, local, 2, 1, n, pe);
-        iput_warp(dest, local, 2, 1, n, pe);
-        iput_block(dest, local, 2, 1, n, pe);
-        iget(local, dest, 1, 2, n, pe);
-        iget_warp(local, dest, 1, 2, n, pe);
-        iget_block(local, dest, 1, 2, n, pe);
-
-        put_signal(dest, local, n, sig, 1, SignalOp::Set, pe);
-        put_signal_warp(dest, local, n, sig, 1, SignalOp::Add, pe);
-        put_signal_block(dest, local, n, sig, 1, SignalOp::Set, pe);
-        put_signal_nbi(dest, local, n, sig, 1, SignalOp::Add, pe);
-        put_signal_nbi_warp(dest, local, n, sig, 1, SignalOp::Set, pe);
-        put_signal_nbi_block(dest, local, n, sig, 1, SignalOp::Add, pe);
+        rma_calls!(dest, local, sig, n, pe);
     }
     quiet();
 }
@@ -87,39 +80,13 @@ pub struct Particle {
     id: u32,
 }
 
-/// The byte-wise (`putmem`/`getmem`) family, every scope.
+/// The byte-wise (`putmem`/`getmem`) family, every scope; `Particle` is 16
+/// bytes, so the strided ones are `iput128`/`iget128`.
 #[kernel]
 pub unsafe fn rma_pod(dest: SymPtr<Particle>, local: *mut Particle, sig: SymPtr<u64>, n: usize) {
     let pe = peer();
     unsafe {
-        put_pod(dest, local, n, pe);
-        put_pod_warp(dest, local, n, pe);
-        put_pod_block(dest, local, n, pe);
-        put_pod_nbi(dest, local, n, pe);
-        put_pod_nbi_warp(dest, local, n, pe);
-        put_pod_nbi_block(dest, local, n, pe);
-
-        get_pod(local, dest, n, pe);
-        get_pod_warp(local, dest, n, pe);
-        get_pod_block(local, dest, n, pe);
-        get_pod_nbi(local, dest, n, pe);
-        get_pod_nbi_warp(local, dest, n, pe);
-        get_pod_nbi_block(local, dest, n, pe);
-
-        put_signal_pod(dest, local, n, sig, 1, SignalOp::Set, pe);
-        put_signal_pod_warp(dest, local, n, sig, 1, SignalOp::Add, pe);
-        put_signal_pod_block(dest, local, n, sig, 1, SignalOp::Set, pe);
-        put_signal_pod_nbi(dest, local, n, sig, 1, SignalOp::Add, pe);
-        put_signal_pod_nbi_warp(dest, local, n, sig, 1, SignalOp::Set, pe);
-        put_signal_pod_nbi_block(dest, local, n, sig, 1, SignalOp::Add, pe);
-
-        // `Particle` is 16 bytes: `iput128`/`iget128`.
-        iput_pod(dest, local, 2, 1, n, pe);
-        iput_pod_warp(dest, local, 2, 1, n, pe);
-        iput_pod_block(dest, local, 2, 1, n, pe);
-        iget_pod(local, dest, 1, 2, n, pe);
-        iget_pod_warp(local, dest, 1, 2, n, pe);
-        iget_pod_block(local, dest, 1, 2, n, pe);
+        rma_calls!(dest, local, sig, n, pe, pod);
     }
     quiet();
 }

@@ -14,20 +14,25 @@ use nvshmem_device::*;
 
 nvshmem_device::panic_handler!();
 
+include!("../../every_scope.rs");
+
+/// broadcast, fcollect and alltoall in every scope: the typed forms, or
+/// with `pod` the byte-wise ones (`broadcast_pod`, ...).
+macro_rules! collect_calls {
+    ($team:ident, $d:ident, $s:ident, $n:ident $(, $pod:ident)?) => { pastey::paste! {
+        every_scope! {
+            [<broadcast $(_ $pod)?>]($team, $d, $s, $n, Pe::new(0));
+            [<fcollect $(_ $pod)?>]($team, $d, $s, $n);
+            [<alltoall $(_ $pod)?>]($team, $d, $s, $n);
+        }
+    } };
+}
+
 /// broadcast, fcollect, alltoall in every scope for one element type.
 #[inline(always)]
 unsafe fn collect_all<T: CollectElement>(team: Team, d: SymPtr<T>, s: SymPtr<T>, n: usize) {
-    let root = Pe::new(0);
     unsafe {
-        broadcast(team, d, s, n, root);
-        broadcast_warp(team, d, s, n, root);
-        broadcast_block(team, d, s, n, root);
-        fcollect(team, d, s, n);
-        fcollect_warp(team, d, s, n);
-        fcollect_block(team, d, s, n);
-        alltoall(team, d, s, n);
-        alltoall_warp(team, d, s, n);
-        alltoall_block(team, d, s, n);
+        collect_calls!(team, d, s, n);
     }
 }
 
@@ -41,12 +46,10 @@ unsafe fn reduce_all<T: ReduceElement, O: ReduceOp<T>>(
     n: usize,
 ) {
     unsafe {
-        reduce(op, team, d, s, n);
-        reduce_warp(op, team, d, s, n);
-        reduce_block(op, team, d, s, n);
-        reducescatter(op, team, d, s, n);
-        reducescatter_warp(op, team, d, s, n);
-        reducescatter_block(op, team, d, s, n);
+        every_scope! {
+            reduce(op, team, d, s, n);
+            reducescatter(op, team, d, s, n);
+        }
     }
 }
 
@@ -84,17 +87,8 @@ kernels! {
 /// The byte-wise collectives, every scope.
 #[kernel]
 pub unsafe fn coll_pod(team: Team, d: SymPtr<[u16; 3]>, s: SymPtr<[u16; 3]>, n: usize) {
-    let root = Pe::new(0);
     unsafe {
-        broadcast_pod(team, d, s, n, root);
-        broadcast_pod_warp(team, d, s, n, root);
-        broadcast_pod_block(team, d, s, n, root);
-        fcollect_pod(team, d, s, n);
-        fcollect_pod_warp(team, d, s, n);
-        fcollect_pod_block(team, d, s, n);
-        alltoall_pod(team, d, s, n);
-        alltoall_pod_warp(team, d, s, n);
-        alltoall_pod_block(team, d, s, n);
+        collect_calls!(team, d, s, n, pod);
     }
 }
 
