@@ -520,6 +520,11 @@ impl Mps {
         for (_, dir) in &Self::env()[..2] {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
+        // A run killed while MPS was up leaves its daemon on this pipe, and
+        // a second `-d` then fails ("already running"): stop it first.
+        if Self::env()[0].1.join("control").exists() {
+            Self::stop();
+        }
         crate::check(
             Command::new("nvidia-cuda-mps-control")
                 .arg("-d")
@@ -530,9 +535,9 @@ impl Mps {
     }
 }
 
-impl Drop for Mps {
-    fn drop(&mut self) {
-        self.on.set(false);
+impl Mps {
+    /// Asks the daemon on this pipe to quit, and gives it a second.
+    fn stop() {
         let stop = Command::new("sh")
             .args(["-c", "echo quit | nvidia-cuda-mps-control"])
             .envs(Self::env())
@@ -541,6 +546,13 @@ impl Drop for Mps {
             eprintln!("warning: stopping CUDA MPS failed");
         }
         std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}
+
+impl Drop for Mps {
+    fn drop(&mut self) {
+        self.on.set(false);
+        Self::stop();
     }
 }
 
