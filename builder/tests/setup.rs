@@ -188,7 +188,7 @@ fn offline_without_nvshmem_or_ptxas_says_what_to_run() {
         return common::skip("NVSHMEM 3.4.5 is not installed");
     };
     let out = base(&[("NVSHMEM_HOME", Some(nv.root.display().to_string()))]);
-    assert!(out.contains("ptxas and nvlink was not found"), "{out}");
+    assert!(out.contains("not found: ptxas and nvlink"), "{out}");
     assert!(
         out.contains("python3 -m pip install 'nvidia-cuda-nvcc==13.0.*'"),
         "{out}"
