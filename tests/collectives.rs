@@ -46,7 +46,8 @@ impl OnTeam<'_> {
 
     /// This PE's number in the team.
     fn rank(&self, me: u32) -> usize {
-        self.members.iter().position(|&m| m == me).unwrap()
+        let pos = self.members.iter().position(|&m| m == me);
+        pos.expect("rank asked on a PE outside the team")
     }
 }
 
@@ -288,8 +289,8 @@ fn gather_case<T: Elem>(
     let (me, whole) = (nv.my_pe().index(), nv.n_pes() as usize);
     let src_len = move |n| if alltoall { n * whole } else { n };
     let sizes = (|n| input::<T>(me, src_len(n)), |n| n * whole);
-    let block = if alltoall { t.rank(me) } else { 0 };
-    let want = |n| exchanged(t, block, n, T::val);
+    // Only members compare (and have a rank): `want` runs on members only.
+    let want = |n| exchanged(t, if alltoall { t.rank(me) } else { 0 }, n, T::val);
     sized_case(nv, m, t, f, (kernel, kernel), sizes, plain, want)
 }
 

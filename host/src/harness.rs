@@ -31,7 +31,16 @@
 //! the binary is one PE of that job: NVSHMEM starts once through the
 //! launcher's bootstrap, and every test whose PE counts include the job's
 //! size runs on every rank in turn. Each rank prints `[rank R]` lines and its
-//! own summary, and exits 1 when a test failed on it.
+//! own summary. A failed test stops the rank at once with exit status 1,
+//! without finalizing: after a failure the PEs may be out of step, and a
+//! collective would wait forever; the launcher then stops the job. Run the
+//! remaining tests with a filter.
+//!
+//! # A failing PE never hangs the run
+//! A PE whose test fails or panics records its verdict and exits 1 without
+//! NVSHMEM's (collective) finalize, and the launcher stops the other PEs,
+//! which may be waiting for it in a collective. The failure line names each
+//! PE's verdict; PEs that were stopped say `no verdict`.
 //!
 //! # Without a GPU
 //! Every run is reported `SKIPPED` with the reason, never passed, and the
@@ -407,29 +416,27 @@ fn run_in_job(launcher: &str, rank: u32, size: u32, tests: &[GpuTest], ptx_dir: 
             continue;
         }
         let started = Instant::now();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (test.run)(&mut pe)));
+        let result = run_caught(test, &mut pe);
         let secs = started.elapsed().as_secs_f64();
-        let failure = match result {
-            Ok(Ok(())) => None,
-            Ok(Err(f)) => Some(f.0),
-            Err(_) => Some("panicked".to_string()),
-        };
-        match failure {
-            None => {
-                passed += 1;
-                say(format!(
-                    "test {} [{size} PE] ... ok ({secs:.2} s)",
-                    test.name
-                ));
-            }
-            Some(why) => {
-                failed += 1;
-                say(format!(
-                    "test {} [{size} PE] ... FAILED ({secs:.2} s)\n    {why}",
-                    test.name
-                ));
-            }
+        if let Err(why) = result {
+            // The PEs may be out of step now (one left a collective the
+            // others wait in): a barrier or finalize could wait forever.
+            // Exit; the outside launcher stops the other ranks.
+            say(format!(
+                "test {} [{size} PE] ... FAILED ({secs:.2} s)\n    {why}",
+                test.name
+            ));
+            say(format!(
+                "stopping after a failed test (the PEs may be out of step): {passed} passed, {} failed, {skipped} skipped; run the others with a filter",
+                failed + 1
+            ));
+            return 1;
         }
+        passed += 1;
+        say(format!(
+            "test {} [{size} PE] ... ok ({secs:.2} s)",
+            test.name
+        ));
         if pe.nv.is_poisoned() {
             say("the CUDA context is unusable after that test: stopping".into());
             failed += 1;
@@ -480,31 +487,40 @@ fn run_worker(name: &str, tests: &[GpuTest], ptx_dir: &Path) -> i32 {
         nv,
         ptx_dir: ptx_dir.to_path_buf(),
     };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (test.run)(&mut pe)));
-    let (text, code) = match result {
-        Ok(Ok(())) => ("ok".to_string(), 0),
-        Ok(Err(f)) => (f.0, 1),
+    if let Err(why) = run_caught(test, &mut pe) {
+        // Finalize is collective: the other PEs may be waiting in a
+        // collective this PE left, so it would never return. Exit instead;
+        // the launcher stops the others when this PE exits with 1.
+        record(&why);
+        return 1;
+    }
+    // After an intentional kernel fault (a test that expects one), finalize
+    // reports the fault again: that is not a failure of the test.
+    let poisoned = pe.nv.is_poisoned();
+    match pe.nv.finalize() {
+        Err(e) if !poisoned => {
+            record(&format!("finalize failed: {e}"));
+            1
+        }
+        _ => {
+            record("ok");
+            0
+        }
+    }
+}
+
+/// Runs one test, turning a panic into a failure with its message.
+fn run_caught(test: &GpuTest, pe: &mut TestPe) -> Result<(), String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (test.run)(pe))) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(f)) => Err(f.0),
         Err(panic) => {
             let msg = panic
                 .downcast_ref::<String>()
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_default();
-            (format!("panicked: {msg}"), 1)
-        }
-    };
-    // After an intentional kernel fault (a test that expects one), finalize
-    // reports the fault again: that is not a failure of the test.
-    let poisoned = pe.nv.is_poisoned();
-    let finalized = pe.nv.finalize();
-    match finalized {
-        Err(e) if code == 0 && !poisoned => {
-            record(&format!("finalize failed: {e}"));
-            1
-        }
-        _ => {
-            record(&text);
-            code
+            Err(format!("panicked: {msg}"))
         }
     }
 }
