@@ -44,6 +44,8 @@ pub enum Mode {
     Nvshmem38,
     /// tests/gpu.rs at 2 and 4 PEs over NVSHMEM 3.8.0's UCX transport, P2P off.
     Ucx,
+    /// compute-sanitizer's memcheck and racecheck on the ring, the all-reduce and AG+GEMM at 2 PEs, without MPS (not a default).
+    Sanitizer,
     /// examples/cpp_host built with this machine's nvcc against the pack's kernels, run on 1 and 2 PEs (not a default).
     CppHost,
     /// The benchmark: the C++ twins built with this machine's nvcc, SASS, 1 and 2 PEs; results in $OUT/bench (not a default).
@@ -279,6 +281,21 @@ impl Runner {
                             .arg(self.bin(name))
                             .args(*args);
                         self.record(&format!("{name}-{n}"), c);
+                    }
+                }
+            }
+            Mode::Sanitizer => {
+                for tool in ["memcheck", "racecheck"] {
+                    for (name, args) in EXAMPLES {
+                        let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
+                        // NVSHMEM's own CUDA calls that are expected to fail
+                        // (probes) are not errors of the program.
+                        c.args(["-n", "2", "--timeout", "300", "--", "compute-sanitizer"])
+                            .args(["--tool", tool, "--error-exitcode", "1"])
+                            .args(["--report-api-errors", "no"])
+                            .arg(self.bin(name))
+                            .args(*args);
+                        self.record(&format!("{tool}-{name}-2"), c);
                     }
                 }
             }
