@@ -261,10 +261,9 @@ impl Runner {
             }
             Mode::BenchCheck => {
                 let _mps = self.mps()?;
-                let c = self.command(
-                    &self.bin("test-bench_check"),
-                    &self.ptx("ptx-bench", "3.4.5"),
-                );
+                // The bench's own kernels have their own folder variable.
+                let mut c = self.command(&self.bin("test-bench_check"), &ptx);
+                c.env("NVSHMEM_RS_BENCH_PTX_DIR", self.ptx("ptx-bench", "3.4.5"));
                 self.record("bench-check-mps", c);
             }
             Mode::Examples => {
