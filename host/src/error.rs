@@ -269,6 +269,27 @@ pub enum Error {
         limit: u32,
     },
 
+    /// A block of more threads than the kernel's registers allow: each
+    /// thread's registers come from the SM's 64 K, so a kernel that needs
+    /// many runs in smaller blocks only.
+    #[error(
+        "kernel `{kernel}` cannot run {threads} threads per block: it uses {registers} \
+         registers per thread, so at most {max_threads} fit in a block. Fix: launch at most \
+         {max_threads} threads per block, or declare the block size with \
+         `#[kernel(max_threads = {threads})]` so that ptxas keeps the registers within it"
+    )]
+    BlockTooLarge {
+        /// The kernel.
+        kernel: String,
+        /// Threads per block the launch asked for.
+        threads: u32,
+        /// Registers per thread of the kernel (ptxas).
+        registers: u32,
+        /// The most threads per block the kernel can run with
+        /// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
+        max_threads: u32,
+    },
+
     /// The driver refused to launch a kernel.
     #[error("kernel `{kernel}` could not be launched: {source}")]
     LaunchFailed {
@@ -465,6 +486,20 @@ mod tests {
         record_drop_error(Err(Error::bad_size("second")));
         let e = take_drop_error().unwrap();
         assert!(e.to_string().contains("first"));
+    }
+
+    #[test]
+    fn block_too_large_names_both_fixes() {
+        let e = Error::BlockTooLarge {
+            kernel: "k".into(),
+            threads: 1024,
+            registers: 165,
+            max_threads: 384,
+        };
+        let msg = e.to_string();
+        assert!(msg.contains("165 registers"), "{msg}");
+        assert!(msg.contains("at most 384 threads per block"), "{msg}");
+        assert!(msg.contains("#[kernel(max_threads = 1024)]"), "{msg}");
     }
 
     #[test]

@@ -5,7 +5,7 @@ use crate::driver;
 use crate::error::{Error, Result};
 use crate::launch::{KernelArgs, LaunchConfig, check_co_resident, check_kernel_args};
 use crate::module::ModuleInner;
-use cudarc::driver::{CudaStream, result, sys};
+use cudarc::driver::{CudaStream, DriverError, result, sys};
 use nvshmem_types::manifest::KernelInfo;
 use std::rc::Rc;
 
@@ -194,10 +194,35 @@ impl Kernel {
             Err(e) if driver::is_kernel_fault(&e) => {
                 Err(nv.classify("cuLaunchKernel", Some(stream), e))
             }
-            Err(source) => Err(Error::LaunchFailed {
+            Err(source) => Err(self.refused(config.block.count() as u32, source)),
+        }
+    }
+
+    /// The error for a launch the driver refused: [`Error::BlockTooLarge`]
+    /// when the block has more threads than the kernel's registers allow.
+    fn refused(&self, threads: u32, source: DriverError) -> Error {
+        let attribute = |a| {
+            // SAFETY: a function of a loaded module; a valid attribute.
+            unsafe { result::function::get_function_attribute(self.func, a) }.ok()
+        };
+        use sys::CUfunction_attribute::{
+            CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK as MAX_THREADS,
+            CU_FUNC_ATTRIBUTE_NUM_REGS as REGS,
+        };
+        if source.0 == sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+            && let (Some(max), Some(regs)) = (attribute(MAX_THREADS), attribute(REGS))
+            && threads > max.max(0) as u32
+        {
+            return Error::BlockTooLarge {
                 kernel: self.info.name.clone(),
-                source,
-            }),
+                threads,
+                registers: regs.max(0) as u32,
+                max_threads: max.max(0) as u32,
+            };
+        }
+        Error::LaunchFailed {
+            kernel: self.info.name.clone(),
+            source,
         }
     }
 

@@ -293,7 +293,10 @@ fn race_group(n: usize, scope: u32) -> (usize, usize, usize, usize, bool) {
 /// threads `lag` cycles late, and the group puts `stage` to the next PE's
 /// `dest` **without a barrier of its own**. The put must wait for every
 /// thread's writes: the host checks that `dest` holds this round's values.
-#[kernel]
+// The host launches 1024 threads (RACE_THREADS): with NVSHMEM 3.8's
+// bitcode the copy needs more registers than 1024 threads can have unless
+// ptxas is told the block size.
+#[kernel(max_threads = 1024)]
 pub unsafe fn staged_put(
     dest: SymPtr<u64>,
     stage: *mut u64,
@@ -332,7 +335,8 @@ pub unsafe fn staged_put(
 /// `src` into `local` **without a barrier of its own**. The get must not
 /// overwrite what a thread has yet to read: the host checks that `seen`
 /// holds the old contents and `local` the next PE's `src`.
-#[kernel]
+// 1024 threads, as `staged_put`.
+#[kernel(max_threads = 1024)]
 pub unsafe fn get_in_use(
     local: *mut u64,
     src: SymPtr<u64>,
