@@ -10,7 +10,6 @@
 
 use nvshmem_device::cp_async::SharedAddr;
 use nvshmem_device::half::bf16;
-use nvshmem_device::math::Bf16x2;
 use nvshmem_device::thread::{block_idx_x, block_idx_y};
 use nvshmem_device::{kernel, shared};
 use tc_gemm_tiles::sm80;
@@ -42,18 +41,13 @@ pub unsafe fn gemm_bf16_mma(a: *const bf16, b: *const bf16, c: *mut bf16, n: u32
             SharedAddr::from_ptr(shared::dynamic_base()),
         )
     };
-    sm80::epilogue(&acc, |r, col, v0, v1| {
-        // SAFETY: inside C; `col` is even, so the pair is 4-byte aligned.
-        unsafe {
-            *c.add((m0 + r) * n + n0 + col).cast::<u32>() = Bf16x2::from_f32s(v0, v1).to_bits()
-        };
-    });
+    // SAFETY: the tile is inside C.
+    unsafe { sm80::store_bf16(&acc, c, n, (m0, n0)) };
 }
 
 #[cfg(feature = "sm90a")]
 mod hopper {
     use super::*;
-    use nvshmem_device::thread::grid_dim_x;
     use nvshmem_device::tma::TensorMap;
     use tc_gemm_tiles::sm90;
 
@@ -76,34 +70,9 @@ mod hopper {
         n: u32,
         k: u32,
     ) {
-        let (m, n, k) = (m as usize, n as usize, k as usize);
-        let Some(mt) = core::num::NonZeroUsize::new(m / sm90::BM) else {
-            return;
-        };
-        let tiles = mt.get() * (n / sm90::BN);
-        let (first, stride) = (block_idx_x() as usize, grid_dim_x() as usize);
-        let schedule = |j: usize| {
-            let t = first + j * stride;
-            let m0 = (t % mt) * sm90::BM;
-            (t < tiles).then_some(sm90::Tile {
-                a_map,
-                a_row: m0,
-                m0,
-                n0: (t / mt) * sm90::BN,
-                user: 0,
-            })
-        };
+        let dims = (m as usize, n as usize, k as usize);
         // SAFETY: the host's maps and sizes.
-        unsafe {
-            sm90::run(
-                [a_map],
-                b_map,
-                k,
-                schedule,
-                |_| {},
-                sm90::Bf16Out { c, ldc: n },
-            )
-        };
+        unsafe { sm90::run_m_fastest(a_map, b_map, dims, sm90::Bf16Out { c, ldc: dims.1 }) };
     }
 }
 #[cfg(feature = "sm90a")]

@@ -13,6 +13,7 @@
 
 use nvshmem_device::cp_async::{self, SharedAddr};
 use nvshmem_device::half::bf16;
+use nvshmem_device::math::Bf16x2;
 use nvshmem_device::mma::{self, FragA, FragB, FragC, M16N8K16};
 use nvshmem_device::thread::{lane_id, sync_threads, thread_idx_x};
 
@@ -176,5 +177,22 @@ pub fn epilogue(acc: &Acc, mut store: impl FnMut(usize, usize, f32, f32)) {
             store(r, col, c.get(0), c.get(1));
             store(r + 8, col, c.get(2), c.get(3));
         });
+    });
+}
+
+/// The [`epilogue`] that writes the tile in bf16 to the row-major `c` (row
+/// stride `ldc` elements), the tile's element (0, 0) at `c[m0][n0]`, a 4-byte
+/// pair per store.
+///
+/// # Safety
+/// `c` holds the 128 × 128 tile at (`m0`, `n0`), 4-byte aligned (`ldc` and
+/// `n0` even).
+#[inline(always)]
+pub unsafe fn store_bf16(acc: &Acc, c: *mut bf16, ldc: usize, (m0, n0): (usize, usize)) {
+    epilogue(acc, |r, col, v0, v1| {
+        // SAFETY: inside the tile; `col` is even, so the pair is 4-byte aligned.
+        unsafe {
+            *c.add((m0 + r) * ldc + n0 + col).cast::<u32>() = Bf16x2::from_f32s(v0, v1).to_bits()
+        };
     });
 }
