@@ -5,13 +5,18 @@
 //! - [`sm80`]: one 128 × 128 tile per block of 128 threads (4 warps of
 //!   64 × 64), `mma.sync.m16n8k16` fed by `ldmatrix` from XOR-swizzled shared
 //!   memory, a 4-stage `cp.async` pipeline along K (BK = 32). sm_80+.
+//! - [`sm80w`]: the same on a 128 × 256 tile of 256 threads (8 warps of
+//!   64 × 64), BK = 64, 128-byte swizzled rows: fewer bytes moved per FLOP.
 //! - `sm90` (feature `sm90a`): 128 × 256 tiles on 384 threads: a producer
 //!   warpgroup whose one elected thread issues TMA loads into a 4-stage ring
 //!   (BK = 64, 128-byte swizzle, `mbarrier` full/empty pairs), and two
 //!   consumer warpgroups that each run `wgmma.m64n256k16` on 64 rows.
 //!   Persistent: a block walks tiles, the pipeline runs on across them.
 //!
-//! Both give the caller the accumulators through an epilogue closure called
+//! [`raster`] orders the tiles (grouped order, for L2 reuse between the
+//! blocks that run together).
+//!
+//! All give the caller the accumulators through an epilogue closure called
 //! with `(row, col, v0, v1)` for the two adjacent columns `col`, `col + 1` of
 //! the tile, so a kernel can write bf16, f32, add into a peer's memory, ...
 //!
@@ -34,6 +39,8 @@ macro_rules! unroll {
     };
 }
 
+pub mod raster;
 pub mod sm80;
+pub mod sm80w;
 #[cfg(feature = "sm90a")]
 pub mod sm90;

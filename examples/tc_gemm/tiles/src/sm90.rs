@@ -83,6 +83,24 @@ pub fn m_fastest(
     }))
 }
 
+/// [`m_fastest`] in [`grouped`](crate::raster::grouped) order: bands of
+/// `group` tile rows, so that the blocks running together share A and B
+/// panels in L2.
+#[inline(always)]
+pub fn grouped(
+    a_map: *const TensorMap,
+    m: usize,
+    n: usize,
+    group: usize,
+) -> Option<impl Fn(usize) -> Option<Tile>> {
+    let (mt, nt) = (m / BM, n / BN);
+    (mt > 0).then(|| {
+        persistent(a_map, mt * nt, move |t| {
+            crate::raster::grouped(t, mt, nt, group)
+        })
+    })
+}
+
 /// A persistent schedule over `tiles` tiles of A through `a_map`: this
 /// block's `j`-th tile is `order(b + j · grid)`, given as (row tile, column tile).
 #[inline(always)]
@@ -269,11 +287,42 @@ pub unsafe fn run_m_fastest(
     (m, n, k): (usize, usize, usize),
     store: impl TileStore,
 ) {
-    let Some(schedule) = m_fastest(a_map, m, n) else {
-        return;
-    };
     // SAFETY: the caller's contract.
-    unsafe { run([a_map], b_map, k, schedule, |_| {}, store) };
+    unsafe { run_plain(a_map, b_map, k, m_fastest(a_map, m, n), store) };
+}
+
+/// [`run_m_fastest`] with the [`grouped`] schedule (bands of `group` tile rows).
+///
+/// # Safety
+/// As [`run_m_fastest`].
+#[inline(always)]
+pub unsafe fn run_grouped(
+    a_map: *const TensorMap,
+    b_map: *const TensorMap,
+    (m, n, k): (usize, usize, usize),
+    group: usize,
+    store: impl TileStore,
+) {
+    // SAFETY: the caller's contract.
+    unsafe { run_plain(a_map, b_map, k, grouped(a_map, m, n, group), store) };
+}
+
+/// [`run`] over `schedule` (nothing to do when `None`), A through one map.
+///
+/// # Safety
+/// As [`run`].
+#[inline(always)]
+unsafe fn run_plain(
+    a_map: *const TensorMap,
+    b_map: *const TensorMap,
+    k: usize,
+    schedule: Option<impl Fn(usize) -> Option<Tile>>,
+    store: impl TileStore,
+) {
+    if let Some(schedule) = schedule {
+        // SAFETY: the caller's contract.
+        unsafe { run([a_map], b_map, k, schedule, |_| {}, store) };
+    }
 }
 
 /// What the consumer warpgroups do with a finished tile (see [`run`]).
