@@ -21,7 +21,7 @@ use nvshmem_device::cp_async::SharedAddr;
 use nvshmem_device::half::bf16;
 use nvshmem_device::thread::{block_idx_x, block_idx_y};
 use nvshmem_device::{kernel, shared};
-use tc_gemm_tiles::{raster, sm80, sm80w};
+use tc_gemm_tiles::{MmaTile, raster, sm80, sm80w};
 
 nvshmem_device::panic_handler!();
 
@@ -74,26 +74,8 @@ pub unsafe fn gemm_bf16_mma_v2(
     k: u32,
     group: u32,
 ) {
-    let (m, n, k) = (m as usize, n as usize, k as usize);
-    let (mt, nt) = (m / sm80::BM, n / sm80::BN);
-    let t = block_idx_x() as usize;
-    if t >= mt * nt {
-        return;
-    }
-    let (tm, tn) = raster::grouped(t, mt, nt, group as usize);
-    let (m0, n0) = (tm * sm80::BM, tn * sm80::BN);
-    // SAFETY: a whole tile inside A, B and C (the caller's sizes).
-    unsafe {
-        let acc = sm80::mainloop(
-            a.add(m0 * k),
-            k,
-            b.add(n0 * k),
-            k,
-            k,
-            SharedAddr::from_ptr(shared::dynamic_base()),
-        );
-        sm80::store_bf16(&acc, c, n, (m0, n0));
-    }
+    // SAFETY: the caller's contract.
+    unsafe { grouped_mma::<sm80::Block>(a, b, c, (m, n, k), group) };
 }
 
 /// `C = A · Bᵀ` with `mma.sync` on the wider `sm80w` tile (128 × 256, 8
@@ -114,17 +96,34 @@ pub unsafe fn gemm_bf16_mma_v3(
     k: u32,
     group: u32,
 ) {
+    // SAFETY: the caller's contract.
+    unsafe { grouped_mma::<sm80w::Block>(a, b, c, (m, n, k), group) };
+}
+
+/// The `mma.sync` GEMM on tile `T` with block `t` of a 1-D grid computing
+/// tile `raster::grouped(t, ...)` (nothing past the last tile).
+///
+/// # Safety
+/// As [`gemm_bf16_mma_v2`], with `T`'s tile, threads and shared memory.
+#[inline(always)]
+unsafe fn grouped_mma<T: MmaTile>(
+    a: *const bf16,
+    b: *const bf16,
+    c: *mut bf16,
+    (m, n, k): (u32, u32, u32),
+    group: u32,
+) {
     let (m, n, k) = (m as usize, n as usize, k as usize);
-    let (mt, nt) = (m / sm80w::BM, n / sm80w::BN);
+    let (mt, nt) = (m / T::BM, n / T::BN);
     let t = block_idx_x() as usize;
     if t >= mt * nt {
         return;
     }
     let (tm, tn) = raster::grouped(t, mt, nt, group as usize);
-    let (m0, n0) = (tm * sm80w::BM, tn * sm80w::BN);
+    let (m0, n0) = (tm * T::BM, tn * T::BN);
     // SAFETY: a whole tile inside A, B and C (the caller's sizes).
     unsafe {
-        let acc = sm80w::mainloop(
+        let acc = T::mainloop(
             a.add(m0 * k),
             k,
             b.add(n0 * k),
@@ -132,7 +131,7 @@ pub unsafe fn gemm_bf16_mma_v3(
             k,
             SharedAddr::from_ptr(shared::dynamic_base()),
         );
-        sm80w::store_bf16(&acc, c, n, (m0, n0));
+        T::store_bf16(&acc, c, n, (m0, n0));
     }
 }
 

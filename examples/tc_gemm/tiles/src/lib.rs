@@ -39,8 +39,68 @@ macro_rules! unroll {
     };
 }
 
+/// Implements [`MmaTile`] for a module's `Block` with its functions.
+macro_rules! mma_tile {
+    () => {
+        impl $crate::MmaTile for Block {
+            const BM: usize = BM;
+            const BN: usize = BN;
+            #[inline(always)]
+            unsafe fn mainloop(
+                a: *const bf16,
+                lda: usize,
+                b: *const bf16,
+                ldb: usize,
+                k: usize,
+                smem: SharedAddr,
+            ) -> Acc {
+                // SAFETY: the caller's contract.
+                unsafe { mainloop(a, lda, b, ldb, k, smem) }
+            }
+            #[inline(always)]
+            unsafe fn store_bf16(acc: &Acc, c: *mut bf16, ldc: usize, at: (usize, usize)) {
+                // SAFETY: the caller's contract.
+                unsafe { store_bf16(acc, c, ldc, at) }
+            }
+        }
+    };
+}
+
 pub mod raster;
 pub mod sm80;
 pub mod sm80w;
 #[cfg(feature = "sm90a")]
 pub mod sm90;
+
+/// An `mma.sync` block tile ([`sm80::Block`], [`sm80w::Block`]), for kernels
+/// written once for either.
+pub trait MmaTile {
+    /// Rows of C per tile.
+    const BM: usize;
+    /// Columns of C per tile.
+    const BN: usize;
+
+    /// The tile's `mainloop` (as [`sm80::mainloop`]).
+    ///
+    /// # Safety
+    /// As the module's `mainloop`.
+    unsafe fn mainloop(
+        a: *const nvshmem_device::half::bf16,
+        lda: usize,
+        b: *const nvshmem_device::half::bf16,
+        ldb: usize,
+        k: usize,
+        smem: nvshmem_device::cp_async::SharedAddr,
+    ) -> sm80::Acc;
+
+    /// The tile's `store_bf16` (as [`sm80::store_bf16`]).
+    ///
+    /// # Safety
+    /// As the module's `store_bf16`.
+    unsafe fn store_bf16(
+        acc: &sm80::Acc,
+        c: *mut nvshmem_device::half::bf16,
+        ldc: usize,
+        at: (usize, usize),
+    );
+}

@@ -103,12 +103,26 @@ unsafe fn compute_stage(acc: &mut Acc, smem: SharedAddr, slot: usize) {
             fb[2 * nj] = pair[0];
             fb[2 * nj + 1] = pair[1];
         });
-        unroll!(mi in [0 1 2 3] {
-            unroll!(nj in [0 1 2 3 4 5 6 7] {
-                // SAFETY: every lane of the warp runs this unrolled loop together (no
-                // branch on the lane; all THREADS threads call the mainloop).
-                acc[mi][nj] = unsafe { mma::mma(fa[mi], fb[nj], acc[mi][nj]) };
-            });
+        // SAFETY: every lane of the warp runs this together (no branch on
+        // the lane; all THREADS threads call the mainloop).
+        unsafe { mma_step(acc, &(fa, fb)) };
+    });
+}
+
+/// One warp's fragments of one k16 step: A for its 4 row blocks of 16, B
+/// for its 8 column blocks of 8.
+pub(crate) type Frags = ([FragA<bf16, M16N8K16>; 4], [FragB<bf16, M16N8K16>; 8]);
+
+/// The 32 MMAs of one k16 step of this warp's 64 × 64.
+///
+/// # Safety
+/// Every lane of the warp calls it together.
+#[inline(always)]
+pub(crate) unsafe fn mma_step(acc: &mut Acc, (fa, fb): &Frags) {
+    unroll!(mi in [0 1 2 3] {
+        unroll!(nj in [0 1 2 3 4 5 6 7] {
+            // SAFETY: the caller's contract; the loop is unrolled, with no branch on the lane.
+            acc[mi][nj] = unsafe { mma::mma(fa[mi], fb[nj], acc[mi][nj]) };
         });
     });
 }
@@ -262,3 +276,8 @@ pub(crate) unsafe fn bf16_pairs(
         };
     }
 }
+
+/// This module's 128 × 128 block tile as an [`MmaTile`](crate::MmaTile).
+#[derive(Clone, Copy, Debug)]
+pub struct Block;
+mma_tile!();

@@ -17,10 +17,10 @@
 //! L2 and into shared memory (`(BM + BN) / (BM · BN)`), and half as many
 //! block barriers per MMA (one per 64 of K instead of 32).
 
-use crate::sm80::{self, Acc};
+use crate::sm80::{self, Acc, Frags};
 use nvshmem_device::cp_async::{self, SharedAddr};
 use nvshmem_device::half::bf16;
-use nvshmem_device::mma::{self, FragA, FragB, FragC, M16N8K16};
+use nvshmem_device::mma::{FragA, FragB, FragC, M16N8K16};
 use nvshmem_device::thread::{lane_id, thread_idx_x};
 
 /// Rows of A (and C) per tile.
@@ -69,10 +69,6 @@ unsafe fn load_rows<const ROWS: u32>(src: *const bf16, ld: usize, dst: SharedAdd
     }
 }
 
-/// One warp's fragments of one k16 step: A for its 4 row blocks, B for its
-/// 8 column blocks.
-type Frags = ([FragA<bf16, M16N8K16>; 4], [FragB<bf16, M16N8K16>; 8]);
-
 /// Loads this warp's fragments of k16 step `kk` (0..4) from a stage's A and
 /// B tiles; the warp's sub-tile starts at row `wm · 64` of A and `wn · 64`
 /// of B.
@@ -118,39 +114,23 @@ unsafe fn compute_stage(acc: &mut Acc, smem: SharedAddr, slot: usize) {
     unsafe {
         let f0 = load_frags(a, b, w, 0);
         let f1 = load_frags(a, b, w, 1);
-        mma_step(acc, &f0);
+        sm80::mma_step(acc, &f0);
         let f2 = load_frags(a, b, w, 2);
-        mma_step(acc, &f1);
+        sm80::mma_step(acc, &f1);
         let f3 = load_frags(a, b, w, 3);
-        mma_step(acc, &f2);
-        mma_step(acc, &f3);
+        sm80::mma_step(acc, &f2);
+        sm80::mma_step(acc, &f3);
     }
 }
 
-/// The 32 MMAs of one k16 step of this warp's 64 × 64.
+/// [`sm80::mainloop`] for this module's 128 × 256 tile: [`BM`] rows at `a`,
+/// [`BN`] at `b`; [`THREADS`] threads call it; pass the result to
+/// [`epilogue`].
 ///
 /// # Safety
-/// Every lane of the warp calls it together.
-#[inline(always)]
-unsafe fn mma_step(acc: &mut Acc, (fa, fb): &Frags) {
-    unroll!(mi in [0 1 2 3] {
-        unroll!(nj in [0 1 2 3 4 5 6 7] {
-            // SAFETY: the caller's contract; the loop is unrolled, with no branch on the lane.
-            acc[mi][nj] = unsafe { mma::mma(fa[mi], fb[nj], acc[mi][nj]) };
-        });
-    });
-}
-
-/// Computes one 128 × 256 tile: `a` points at the tile's first row of A
-/// (row stride `lda` elements), `b` at its first row of B (stride `ldb`),
-/// `k` the depth. Returns this warp's accumulators; pass them to
-/// [`epilogue`]. All [`THREADS`] threads of the block call it.
-///
-/// # Safety
-/// [`BM`] rows of `k` readable bf16 at `a` and [`BN`] at `b`, 16-byte
-/// aligned rows (`lda`, `ldb` multiples of 8), `k` a multiple of [`BK`]; the
-/// launch has [`THREADS`] threads and [`SMEM_BYTES`] of dynamic shared
-/// memory at `smem`, which this overwrites.
+/// As [`sm80::mainloop`], with [`BN`] rows of B, `k` a multiple of [`BK`],
+/// [`THREADS`] threads and [`SMEM_BYTES`] at `smem` (192 KiB: more than
+/// sm_86/89 and A100 give a block; Hopper gives 227 KiB).
 #[inline(always)]
 pub unsafe fn mainloop(
     a: *const bf16,
@@ -197,3 +177,8 @@ pub unsafe fn store_bf16(acc: &Acc, c: *mut bf16, ldc: usize, (m0, n0): (usize, 
     // SAFETY: the caller's contract.
     epilogue(acc, unsafe { sm80::bf16_pairs(c, ldc, (m0, n0)) });
 }
+
+/// This module's 128 × 256 block tile as an [`MmaTile`](crate::MmaTile).
+#[derive(Clone, Copy, Debug)]
+pub struct Block;
+mma_tile!();
