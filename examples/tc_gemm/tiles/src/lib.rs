@@ -22,7 +22,7 @@
 //!
 //! Shared memory is the launch's dynamic shared memory
 //! (`nvshmem_device::shared::dynamic_base()`, 16-byte aligned), which the
-//! caller passes in (`sm80`) or the mainloop takes itself (`sm90`).
+//! caller passes in (`sm80`, `sm80w`) or the mainloop takes itself (`sm90`).
 #![no_std]
 // The one piece of inline PTX with no device-crate API (`sm90`'s 16-byte
 // shared → global copy); on the host it is a stub.

@@ -1,7 +1,7 @@
 //! A wider `mma.sync` mainloop (sm_80+): one 128 × 256 tile of `C = A · Bᵀ`
 //! per block of [`THREADS`] = 256 threads, 64 of K per stage.
 //!
-//! - Warps: 2 (M) × 4 (N), each a 64 × 64 sub-tile as in [`sm80`](crate::sm80)
+//! - Warps: 2 (M) × 4 (N), each a 64 × 64 sub-tile as in [`sm80`]
 //!   (its [`Acc`]: 128 f32 registers per thread).
 //! - Shared memory: [`STAGES`] stages of an A tile (128 × 64 bf16) and a B
 //!   tile (256 × 64), 128-byte rows whose eight 16-byte chunks are XORed with
@@ -47,7 +47,7 @@ const fn swz(row: u32, chunk: u32) -> u32 {
     row * 128 + ((chunk ^ (row & 7)) << 4)
 }
 
-/// Issues this thread's `cp.async` copies of `rows` rows of K-stage `kt`
+/// Issues this thread's `cp.async` copies of `ROWS` rows of K-stage `kt`
 /// (eight 16-byte chunks a row) from `src` (row stride `ld`) into `dst`.
 ///
 /// # Safety
