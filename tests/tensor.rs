@@ -15,7 +15,7 @@ use half::{bf16, f16};
 use nvshmem_device::mma::{FragA, FragB, M16N8K16};
 use nvshmem_host::harness::{Failure, TestPe, TestResult, check_eq, ensure};
 use nvshmem_host::tensor_map::{self, TmaSwizzle, swizzle128_offset};
-use nvshmem_host::{Kernel, KernelArgs, LaunchConfig, Module, Nvshmem};
+use nvshmem_host::{DevicePtr, Kernel, KernelArgs, LaunchConfig, Module, Nvshmem};
 use nvshmem_rs::KernelSet;
 use nvshmem_rs::tensor::{self, DeviceMaps, Gemm, wgmma};
 
@@ -399,20 +399,33 @@ fn check_gemm(
     Ok(())
 }
 
-/// The standalone GEMMs (mma.sync, and wgmma + TMA) on a 256 × 512 × 320 problem.
+/// The standalone GEMMs (mma.sync, and wgmma + TMA) and their candidates
+/// on a 384 × 512 × 320 problem: 3 tile rows, so that the candidates'
+/// grouped order (bands of 2 rows) has a thinner last band.
 fn gemm_kernels(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let gemm =
         Gemm::from_module(&tensor_module(pe, "tc-gemm-kernels")?).map_err(|e| e.to_string())?;
-    let (m, n, k) = (256usize, 512usize, 320usize);
+    let (m, n, k) = (384usize, 512usize, 320usize);
+    let dims = (m, n, k);
     let (a, b) = (data(m * k, 1), data(n * k, 2));
     let (da, db) = (nv.alloc_from(&a)?, nv.alloc_from(&b)?);
-    let c = nv.alloc_zeroed::<bf16>(m * n)?;
-    let ptrs = (da.device_ptr(), db.device_ptr(), c.device_ptr());
-    // SAFETY: M×K, N×K in, M×N out; sizes multiples of the tile.
-    unsafe { gemm.mma(nv, ptrs, (m, n, k)) }.map_err(|e| e.to_string())?;
-    sync(nv)?;
-    check_gemm("gemm_bf16_mma", &a, &b, &c.to_vec(nv.stream())?, (m, n, k))?;
+    // Runs `launch` into a zeroed C and checks C.
+    let check = |name: &str, launch: &dyn Fn(DevicePtr<bf16>) -> nvshmem_rs::Res<()>| {
+        let c = nv.alloc_zeroed::<bf16>(m * n)?;
+        launch(c.device_ptr()).map_err(|e| e.to_string())?;
+        sync(nv)?;
+        check_gemm(name, &a, &b, &c.to_vec(nv.stream())?, dims)
+    };
+    let ops = |c| (da.device_ptr(), db.device_ptr(), c);
+    // SAFETY (launches): M×K, N×K in, M×N out; sizes multiples of every tile.
+    check("gemm_bf16_mma", &|c| unsafe { gemm.mma(nv, ops(c), dims) })?;
+    check("gemm_bf16_mma_v2", &|c| unsafe {
+        gemm.mma_v2(nv, ops(c), dims, 2)
+    })?;
+    check("gemm_bf16_mma_v3", &|c| unsafe {
+        gemm.mma_v3(nv, ops(c), dims, 2)
+    })?;
     if gemm.wgmma_kernel().is_none() {
         return Ok(()); // not an sm_90 build
     }
@@ -424,21 +437,14 @@ fn gemm_kernels(pe: &mut TestPe) -> TestResult {
         ],
     )
     .map_err(|e| e.to_string())?;
-    let c2 = nv.alloc_zeroed::<bf16>(m * n)?;
+    let maps = |c| (maps.ptr(0), maps.ptr(1), c);
     // Fewer blocks than tiles: the persistent loop and the pipeline across tiles.
-    // SAFETY: the maps over A and B, C M×N; sizes multiples of the tile.
-    unsafe {
-        gemm.wgmma(
-            nv,
-            3,
-            (maps.ptr(0), maps.ptr(1), c2.device_ptr()),
-            (m, n, k),
-        )
-    }
-    .map_err(|e| e.to_string())?;
-    sync(nv)?;
-    let c2 = c2.to_vec(nv.stream())?;
-    check_gemm("gemm_bf16_wgmma", &a, &b, &c2, (m, n, k))
+    check("gemm_bf16_wgmma", &|c| unsafe {
+        gemm.wgmma(nv, 3, maps(c), dims)
+    })?;
+    check("gemm_bf16_wgmma_v2", &|c| unsafe {
+        gemm.wgmma_v2(nv, 3, maps(c), dims, 2)
+    })
 }
 
 gpu_main! {

@@ -4,7 +4,7 @@
 //! nvshmem-bench [run] [--check] [--quick] [--cpp NAME=CUBIN]... [--no-nccl]
 //!               [--reps N] [--warmup N] [--only CASE,...] [--csv PATH] [--plots DIR]
 //! nvshmem-bench render CSV [--plots DIR] [--pes LABEL]
-//! nvshmem-bench gemm [--sizes LIST] [--no-fused] [--no-cublas] [--reps N] [--warmup N]
+//! nvshmem-bench gemm [--sizes LIST] [--no-fused] [--no-cublas] [--group ROWS] [--reps N] [--warmup N]
 //!                    [--samples N] [--csv PATH] [--plots DIR]
 //! ```
 //! Run N PEs with `nvshmem-run -n N -- nvshmem-bench ...`; `bench/run.sh`
@@ -123,6 +123,10 @@ struct GemmArgs {
     /// Entries of each result checked against the CPU.
     #[arg(long, value_name = "N")]
     samples: Option<usize>,
+    /// Band height, in tile rows, of the candidate kernels' grouped tile
+    /// order (default 16; 1 is row-major order).
+    #[arg(long, value_name = "ROWS", value_parser = clap::value_parser!(u32).range(1..))]
+    group: Option<u32>,
     #[command(flatten)]
     out: Output,
 }
@@ -235,6 +239,7 @@ fn gemm(args: GemmArgs) -> Res<bool> {
         cublas: !args.no_cublas,
         fused: !args.no_fused,
         samples: args.samples.unwrap_or(d.samples),
+        group: args.group.unwrap_or(d.group),
     };
     let Output { csv, plots } = args.out;
     let largest = o.sizes.iter().copied().max().unwrap_or(0) as u64;

@@ -190,27 +190,42 @@ fn tensor_primitives_assemble_for_sm80_and_sm90a() {
     );
 }
 
-/// The standalone GEMMs: `mma.sync` on sm_80, both on sm_90a.
+/// The `mma.sync` GEMMs (the first and the candidates) and their `.maxntid`.
+const MMA_GEMMS: &[(&str, u32)] = &[
+    ("gemm_bf16_mma", 128),
+    ("gemm_bf16_mma_v2", 128),
+    ("gemm_bf16_mma_v3", 256),
+];
+
+/// The standalone GEMMs: `mma.sync` on sm_80, all on sm_90a.
 #[test]
 fn gemm_kernels_assemble_for_sm80_and_sm90a() {
     let Some(v) = installed("3.4.5") else { return };
+    let names = |list: &[(&'static str, u32)]| -> Vec<&'static str> {
+        list.iter().map(|(n, _)| *n).collect()
+    };
     build_and_check(
         &Expect {
             krate: "examples/tc_gemm/kernel",
             arch: "sm_80",
             features: &[],
-            kernels: &["gemm_bf16_mma"],
-            max_threads: &[("gemm_bf16_mma", 128)],
+            kernels: &names(MMA_GEMMS),
+            max_threads: MMA_GEMMS,
         },
         v,
     );
+    let all: Vec<(&str, u32)> = MMA_GEMMS
+        .iter()
+        .copied()
+        .chain([("gemm_bf16_wgmma", 384), ("gemm_bf16_wgmma_v2", 384)])
+        .collect();
     build_and_check(
         &Expect {
             krate: "examples/tc_gemm/kernel",
             arch: "sm_90a",
             features: &["sm90a"],
-            kernels: &["gemm_bf16_mma", "gemm_bf16_wgmma"],
-            max_threads: &[("gemm_bf16_mma", 128), ("gemm_bf16_wgmma", 384)],
+            kernels: &names(&all),
+            max_threads: &all,
         },
         v,
     );

@@ -25,7 +25,6 @@
 
 use nvshmem_device::cp_async::SharedAddr;
 use nvshmem_device::half::bf16;
-use nvshmem_device::math::Bf16x2;
 use nvshmem_device::thread::{block_idx_x, grid_dim_x, sync_threads, thread_idx_x};
 use nvshmem_device::{
     Cmp, Pe, SignalOp, SymPtr, kernel, my_pe, n_pes, put_signal_block, shared, signal_wait_until,
@@ -111,6 +110,30 @@ pub unsafe fn ag_push(
     };
 }
 
+/// A fused kernel's push: blocks `0..pushers` (at least one, at most the
+/// grid) push this PE's panels to every other PE, before any block waits.
+///
+/// # Safety
+/// As [`ag_push`].
+#[inline(always)]
+unsafe fn push_first(
+    a_shard: SymPtr<bf16>,
+    a_full: SymPtr<bf16>,
+    sig: SymPtr<u64>,
+    m_loc: usize,
+    k: usize,
+    epoch: u64,
+    pushers: u32,
+) {
+    // Every push item must have a block: never more pushers than blocks.
+    let pushers = pushers.clamp(1, grid_dim_x());
+    if block_idx_x() < pushers {
+        let items = (block_idx_x() as usize, pushers as usize);
+        // SAFETY: the caller's buffers.
+        unsafe { push(a_shard, a_full, sig, m_loc, k, epoch, items, false) };
+    }
+}
+
 /// The `j`-th tile of this block in a fused kernel's order: `(shard, panel,
 /// column tile)`, shards `me, me-1, me-2, ...`, `None` past the end.
 #[inline(always)]
@@ -158,23 +181,8 @@ pub unsafe fn ag_gemm_mma_fused(
     let (m_loc, n, k) = (m_loc as usize, n as usize, k as usize);
     let me = my_pe().index() as usize;
     let panels = m_loc / PANEL;
-    // Every push item must have a block: never more pushers than blocks.
-    let pushers = pushers.clamp(1, grid_dim_x());
-    if block_idx_x() < pushers {
-        // SAFETY: the host's buffers.
-        unsafe {
-            push(
-                a_shard,
-                a_full,
-                sig,
-                m_loc,
-                k,
-                epoch,
-                (block_idx_x() as usize, pushers as usize),
-                false,
-            )
-        };
-    }
+    // SAFETY: the host's buffers.
+    unsafe { push_first(a_shard, a_full, sig, m_loc, k, epoch, pushers) };
     let smem = SharedAddr::from_ptr(shared::dynamic_base());
     let mut j = 0;
     while let Some((shard, panel, nt)) = fused_tile(j, m_loc, n / sm80::BN) {
@@ -195,12 +203,8 @@ pub unsafe fn ag_gemm_mma_fused(
         let (m0, n0) = (shard * m_loc + panel * PANEL, nt * sm80::BN);
         // SAFETY: a whole tile of A and B; the launch's shared memory.
         let acc = unsafe { sm80::mainloop(a, k, b.add(n0 * k), k, k, smem) };
-        sm80::epilogue(&acc, |r, col, v0, v1| {
-            // SAFETY: inside C, 4-byte aligned pair.
-            unsafe {
-                *c.add((m0 + r) * n + n0 + col).cast::<u32>() = Bf16x2::from_f32s(v0, v1).to_bits()
-            };
-        });
+        // SAFETY: the tile is inside C.
+        unsafe { sm80::store_bf16(&acc, c, n, (m0, n0)) };
     }
 }
 
@@ -238,23 +242,8 @@ mod hopper {
         let (m_loc, n, k) = (m_loc as usize, n as usize, k as usize);
         let me = my_pe().index() as usize;
         let panels = m_loc / PANEL;
-        // Every push item must have a block: never more pushers than blocks.
-        let pushers = pushers.clamp(1, grid_dim_x());
-        if block_idx_x() < pushers {
-            // SAFETY: the host's buffers.
-            unsafe {
-                push(
-                    a_shard,
-                    a_full,
-                    sig,
-                    m_loc,
-                    k,
-                    epoch,
-                    (block_idx_x() as usize, pushers as usize),
-                    false,
-                )
-            };
-        }
+        // SAFETY: the host's buffers.
+        unsafe { push_first(a_shard, a_full, sig, m_loc, k, epoch, pushers) };
         let schedule = |j: usize| {
             let (shard, panel, nt) = fused_tile(j, m_loc, n / sm90::BN)?;
             let m0 = shard * m_loc + panel * PANEL;

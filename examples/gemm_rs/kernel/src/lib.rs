@@ -201,36 +201,14 @@ mod hopper {
         n: u32,
         k: u32,
     ) {
-        let (m, n, k) = (m as usize, n as usize, k as usize);
-        let Some(mt) = core::num::NonZeroUsize::new(m / sm90::BM) else {
-            return;
-        };
-        let tiles = mt.get() * (n / sm90::BN);
-        let (first, stride) = (block_idx_x() as usize, grid_dim_x() as usize);
-        let schedule = |j: usize| {
-            let t = first + j * stride;
-            let m0 = (t % mt) * sm90::BM;
-            (t < tiles).then_some(sm90::Tile {
-                a_map,
-                a_row: m0,
-                m0,
-                n0: (t / mt) * sm90::BN,
-                user: 0,
-            })
-        };
+        let dims = (m as usize, n as usize, k as usize);
+        let n = dims.1;
+        let store = sm90::Pairs(|t: &sm90::Tile, r, col, v0, v1| {
+            // SAFETY: inside `partial` (M × n f32); 8-byte aligned pair.
+            unsafe { *partial.add((t.m0 + r) * n + t.n0 + col).cast::<[f32; 2]>() = [v0, v1] };
+        });
         // SAFETY: the host's maps and sizes.
-        unsafe {
-            sm90::run(
-                [a_map],
-                b_map,
-                k,
-                schedule,
-                |_| {},
-                sm90::Pairs(|t: &sm90::Tile, r, col, v0, v1| {
-                    *partial.add((t.m0 + r) * n + t.n0 + col).cast::<[f32; 2]>() = [v0, v1];
-                }),
-            )
-        };
+        unsafe { sm90::run_m_fastest(a_map, b_map, dims, store) };
     }
 
     /// Fused GEMM + reduce-scatter with `wgmma` + TMA: `a_map` over A

@@ -5,15 +5,23 @@
 //! | Kernel | Launch |
 //! |---|---|
 //! | [`gemm_bf16_mma`] | grid `(N / 128, M / 128)`, 128 threads, `tc_gemm_tiles::sm80::SMEM_BYTES` |
+//! | [`gemm_bf16_mma_v2`] | 1-D grid of `(M / 128) · (N / 128)`, 128 threads, `sm80::SMEM_BYTES` |
+//! | [`gemm_bf16_mma_v3`] | 1-D grid of `(M / 128) · (N / 256)`, 256 threads, `sm80w::SMEM_BYTES` |
 //! | `gemm_bf16_wgmma` (feature `sm90a`) | any 1-D grid (persistent; one block per SM), 384 threads, `tc_gemm_tiles::sm90::SMEM_BYTES` |
+//! | `gemm_bf16_wgmma_v2` (feature `sm90a`) | as `gemm_bf16_wgmma` |
+//!
+//! The `_v2`/`_v3` kernels are candidates beside the first ones, which they
+//! leave as they are: `mma_v2` is `mma` with its tiles in grouped order
+//! (`tc_gemm_tiles::raster`), `mma_v3` the wider `sm80w` tile in grouped
+//! order, `wgmma_v2` `wgmma` with its persistent walk in grouped order.
+//! Their `group` argument is the band height in tile rows.
 #![no_std]
 
 use nvshmem_device::cp_async::SharedAddr;
 use nvshmem_device::half::bf16;
-use nvshmem_device::math::Bf16x2;
 use nvshmem_device::thread::{block_idx_x, block_idx_y};
 use nvshmem_device::{kernel, shared};
-use tc_gemm_tiles::sm80;
+use tc_gemm_tiles::{MmaTile, raster, sm80, sm80w};
 
 nvshmem_device::panic_handler!();
 
@@ -42,18 +50,94 @@ pub unsafe fn gemm_bf16_mma(a: *const bf16, b: *const bf16, c: *mut bf16, n: u32
             SharedAddr::from_ptr(shared::dynamic_base()),
         )
     };
-    sm80::epilogue(&acc, |r, col, v0, v1| {
-        // SAFETY: inside C; `col` is even, so the pair is 4-byte aligned.
-        unsafe {
-            *c.add((m0 + r) * n + n0 + col).cast::<u32>() = Bf16x2::from_f32s(v0, v1).to_bits()
-        };
-    });
+    // SAFETY: the tile is inside C.
+    unsafe { sm80::store_bf16(&acc, c, n, (m0, n0)) };
+}
+
+/// [`gemm_bf16_mma`] with its tiles in grouped order: block `t` of a 1-D
+/// grid computes tile `raster::grouped(t, m / 128, n / 128, group)`, so the
+/// blocks resident together read `group` A panels and about `W / group` B
+/// panels (`W` blocks), not one A panel and `W` B panels. `m`, `n`
+/// multiples of 128, `k` of 32.
+///
+/// # Safety
+/// `a`, `b` and `c` hold `m × k`, `n × k` and `m × n` bf16, 16-byte aligned;
+/// the grid has at most `(m / 128) · (n / 128)` blocks of 128 threads and
+/// `sm80::SMEM_BYTES` of dynamic shared memory.
+#[kernel(max_threads = 128)]
+pub unsafe fn gemm_bf16_mma_v2(
+    a: *const bf16,
+    b: *const bf16,
+    c: *mut bf16,
+    m: u32,
+    n: u32,
+    k: u32,
+    group: u32,
+) {
+    // SAFETY: the caller's contract.
+    unsafe { grouped_mma::<sm80::Block>(a, b, c, (m, n, k), group) };
+}
+
+/// `C = A · Bᵀ` with `mma.sync` on the wider `sm80w` tile (128 × 256, 8
+/// warps, 64 of K per stage), tiles in grouped order as in
+/// [`gemm_bf16_mma_v2`]. `m` a multiple of 128, `n` of 256, `k` of 64.
+///
+/// # Safety
+/// `a`, `b` and `c` hold `m × k`, `n × k` and `m × n` bf16, 16-byte aligned;
+/// the grid has at most `(m / 128) · (n / 256)` blocks of 256 threads and
+/// `sm80w::SMEM_BYTES` of dynamic shared memory.
+#[kernel(max_threads = 256)]
+pub unsafe fn gemm_bf16_mma_v3(
+    a: *const bf16,
+    b: *const bf16,
+    c: *mut bf16,
+    m: u32,
+    n: u32,
+    k: u32,
+    group: u32,
+) {
+    // SAFETY: the caller's contract.
+    unsafe { grouped_mma::<sm80w::Block>(a, b, c, (m, n, k), group) };
+}
+
+/// The `mma.sync` GEMM on tile `T` with block `t` of a 1-D grid computing
+/// tile `raster::grouped(t, ...)` (nothing past the last tile).
+///
+/// # Safety
+/// As [`gemm_bf16_mma_v2`], with `T`'s tile, threads and shared memory.
+#[inline(always)]
+unsafe fn grouped_mma<T: MmaTile>(
+    a: *const bf16,
+    b: *const bf16,
+    c: *mut bf16,
+    (m, n, k): (u32, u32, u32),
+    group: u32,
+) {
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    let (mt, nt) = (m / T::BM, n / T::BN);
+    let t = block_idx_x() as usize;
+    if t >= mt * nt {
+        return;
+    }
+    let (tm, tn) = raster::grouped(t, mt, nt, group as usize);
+    let (m0, n0) = (tm * T::BM, tn * T::BN);
+    // SAFETY: a whole tile inside A, B and C (the caller's sizes).
+    unsafe {
+        let acc = T::mainloop(
+            a.add(m0 * k),
+            k,
+            b.add(n0 * k),
+            k,
+            k,
+            SharedAddr::from_ptr(shared::dynamic_base()),
+        );
+        T::store_bf16(&acc, c, n, (m0, n0));
+    }
 }
 
 #[cfg(feature = "sm90a")]
 mod hopper {
     use super::*;
-    use nvshmem_device::thread::grid_dim_x;
     use nvshmem_device::tma::TensorMap;
     use tc_gemm_tiles::sm90;
 
@@ -76,34 +160,33 @@ mod hopper {
         n: u32,
         k: u32,
     ) {
-        let (m, n, k) = (m as usize, n as usize, k as usize);
-        let Some(mt) = core::num::NonZeroUsize::new(m / sm90::BM) else {
-            return;
-        };
-        let tiles = mt.get() * (n / sm90::BN);
-        let (first, stride) = (block_idx_x() as usize, grid_dim_x() as usize);
-        let schedule = |j: usize| {
-            let t = first + j * stride;
-            let m0 = (t % mt) * sm90::BM;
-            (t < tiles).then_some(sm90::Tile {
-                a_map,
-                a_row: m0,
-                m0,
-                n0: (t / mt) * sm90::BN,
-                user: 0,
-            })
-        };
+        let dims = (m as usize, n as usize, k as usize);
         // SAFETY: the host's maps and sizes.
-        unsafe {
-            sm90::run(
-                [a_map],
-                b_map,
-                k,
-                schedule,
-                |_| {},
-                sm90::Bf16Out { c, ldc: n },
-            )
-        };
+        unsafe { sm90::run_m_fastest(a_map, b_map, dims, sm90::Bf16Out { c, ldc: dims.1 }) };
+    }
+
+    /// [`gemm_bf16_wgmma`] with its persistent walk in grouped order: the
+    /// `j`-th tile of block `b` is `raster::grouped(b + j · grid, m / 128,
+    /// n / 256, group)`, so the ~one block per SM that run together share
+    /// `group` A panels and about `grid / group` B panels in L2. Same maps,
+    /// sizes and launch as [`gemm_bf16_wgmma`].
+    ///
+    /// # Safety
+    /// As [`gemm_bf16_wgmma`].
+    #[kernel(max_threads = 384)]
+    pub unsafe fn gemm_bf16_wgmma_v2(
+        a_map: *const TensorMap,
+        b_map: *const TensorMap,
+        c: *mut bf16,
+        m: u32,
+        n: u32,
+        k: u32,
+        group: u32,
+    ) {
+        let dims = (m as usize, n as usize, k as usize);
+        let out = sm90::Bf16Out { c, ldc: dims.1 };
+        // SAFETY: the host's maps and sizes.
+        unsafe { sm90::run_grouped(a_map, b_map, dims, group as usize, out) };
     }
 }
 #[cfg(feature = "sm90a")]

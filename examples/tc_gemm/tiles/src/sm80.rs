@@ -13,6 +13,7 @@
 
 use nvshmem_device::cp_async::{self, SharedAddr};
 use nvshmem_device::half::bf16;
+use nvshmem_device::math::Bf16x2;
 use nvshmem_device::mma::{self, FragA, FragB, FragC, M16N8K16};
 use nvshmem_device::thread::{lane_id, sync_threads, thread_idx_x};
 
@@ -102,12 +103,26 @@ unsafe fn compute_stage(acc: &mut Acc, smem: SharedAddr, slot: usize) {
             fb[2 * nj] = pair[0];
             fb[2 * nj + 1] = pair[1];
         });
-        unroll!(mi in [0 1 2 3] {
-            unroll!(nj in [0 1 2 3 4 5 6 7] {
-                // SAFETY: every lane of the warp runs this unrolled loop together (no
-                // branch on the lane; all THREADS threads call the mainloop).
-                acc[mi][nj] = unsafe { mma::mma(fa[mi], fb[nj], acc[mi][nj]) };
-            });
+        // SAFETY: every lane of the warp runs this together (no branch on
+        // the lane; all THREADS threads call the mainloop).
+        unsafe { mma_step(acc, &(fa, fb)) };
+    });
+}
+
+/// One warp's fragments of one k16 step: A for its 4 row blocks of 16, B
+/// for its 8 column blocks of 8.
+pub(crate) type Frags = ([FragA<bf16, M16N8K16>; 4], [FragB<bf16, M16N8K16>; 8]);
+
+/// The 32 MMAs of one k16 step of this warp's 64 × 64.
+///
+/// # Safety
+/// Every lane of the warp calls it together.
+#[inline(always)]
+pub(crate) unsafe fn mma_step(acc: &mut Acc, (fa, fb): &Frags) {
+    unroll!(mi in [0 1 2 3] {
+        unroll!(nj in [0 1 2 3 4 5 6 7] {
+            // SAFETY: the caller's contract; the loop is unrolled, with no branch on the lane.
+            acc[mi][nj] = unsafe { mma::mma(fa[mi], fb[nj], acc[mi][nj]) };
         });
     });
 }
@@ -131,6 +146,9 @@ pub unsafe fn mainloop(
     smem: SharedAddr,
 ) -> Acc {
     let mut acc = [[FragC::<f32, M16N8K16>::zero(); 8]; 4];
+    // The loop of `pipeline`, written out: through closures LLVM orders the
+    // address arithmetic differently (other PTX, 221 registers instead of
+    // 223), and this kernel's code is the measured baseline.
     let ktiles = k / BK;
     // Prologue: stages 0..STAGES-1 in flight (empty groups past the end keep the count).
     for s in 0..STAGES - 1 {
@@ -160,21 +178,106 @@ pub unsafe fn mainloop(
     acc
 }
 
+/// The multi-stage `cp.async` pipeline over `ktiles` K-stages in a ring of
+/// `S` slots: `load(slot, kt)` issues this thread's copies of stage `kt`,
+/// `compute(slot)` consumes the stage in `slot` once every thread's copies
+/// of it have landed. Stage `kt + S - 1` loads while stage `kt` computes; one
+/// `cp.async.wait_group` and one block barrier per stage. All the block's
+/// threads call it; the ring is free again when it returns. `PENDING` is
+/// `S - 2` (a generic constant cannot be computed from `S`).
+#[inline(always)]
+pub(crate) fn pipeline<const S: usize, const PENDING: u32>(
+    ktiles: usize,
+    mut load: impl FnMut(usize, usize),
+    mut compute: impl FnMut(usize),
+) {
+    const { assert!(PENDING as usize + 2 == S) };
+    // Prologue: stages 0..S-1 in flight (empty groups past the end keep the count).
+    for s in 0..S - 1 {
+        if s < ktiles {
+            load(s, s);
+        }
+        cp_async::commit_group();
+    }
+    for kt in 0..ktiles {
+        // Stage kt has landed (at most S - 2 newer groups pending), for every thread.
+        cp_async::wait_group::<PENDING>();
+        sync_threads();
+        // The slot of stage kt - 1 is free: every warp finished it before the barrier.
+        let next = kt + S - 1;
+        if next < ktiles {
+            load(next % S, next);
+        }
+        cp_async::commit_group();
+        compute(kt % S);
+    }
+    cp_async::wait_all();
+    // The next tile's prologue overwrites the ring: everyone must be done with it.
+    sync_threads();
+}
+
 /// Hands this warp's accumulators to `store(row, col, v0, v1)`: the values
 /// at (`row`, `col`) and (`row`, `col + 1`) of the 128 × 128 tile.
 #[inline(always)]
-pub fn epilogue(acc: &Acc, mut store: impl FnMut(usize, usize, f32, f32)) {
+pub fn epilogue(acc: &Acc, store: impl FnMut(usize, usize, f32, f32)) {
     let warp = (thread_idx_x() / 32) as usize;
+    warp_epilogue(acc, ((warp / 2) * 64, (warp % 2) * 64), store);
+}
+
+/// Hands a warp's 64 × 64 accumulators, at (`row0`, `col0`) of its block's
+/// tile, to `store(row, col, v0, v1)` in tile coordinates.
+#[inline(always)]
+pub(crate) fn warp_epilogue(
+    acc: &Acc,
+    (row0, col0): (usize, usize),
+    mut store: impl FnMut(usize, usize, f32, f32),
+) {
     let lane = lane_id();
-    let (wm, wn) = (warp / 2, warp % 2);
     let (g, t) = ((lane / 4) as usize, (lane % 4) as usize);
     unroll!(mi in [0 1 2 3] {
         unroll!(nj in [0 1 2 3 4 5 6 7] {
             let c = &acc[mi][nj];
-            let r = wm * 64 + mi * 16 + g;
-            let col = wn * 64 + nj * 8 + 2 * t;
+            let r = row0 + mi * 16 + g;
+            let col = col0 + nj * 8 + 2 * t;
             store(r, col, c.get(0), c.get(1));
             store(r + 8, col, c.get(2), c.get(3));
         });
     });
 }
+
+/// The [`epilogue`] that writes the tile in bf16 to the row-major `c` (row
+/// stride `ldc` elements), the tile's element (0, 0) at `c[m0][n0]`, a 4-byte
+/// pair per store.
+///
+/// # Safety
+/// `c` holds the 128 × 128 tile at (`m0`, `n0`), 4-byte aligned (`ldc` and
+/// `n0` even).
+#[inline(always)]
+pub unsafe fn store_bf16(acc: &Acc, c: *mut bf16, ldc: usize, (m0, n0): (usize, usize)) {
+    // SAFETY: the caller's contract.
+    epilogue(acc, unsafe { bf16_pairs(c, ldc, (m0, n0)) });
+}
+
+/// The epilogue store of bf16 pairs into the row-major `c` (row stride
+/// `ldc`), tile element (0, 0) at `c[m0][n0]`.
+///
+/// # Safety
+/// The closure is called only for pairs inside C, with `col` and `n0` even.
+#[inline(always)]
+pub(crate) unsafe fn bf16_pairs(
+    c: *mut bf16,
+    ldc: usize,
+    (m0, n0): (usize, usize),
+) -> impl FnMut(usize, usize, f32, f32) {
+    move |r, col, v0, v1| {
+        // SAFETY: the function's contract: inside C, 4-byte aligned.
+        unsafe {
+            *c.add((m0 + r) * ldc + n0 + col).cast::<u32>() = Bf16x2::from_f32s(v0, v1).to_bits()
+        };
+    }
+}
+
+/// This module's 128 × 128 block tile as an [`MmaTile`](crate::MmaTile).
+#[derive(Clone, Copy, Debug)]
+pub struct Block;
+mma_tile!();

@@ -18,7 +18,7 @@ use nvshmem_device::cp_async::SharedAddr;
 use nvshmem_device::half::bf16;
 use nvshmem_device::math::Bf16x2;
 use nvshmem_device::shared;
-use nvshmem_device::thread::{sync_threads, thread_idx_x};
+use nvshmem_device::thread::{block_idx_x, grid_dim_x, sync_threads, thread_idx_x};
 use nvshmem_device::tma::{self, TensorMap};
 use nvshmem_device::wgmma::{self, Accum, KMajor, M64, MatDesc, WgShape};
 
@@ -66,6 +66,62 @@ pub struct Tile {
     /// Anything the schedule wants `store` to see (a fused kernel's
     /// destination base address, say), computed once per tile.
     pub user: u64,
+}
+
+/// The persistent schedule of a plain GEMM whose A is one map: this block's
+/// tiles `b`, `b + grid`, ... of the `(m / BM) × (n / BN)` tiles, M fastest
+/// (for [`run`]). `None` when `m < BM` (nothing to compute).
+#[inline(always)]
+pub fn m_fastest(
+    a_map: *const TensorMap,
+    m: usize,
+    n: usize,
+) -> Option<impl Fn(usize) -> Option<Tile>> {
+    let mt = core::num::NonZeroUsize::new(m / BM)?;
+    Some(persistent(a_map, mt.get() * (n / BN), move |t| {
+        (t % mt, t / mt)
+    }))
+}
+
+/// [`m_fastest`] in [`grouped`](crate::raster::grouped) order: bands of
+/// `group` tile rows, so that the blocks running together share A and B
+/// panels in L2.
+#[inline(always)]
+pub fn grouped(
+    a_map: *const TensorMap,
+    m: usize,
+    n: usize,
+    group: usize,
+) -> Option<impl Fn(usize) -> Option<Tile>> {
+    let (mt, nt) = (m / BM, n / BN);
+    (mt > 0).then(|| {
+        persistent(a_map, mt * nt, move |t| {
+            crate::raster::grouped(t, mt, nt, group)
+        })
+    })
+}
+
+/// A persistent schedule over `tiles` tiles of A through `a_map`: this
+/// block's `j`-th tile is `order(b + j · grid)`, given as (row tile, column tile).
+#[inline(always)]
+fn persistent(
+    a_map: *const TensorMap,
+    tiles: usize,
+    order: impl Fn(usize) -> (usize, usize),
+) -> impl Fn(usize) -> Option<Tile> {
+    let (first, stride) = (block_idx_x() as usize, grid_dim_x() as usize);
+    move |j: usize| {
+        let t = first + j * stride;
+        let (mt, nt) = order(t);
+        let m0 = mt * BM;
+        (t < tiles).then_some(Tile {
+            a_map,
+            a_row: m0,
+            m0,
+            n0: nt * BN,
+            user: 0,
+        })
+    }
 }
 
 /// Computes the tiles `schedule(0)`, `schedule(1)`, ... (until `None`) of
@@ -218,6 +274,57 @@ pub unsafe fn run<const MAPS: usize>(
     }
 }
 
+/// [`run`] for a plain GEMM: A through one map, the [`m_fastest`] schedule
+/// of the `m × n` result, nothing to wait for before a tile's loads.
+///
+/// # Safety
+/// As [`run`], with `a_map` over `m × k` and `b_map` over `n × k`, `m` a
+/// multiple of [`BM`] and `n` of [`BN`].
+#[inline(always)]
+pub unsafe fn run_m_fastest(
+    a_map: *const TensorMap,
+    b_map: *const TensorMap,
+    (m, n, k): (usize, usize, usize),
+    store: impl TileStore,
+) {
+    // SAFETY: the caller's contract.
+    unsafe { run_plain(a_map, b_map, k, m_fastest(a_map, m, n), store) };
+}
+
+/// [`run_m_fastest`] with the [`grouped`] schedule (bands of `group` tile rows).
+///
+/// # Safety
+/// As [`run_m_fastest`].
+#[inline(always)]
+pub unsafe fn run_grouped(
+    a_map: *const TensorMap,
+    b_map: *const TensorMap,
+    (m, n, k): (usize, usize, usize),
+    group: usize,
+    store: impl TileStore,
+) {
+    // SAFETY: the caller's contract.
+    unsafe { run_plain(a_map, b_map, k, grouped(a_map, m, n, group), store) };
+}
+
+/// [`run`] over `schedule` (nothing to do when `None`), A through one map.
+///
+/// # Safety
+/// As [`run`].
+#[inline(always)]
+unsafe fn run_plain(
+    a_map: *const TensorMap,
+    b_map: *const TensorMap,
+    k: usize,
+    schedule: Option<impl Fn(usize) -> Option<Tile>>,
+    store: impl TileStore,
+) {
+    if let Some(schedule) = schedule {
+        // SAFETY: the caller's contract.
+        unsafe { run([a_map], b_map, k, schedule, |_| {}, store) };
+    }
+}
+
 /// What the consumer warpgroups do with a finished tile (see [`run`]).
 pub trait TileStore {
     /// Stores consumer warpgroup `cw`'s part of `tile` (rows `64·cw ..
@@ -238,6 +345,22 @@ pub trait TileStore {
     );
 }
 
+/// Calls `f(i, row, col, v0, v1)` for each pair of adjacent columns this
+/// thread (`wt` of the warpgroup) holds in `acc`: register `i` (even) and
+/// `i + 1`, at (`row`, `col`) and (`row`, `col + 1`).
+#[inline(always)]
+fn each_pair(acc: &Acc, wt: u32, mut f: impl FnMut(usize, usize, usize, f32, f32)) {
+    let mut prev = 0.0f32;
+    <M64<256> as WgShape>::each(&acc.regs, |i, v| {
+        if i % 2 == 0 {
+            prev = v;
+        } else {
+            let (r, c) = Acc::coord(wt, i - 1);
+            f(i - 1, r, c, prev, v);
+        }
+    });
+}
+
 /// A closure called per result pair: `f(&tile, row, col, v0, v1)` for tile
 /// elements (`row`, `col`) and (`row`, `col + 1`), straight from registers.
 pub struct Pairs<F>(pub F);
@@ -252,14 +375,8 @@ impl<F: FnMut(&Tile, usize, usize, f32, f32)> TileStore for Pairs<F> {
         acc: &Acc,
         _stage: (*mut u8, SharedAddr),
     ) {
-        let mut prev = 0.0f32;
-        <M64<256> as WgShape>::each(&acc.regs, |i, v| {
-            if i % 2 == 0 {
-                prev = v;
-            } else {
-                let (r, c) = Acc::coord(wt, i - 1);
-                (self.0)(tile, cw * 64 + r, c, prev, v);
-            }
+        each_pair(acc, wt, |_, r, c, v0, v1| {
+            (self.0)(tile, cw * 64 + r, c, v0, v1)
         });
     }
 }
@@ -292,23 +409,15 @@ impl TileStore for Bf16Out {
         for half in 0..2usize {
             // The previous copy-out from this buffer is done.
             wgmma::named_barrier_sync(bar, 128);
-            let mut prev = 0.0f32;
-            <M64<256> as WgShape>::each(&acc.regs, |i, v| {
+            each_pair(acc, wt, |i, r, c, v0, v1| {
                 // Registers 64·half .. 64·half + 64 hold columns 128·half ..
                 if i / 64 != half {
                     return;
                 }
-                if i % 2 == 0 {
-                    prev = v;
-                } else {
-                    let (r, c) = Acc::coord(wt, i - 1);
-                    let c = c - 128 * half;
-                    let byte = r * 256 + (((c / 8) ^ (r % 8)) * 16) + (c % 8) * 2;
-                    // SAFETY: inside the 16 KiB buffer; 4-byte aligned (c even).
-                    unsafe {
-                        *stage.add(byte).cast::<u32>() = Bf16x2::from_f32s(prev, v).to_bits()
-                    };
-                }
+                let c = c - 128 * half;
+                let byte = r * 256 + (((c / 8) ^ (r % 8)) * 16) + (c % 8) * 2;
+                // SAFETY: inside the 16 KiB buffer; 4-byte aligned (c even).
+                unsafe { *stage.add(byte).cast::<u32>() = Bf16x2::from_f32s(v0, v1).to_bits() };
             });
             wgmma::named_barrier_sync(bar, 128);
             for step in 0..8 {
