@@ -10,9 +10,9 @@ mod common;
 
 use common::{
     assert_entries, build_ptx, builder, compile_header, fails_with, installed, kernel_crate,
-    max_registers, skip, target,
+    max_registers, run_in_parallel, skip, target, timings,
 };
-use nvshmem_builder::{Builder, DeviceLink, Error};
+use nvshmem_builder::{Builder, DeviceLink, Error, Version};
 use std::path::Path;
 
 #[test]
@@ -240,20 +240,27 @@ fn coverage_kernels_build_for_both_versions() {
         "library",
         "panics",
     ];
-    let mut first: Option<Vec<String>> = None;
-    for (version, arch) in [
+    let builds: Vec<(&str, &str, Version)> = [
         ("3.4.5", "sm_90"),
         ("3.4.5", "sm_80"),
         ("3.8.0", "sm_90"),
         ("3.8.0", "sm_100"),
-    ] {
-        let Some(v) = installed(version) else {
-            continue;
-        };
+    ]
+    .into_iter()
+    .filter_map(|(version, arch)| Some((version, arch, installed(version)?)))
+    .collect();
+    // The four builds are independent (each version and arch has its own
+    // work folder) and mostly single-threaded ptxas: build them on every
+    // core, then check them in order.
+    let built = run_in_parallel(&builds, |&(version, arch, v)| {
         let started = std::time::Instant::now();
         let b = kernel_crate("tests/kernels/coverage", "coverage", v, arch);
+        let (out, ptx) = build_ptx(b, &format!("{version}/{arch}"));
+        (out, ptx, started.elapsed())
+    });
+    let mut first: Option<Vec<String>> = None;
+    for (&(version, arch, _), (out, ptx, took)) in builds.iter().zip(built) {
         let what = format!("{version}/{arch}");
-        let (out, ptx) = build_ptx(b, &what);
         let kernels: Vec<String> = out
             .manifest
             .kernels
@@ -299,10 +306,11 @@ fn coverage_kernels_build_for_both_versions() {
             .filter_map(|k| k.spill_stores)
             .sum();
         eprintln!(
-            "coverage {version}/{arch}: {} kernels ({mode}), max {} registers, {spills} bytes spilled, {:.1} s",
+            "coverage {version}/{arch}: {} kernels ({mode}), max {} registers, {spills} bytes spilled, {:.1} s ({})",
             kernels.len(),
             max_registers(&out.manifest),
-            started.elapsed().as_secs_f64()
+            took.as_secs_f64(),
+            timings(&out)
         );
     }
 }

@@ -57,6 +57,47 @@ pub fn assert_entries<K: AsRef<str>>(ptx: &str, kernels: &[K], what: &str) {
     }
 }
 
+/// `f` over `jobs` on as many threads as there are cores, the results in
+/// the jobs' order. A panic in a job is re-raised here, with its message.
+pub fn run_in_parallel<J: Sync, R: Send>(jobs: &[J], f: impl Fn(&J) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<R>>> =
+        jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads.min(jobs.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(job) = jobs.get(i) else { break };
+                        let r = f(job);
+                        *results[i].lock().unwrap() = Some(r);
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            if let Err(panic) = w.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.into_inner().unwrap().expect("every job ran"))
+        .collect()
+}
+
+/// Where a build's time went: `step 1.2s, ...`.
+pub fn timings(out: &BuildOutput) -> String {
+    out.timings
+        .iter()
+        .map(|(step, t)| format!("{step} {:.1}s", t.as_secs_f64()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The most registers a kernel of `m` uses.
 pub fn max_registers(m: &Manifest) -> u32 {
     m.kernels

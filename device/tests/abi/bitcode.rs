@@ -51,7 +51,14 @@ pub(crate) fn probe(features: &[&str]) -> BTreeMap<String, Sig> {
         return hit.clone();
     }
     let tc = toolchain();
-    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("abi-probe");
+    // The builder's own nvptx64 target folder (`<target>/nvshmem-kernels`,
+    // where the root build script and the builder tests build), with its
+    // profile settings below: the `-Zbuild-std` core built there is reused
+    // instead of built again for the probe.
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("CARGO_TARGET_TMPDIR is <target>/tmp")
+        .join("nvshmem-kernels");
     let mut all = vec!["abi-probe"];
     all.extend_from_slice(features);
     let out = Command::new(tc.cargo())
@@ -69,6 +76,9 @@ pub(crate) fn probe(features: &[&str]) -> BTreeMap<String, Sig> {
         .args(["--message-format=json", "--features", &all.join(",")])
         .args(["--", "--emit=llvm-ir", "-C", "codegen-units=1"])
         .env("CARGO_TARGET_DIR", &target_dir)
+        // As `nvshmem_builder` builds (neither changes a declaration).
+        .env("CARGO_PROFILE_RELEASE_PANIC", "abort")
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
         .env("RUSTC", tc.rustc())
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
