@@ -20,7 +20,7 @@
 use nvshmem_device::atomic::{self, Relaxed, Sys};
 use nvshmem_device::cp_async::SharedAddr;
 use nvshmem_device::half::bf16;
-use nvshmem_device::thread::{block_dim_x, block_idx_x, block_idx_y, global_index_x, grid_dim_x};
+use nvshmem_device::thread::{block_dim_x, block_idx_x, global_index_x, grid_dim_x};
 use nvshmem_device::{Pe, SymPtr, kernel, my_pe, n_pes, ptr, shared};
 use tc_gemm_tiles::sm80;
 
@@ -59,21 +59,9 @@ pub unsafe fn gemm_rs_partial_mma(
     k: u32,
 ) {
     let (n, k) = (n as usize, k as usize);
-    let (m0, n0) = (
-        block_idx_y() as usize * sm80::BM,
-        block_idx_x() as usize * sm80::BN,
-    );
+    let (m0, n0) = sm80::grid_tile();
     // SAFETY: the grid covers M × n in whole tiles.
-    let acc = unsafe {
-        sm80::mainloop(
-            a.add(m0 * k),
-            k,
-            b.add(n0 * k),
-            k,
-            k,
-            SharedAddr::from_ptr(shared::dynamic_base()),
-        )
-    };
+    let acc = unsafe { sm80::tile(a, b, k, (m0, n0)) };
     sm80::epilogue(&acc, |r, col, v0, v1| {
         // SAFETY: inside `partial`; 8-byte aligned pair.
         unsafe { *partial.add((m0 + r) * n + n0 + col).cast::<[f32; 2]>() = [v0, v1] };

@@ -19,7 +19,7 @@
 
 use nvshmem_device::cp_async::SharedAddr;
 use nvshmem_device::half::bf16;
-use nvshmem_device::thread::{block_idx_x, block_idx_y};
+use nvshmem_device::thread::block_idx_x;
 use nvshmem_device::{kernel, shared};
 use tc_gemm_tiles::{MmaTile, raster, sm80, sm80w};
 
@@ -35,23 +35,11 @@ nvshmem_device::panic_handler!();
 #[kernel(max_threads = 128)]
 pub unsafe fn gemm_bf16_mma(a: *const bf16, b: *const bf16, c: *mut bf16, n: u32, k: u32) {
     let (n, k) = (n as usize, k as usize);
-    let (m0, n0) = (
-        block_idx_y() as usize * sm80::BM,
-        block_idx_x() as usize * sm80::BN,
-    );
+    let at = sm80::grid_tile();
     // SAFETY: the grid covers M × N in whole tiles (the host checks the sizes).
-    let acc = unsafe {
-        sm80::mainloop(
-            a.add(m0 * k),
-            k,
-            b.add(n0 * k),
-            k,
-            k,
-            SharedAddr::from_ptr(shared::dynamic_base()),
-        )
-    };
+    let acc = unsafe { sm80::tile(a, b, k, at) };
     // SAFETY: the tile is inside C.
-    unsafe { sm80::store_bf16(&acc, c, n, (m0, n0)) };
+    unsafe { sm80::store_bf16(&acc, c, n, at) };
 }
 
 /// [`gemm_bf16_mma`] with its tiles in grouped order: block `t` of a 1-D

@@ -15,7 +15,8 @@ use nvshmem_device::cp_async::{self, SharedAddr};
 use nvshmem_device::half::bf16;
 use nvshmem_device::math::Bf16x2;
 use nvshmem_device::mma::{self, FragA, FragB, FragC, M16N8K16};
-use nvshmem_device::thread::{lane_id, sync_threads, thread_idx_x};
+use nvshmem_device::shared;
+use nvshmem_device::thread::{block_idx_x, block_idx_y, lane_id, sync_threads, thread_idx_x};
 
 /// Rows of A (and C) per tile.
 pub const BM: usize = 128;
@@ -214,6 +215,26 @@ pub(crate) fn pipeline<const S: usize, const PENDING: u32>(
     cp_async::wait_all();
     // The next tile's prologue overwrites the ring: everyone must be done with it.
     sync_threads();
+}
+
+/// The first row and column of C of this block's tile, in a grid of whole
+/// tiles (`y` over rows, `x` over columns).
+#[inline(always)]
+pub fn grid_tile() -> (usize, usize) {
+    (block_idx_y() as usize * BM, block_idx_x() as usize * BN)
+}
+
+/// [`mainloop`] for the tile of `C = A · Bᵀ` at row `m0`, column `n0`: A and
+/// B row-major with `k` elements per row, the ring in the kernel's dynamic
+/// shared memory.
+///
+/// # Safety
+/// As [`mainloop`], for rows `m0..m0 + BM` of A and `n0..n0 + BN` of B.
+#[inline(always)]
+pub unsafe fn tile(a: *const bf16, b: *const bf16, k: usize, (m0, n0): (usize, usize)) -> Acc {
+    let smem = SharedAddr::from_ptr(shared::dynamic_base());
+    // SAFETY: the caller's rows.
+    unsafe { mainloop(a.add(m0 * k), k, b.add(n0 * k), k, k, smem) }
 }
 
 /// Hands this warp's accumulators to `store(row, col, v0, v1)`: the values
