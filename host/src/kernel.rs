@@ -203,7 +203,9 @@ impl Kernel {
     fn refused(&self, threads: u32, source: DriverError) -> Error {
         let attribute = |a| {
             // SAFETY: a function of a loaded module; a valid attribute.
-            unsafe { result::function::get_function_attribute(self.func, a) }.ok()
+            unsafe { result::function::get_function_attribute(self.func, a) }
+                .ok()
+                .map(|v| v.max(0) as u32)
         };
         use sys::CUfunction_attribute::{
             CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK as MAX_THREADS,
@@ -211,13 +213,13 @@ impl Kernel {
         };
         if source.0 == sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
             && let (Some(max), Some(regs)) = (attribute(MAX_THREADS), attribute(REGS))
-            && threads > max.max(0) as u32
+            && threads > max
         {
             return Error::BlockTooLarge {
                 kernel: self.info.name.clone(),
                 threads,
-                registers: regs.max(0) as u32,
-                max_threads: max.max(0) as u32,
+                registers: regs,
+                max_threads: max,
             };
         }
         Error::LaunchFailed {

@@ -588,9 +588,7 @@ impl Mps {
         on.set(true);
         Ok(Mps { on })
     }
-}
 
-impl Mps {
     /// Asks the daemon on this pipe to quit, and gives it a second.
     fn stop() {
         let stop = Command::new("sh")
