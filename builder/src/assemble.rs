@@ -1,9 +1,10 @@
 //! PTX → cubin: `ptxas` on the whole module, or `ptxas -c` and `nvlink`.
 
-use crate::builder::{AUTO_SEPARATE_ABOVE_LINES, DeviceLink};
+use crate::builder::{AUTO_SEPARATE_ABOVE_LINES, AUTO_SEPARATE_TRANSPORT_ABOVE_LINES, DeviceLink};
 use crate::error::{Error, Result};
 use crate::ptx;
 use crate::toolchain::{find_nvlink, run};
+use crate::transport;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -26,7 +27,11 @@ pub(crate) fn assemble(
     let mode = match mode {
         DeviceLink::Auto => {
             let largest = ptx::inlined_lines(&funcs).into_values().max().unwrap_or(0);
-            if largest > AUTO_SEPARATE_ABOVE_LINES && nvlink.is_some() {
+            let transport = transport_lines(&funcs);
+            if (largest > AUTO_SEPARATE_ABOVE_LINES
+                || transport > AUTO_SEPARATE_TRANSPORT_ABOVE_LINES)
+                && nvlink.is_some()
+            {
                 DeviceLink::Separate
             } else {
                 DeviceLink::WholeProgram
@@ -55,23 +60,59 @@ pub(crate) fn assemble(
             ),
         ),
     })?;
+    // NVSHMEM's transport functions in an object of their own, compiled as
+    // NVSHMEM compiles them (see `transport`); the kernels' figures then
+    // cover their own code, and their registers the cap at most.
+    let split = transport::split(ptx);
+    let compile = |ptx_path: &Path, object: &Path, max_registers: Option<u32>| {
+        run("ptxas", ptxas, "", |c| {
+            c.arg(format!("-arch={arch}")).args(["-c", "-v"]);
+            if let Some(n) = max_registers {
+                c.arg(format!("--maxrregcount={n}"));
+            }
+            c.arg(ptx_path).arg("-o").arg(object);
+        })
+    };
     let object = work.join("separate.o");
-    let per_function = ptx::ptxas_figures(&run("ptxas", ptxas, "", |c| {
-        c.arg(format!("-arch={arch}"))
-            .args(["-c", "-v"])
-            .arg(ptx_path)
-            .arg("-o")
-            .arg(&object);
-    })?);
+    let mut objects = vec![object.clone()];
+    let per_function = match &split {
+        None => compile(ptx_path, &object, None)?,
+        Some(split) => {
+            let kernels_ptx = work.join("separate-kernels.ptx");
+            let transport_ptx = work.join("separate-transport.ptx");
+            let transport_object = work.join("separate-transport.o");
+            for (path, text) in [
+                (&kernels_ptx, &split.kernels),
+                (&transport_ptx, &split.transport),
+            ] {
+                std::fs::write(path, text).map_err(crate::error::io_err(path))?;
+            }
+            let (kernels, transport) = std::thread::scope(|s| {
+                let t = s.spawn(|| {
+                    compile(
+                        &transport_ptx,
+                        &transport_object,
+                        Some(transport::TRANSPORT_MAX_REGISTERS),
+                    )
+                });
+                let k = compile(&kernels_ptx, &object, None);
+                (k, t.join().expect("ptxas thread"))
+            });
+            transport?;
+            objects.push(transport_object);
+            kernels?
+        }
+    };
+    let per_function = ptx::ptxas_figures(&per_function);
     let linked = ptx::nvlink_figures(&run("nvlink", &nvlink, "", |c| {
         c.arg(format!("-arch={arch}"))
             .arg("-v")
-            .arg(&object)
+            .args(&objects)
             .arg("-o")
             .arg(cubin);
     })?);
     // Per kernel: registers and stack as linked (the whole call graph);
-    // spills summed over every function it reaches.
+    // spills summed over every function it reaches in its own object.
     let figures = funcs
         .iter()
         .filter(|(_, f)| f.is_entry)
@@ -91,4 +132,20 @@ pub(crate) fn assemble(
         })
         .collect();
     Ok((figures, mode))
+}
+
+/// The most PTX lines of NVSHMEM transport functions that one kernel reaches.
+fn transport_lines(funcs: &BTreeMap<String, ptx::PtxFunction>) -> usize {
+    funcs
+        .iter()
+        .filter(|(_, f)| f.is_entry)
+        .map(|(name, _)| {
+            ptx::reachable(funcs, name)
+                .into_iter()
+                .filter(|f| transport::is_transport(f))
+                .map(|f| funcs[f].lines)
+                .sum::<usize>()
+        })
+        .max()
+        .unwrap_or(0)
 }

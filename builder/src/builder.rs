@@ -18,20 +18,32 @@ use std::time::Duration;
 /// operations hundreds of thousands of PTX lines once inlined (measured on 2
 /// cores: one kernel calling every RMA function, 315 000 lines inlined, 3 min
 /// of ptxas and 7.8 GB; the 3.8 coverage crate, 5.7 million, over 21 min).
+/// It also gives a kernel the registers of everything it calls: 3.8's ring
+/// example kernel takes 150 registers whole-program, 38 with 3.4.5.
+///
 /// Separate compilation (`ptxas -c`, then `nvlink`, as `nvcc -rdc` does)
 /// compiles each function once (that crate: 42 s), at the price of calls
 /// between functions and register counts that cover the whole call graph.
+/// NVSHMEM's transport functions (`nvshmemi_transfer_*` and the proxy, IBGDA
+/// and GPUNetIO functions) go in an object of their own compiled at most 32
+/// registers, as NVSHMEM compiles them into `libnvshmem_device.a` so that
+/// calling them costs a kernel no occupancy: the 3.8 ring kernel then takes
+/// 36 registers. Their spills (they have some at 32 registers, in CUDA C++
+/// too) are not in the kernels' figures, which cover the kernels' own code.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum DeviceLink {
-    /// [`Separate`](Self::Separate) when some kernel would exceed
-    /// [`AUTO_SEPARATE_ABOVE_LINES`] with every call inlined and `nvlink` is
-    /// found, else [`WholeProgram`](Self::WholeProgram).
+    /// [`Separate`](Self::Separate) when `nvlink` is found and some kernel
+    /// would exceed [`AUTO_SEPARATE_ABOVE_LINES`] with every call inlined, or
+    /// reaches more than [`AUTO_SEPARATE_TRANSPORT_ABOVE_LINES`] of NVSHMEM's
+    /// transport code (with NVSHMEM 3.8, any kernel that reaches it); else
+    /// [`WholeProgram`](Self::WholeProgram).
     #[default]
     Auto,
     /// `ptxas` on the whole module: every call inlined.
     WholeProgram,
-    /// `ptxas -c` on the module, then `nvlink`: every function compiled once.
+    /// `ptxas -c` on the module (NVSHMEM's transport functions on their own,
+    /// at most 32 registers), then `nvlink`: every function compiled once.
     Separate,
 }
 
@@ -41,6 +53,13 @@ pub enum DeviceLink {
 /// collectives' GPU test crate, largest kernel) 250-400 s for the crate,
 /// 87 000 (NVSHMEM 3.8 runtime test kernels) 32-92 s, 315 000 three minutes.
 pub const AUTO_SEPARATE_ABOVE_LINES: usize = 50_000;
+
+/// The PTX lines of NVSHMEM transport functions that one kernel may reach
+/// before [`DeviceLink::Auto`] compiles separately, to keep them out of the
+/// kernel's registers. NVSHMEM 3.4.5's are small (the most one of this
+/// project's kernels reaches: 622 lines), 3.8's large (one put with signal
+/// reaches 16 000).
+pub const AUTO_SEPARATE_TRANSPORT_ABOVE_LINES: usize = 2_000;
 
 impl DeviceLink {
     /// The name used in manifests, `NVSHMEM_RS_DEVICE_LINK` and the command line.

@@ -252,9 +252,11 @@ pub(crate) fn render(m: &Manifest, structs: &[CStruct]) -> String {
     if m.is_separately_compiled() {
         let _ = writeln!(
             h,
-            "/* The cubin was compiled function by function (ptxas -c + nvlink): whole-program\n\
-             \x20* compilation of this PTX is very slow. Load the cubin; to JIT the PTX instead, add it\n\
-             \x20* to a cuLinkCreate() link (relocatable, like the cubin) rather than cuModuleLoadData(). */\n\
+            "/* The cubin was compiled function by function (ptxas -c + nvlink), NVSHMEM's transport\n\
+             \x20* functions at 32 registers at most, as in libnvshmem_device.a. Load the cubin; to JIT\n\
+             \x20* the PTX instead, add it to a cuLinkCreate() link (relocatable, like the cubin) rather\n\
+             \x20* than cuModuleLoadData(), which compiles it whole, very slowly; neither caps those\n\
+             \x20* registers. */\n\
              #define {upper}_SEPARATE_COMPILATION 1"
         );
     }

@@ -75,8 +75,12 @@ mod ptx;
 mod reuse;
 mod shared_memory;
 mod signature;
+mod transport;
 
-pub use builder::{AUTO_SEPARATE_ABOVE_LINES, BuildOutput, Builder, CheckOutput, DeviceLink};
+pub use builder::{
+    AUTO_SEPARATE_ABOVE_LINES, AUTO_SEPARATE_TRANSPORT_ABOVE_LINES, BuildOutput, Builder,
+    CheckOutput, DeviceLink,
+};
 pub use error::{Error, Result};
 pub use header::c_prefix;
 pub use nvshmem_types::{Arch, SUPPORTED_ARCHS, SUPPORTED_VERSIONS, Version, install, manifest};

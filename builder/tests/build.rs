@@ -147,13 +147,20 @@ fn old_llvm_tools_are_refused_with_the_fix() {
 /// Both device link modes give a cubin and per-kernel figures, and the
 /// manifest says which was used. Separate compilation's cubin comes from
 /// nvlink: an executable image (not a relocatable object) that covers every
-/// kernel.
+/// kernel. With NVSHMEM 3.8, separate compilation keeps NVSHMEM's transport
+/// functions (compiled at 32 registers, as in `libnvshmem_device.a`) out of
+/// the kernels' registers, and `Auto` chooses it.
 #[test]
 fn both_device_link_modes_make_a_cubin() {
     let Some(v) = installed("3.8.0") else {
         return;
     };
-    for mode in [DeviceLink::WholeProgram, DeviceLink::Separate] {
+    let mut put_registers = Vec::new();
+    for mode in [
+        DeviceLink::WholeProgram,
+        DeviceLink::Separate,
+        DeviceLink::Auto,
+    ] {
         let out = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../target/builder-tests")
             .join(format!("ok-{mode}"));
@@ -163,7 +170,12 @@ fn both_device_link_modes_make_a_cubin() {
             .device_link(mode)
             .build()
             .unwrap_or_else(|e| panic!("{mode}: {e}"));
-        assert_eq!(built.manifest.device_link.as_deref(), Some(mode.as_str()));
+        let used = if mode == DeviceLink::Auto {
+            DeviceLink::Separate
+        } else {
+            mode
+        };
+        assert_eq!(built.manifest.device_link.as_deref(), Some(used.as_str()));
         let cubin = std::fs::read(built.cubin.as_ref().expect("a cubin")).unwrap();
         assert_eq!(&cubin[..4], b"\x7fELF", "{mode}: not an ELF image");
         // ELF e_type at byte 16: 2 = executable (loadable), 1 = relocatable.
@@ -175,7 +187,23 @@ fn both_device_link_modes_make_a_cubin() {
                 k.name
             );
         }
+        let put = built
+            .manifest
+            .kernel("put_rank")
+            .unwrap()
+            .registers
+            .unwrap();
+        put_registers.push(put);
+        eprintln!("3.8.0 {mode}: put_rank {put} registers");
     }
+    // `put_rank` is one `p`: NVSHMEM's transport is its only large callee.
+    let [whole, separate, auto] = put_registers[..] else {
+        unreachable!()
+    };
+    assert!(
+        separate <= 64 && separate < whole && auto == separate,
+        "put_rank registers: whole-program {whole}, separate {separate}, auto {auto}"
+    );
     assert_eq!("separate".parse::<DeviceLink>(), Ok(DeviceLink::Separate));
     assert!(
         "fast"

@@ -39,7 +39,8 @@ pub struct Manifest {
     /// The cubin's name, relative to the manifest's folder, when `ptxas` was found.
     pub cubin: Option<String>,
     /// How the cubin was made: `whole-program` (`ptxas`, every call inlined)
-    /// or `separate` (`ptxas -c` + `nvlink`). Absent without a cubin, and in
+    /// or `separate` (`ptxas -c` + `nvlink`, NVSHMEM's transport functions
+    /// at 32 registers at most). Absent without a cubin, and in
     /// manifests from before this field.
     #[serde(default)]
     pub device_link: Option<String>,
@@ -59,9 +60,12 @@ pub struct KernelInfo {
     pub collective: bool,
     /// Registers per thread, from `ptxas -v` (absent without ptxas).
     pub registers: Option<u32>,
-    /// Bytes of spill stores, from `ptxas -v`.
+    /// Bytes of spill stores, from `ptxas -v`: in the kernel and what it
+    /// calls, but for NVSHMEM's transport functions when compiled
+    /// separately (capped at 32 registers, as in `libnvshmem_device.a`, they
+    /// spill on the remote path by design).
     pub spill_stores: Option<u32>,
-    /// Bytes of spill loads, from `ptxas -v`.
+    /// Bytes of spill loads, from `ptxas -v`, as [`spill_stores`](Self::spill_stores).
     pub spill_loads: Option<u32>,
     /// Bytes of stack frame, from `ptxas -v`.
     pub stack_frame: Option<u32>,

@@ -293,9 +293,8 @@ fn race_group(n: usize, scope: u32) -> (usize, usize, usize, usize, bool) {
 /// threads `lag` cycles late, and the group puts `stage` to the next PE's
 /// `dest` **without a barrier of its own**. The put must wait for every
 /// thread's writes: the host checks that `dest` holds this round's values.
-// The host launches 1024 threads (RACE_THREADS): with NVSHMEM 3.8's
-// bitcode the copy needs more registers than 1024 threads can have unless
-// ptxas is told the block size.
+// The host launches 1024 threads (RACE_THREADS); told so, ptxas keeps the
+// kernel within the 64 registers a thread can have then.
 #[kernel(max_threads = 1024)]
 pub unsafe fn staged_put(
     dest: SymPtr<u64>,
