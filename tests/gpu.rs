@@ -677,6 +677,60 @@ fn address_queries(pe: &mut TestPe) -> TestResult {
     )
 }
 
+/// A kernel that needs more registers than a 1024-thread block allows
+/// (`many_registers`): the launch is refused as `Error::BlockTooLarge` with
+/// the kernel's figures, the context stays usable, and a block within the
+/// limit runs and computes.
+fn block_too_large(pe: &mut TestPe) -> TestResult {
+    /// The kernel crate's `LIVE_SUMS`: the sums each thread writes.
+    const SUMS: usize = 96;
+    let nv = pe.nvshmem();
+    let k = pe.module(KERNELS)?.kernel("many_registers")?;
+    let registers = k.info().registers.unwrap_or(0);
+    ensure(registers > 64, || {
+        format!("many_registers takes {registers} registers: the test needs more than 64")
+    })?;
+    let (x, steps, fits) = (0.5f32, 3usize, 128usize);
+    let input = nv.alloc_from(&[x; 3])?;
+    let out = nv.alloc_zeroed::<f32>(1024 * SUMS)?;
+    let args = (input.device_ptr(), out.device_ptr(), steps as u64);
+    // SAFETY: each thread reads `input[..steps]` and writes its `SUMS`
+    // floats of `out`, which holds 1024 threads' worth.
+    match unsafe { k.launch(nv.stream(), 1, 1024, args) } {
+        Err(Error::BlockTooLarge {
+            kernel,
+            threads,
+            registers: r,
+            max_threads,
+        }) => ensure(
+            kernel == "many_registers" && threads == 1024 && r == registers && max_threads < 1024,
+            || {
+                format!(
+                    "BlockTooLarge names {kernel}, {threads} threads, {r} registers, {max_threads} at most"
+                )
+            },
+        )?,
+        other => {
+            return Err(format!(
+                "1024 threads of a {registers}-register kernel gave {other:?}, expected Error::BlockTooLarge"
+            )
+            .into());
+        }
+    }
+    // SAFETY: as above, `fits` threads.
+    unsafe { k.launch(nv.stream(), 1, fits as u32, args)? };
+    nv.synchronize(nv.stream())?;
+    let sums: Vec<f32> = (0..SUMS)
+        .map(|j| (0..steps).fold(0f32, |s, _| s * x + j as f32))
+        .collect();
+    let want: Vec<f32> = (0..fits).flat_map(|_| sums.iter().copied()).collect();
+    check_eq(
+        "many_registers",
+        &out.to_vec(nv.stream())?[..fits * SUMS],
+        &want,
+    )
+}
+
 // A fault leaves its PE unable to join a collective teardown: 1 PE.
 // NVSHMEM 3.8's proxy thread ends the process (exit status 255,
 // "proxy.cpp:1773 cuda failed with an illegal memory access") as soon as it
@@ -691,5 +745,5 @@ gpu_main! {
     ALL => atomic_fetch_add, atomic_sequence, put_signal_ring, wait_until_ring, iput, peer_ptr,
         collective_launch, stream_ops;
     &[1], with &[("NVSHMEM_DISABLE_LOCAL_ONLY_PROXY", "1")] => kernel_fault;
-    &[1] => version_mismatch, unregistrable_module;
+    &[1] => version_mismatch, unregistrable_module, block_too_large;
 }

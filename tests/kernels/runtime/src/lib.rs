@@ -364,6 +364,42 @@ pub unsafe fn get_in_use(
     }
 }
 
+/// Registers for `block_too_large`: the length of `many_registers`' sums.
+pub const LIVE_SUMS: usize = 96;
+
+/// Keeps [`LIVE_SUMS`] running sums live across a loop over `input[..n]`, so
+/// that it needs more than the 64 registers a thread of a 1024-thread block
+/// can have: the host checks that a 1024-thread launch is refused as
+/// `Error::BlockTooLarge` and that a small block runs and computes. Thread
+/// `t` writes its sums to `out[t * LIVE_SUMS..]`.
+#[kernel]
+pub unsafe fn many_registers(input: *const f32, out: *mut f32, n: u64) {
+    let mut sums = [0f32; LIVE_SUMS];
+    // Every index a constant (a loop over them stays a loop, and the array
+    // in local memory), so the sums live in registers.
+    macro_rules! each_sum {
+        ($($j:literal)*) => {
+            for i in 0..n as usize {
+                // Volatile: one load per step, which every sum then needs.
+                let x = unsafe { core::ptr::read_volatile(input.add(i)) };
+                $(sums[$j] = sums[$j] * x + $j as f32;)*
+            }
+        };
+    }
+    each_sum!(
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15
+            16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+            32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47
+            48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
+            64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79
+            80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
+    );
+    let t = global_index_x() as usize;
+    for (j, s) in sums.iter().enumerate() {
+        unsafe { *out.add(t * LIVE_SUMS + j) = *s };
+    }
+}
+
 /// `out[0]` = 1 when the typed put/get copy directly to P2P peers, 0 when
 /// they were built with `nvshmem-device/nvshmem-path` (NVSHMEM's path only).
 #[kernel]
