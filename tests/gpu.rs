@@ -731,6 +731,47 @@ fn block_too_large(pe: &mut TestPe) -> TestResult {
     )
 }
 
+/// PEs that allocate differently get `Error::AllocationMismatch`, all of
+/// them, instead of buffers of different sizes at one symmetric address: a
+/// PE-dependent size, then a buffer freed on one PE and another on the
+/// others (the next allocation lands at different heap offsets). Matching
+/// allocations still work after each.
+fn allocation_mismatch(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let me = nv.my_pe().index() as usize;
+    let expect_mismatch =
+        |what: &str, r: nvshmem_host::Result<nvshmem_host::SymBuffer<u64>>| match r {
+            Err(Error::AllocationMismatch { detail, .. }) => {
+                ensure(detail.matches("PE ").count() == nv.n_pes() as usize, || {
+                    format!("{what}: the error does not list every PE: {detail}")
+                })
+            }
+            other => {
+                Err(format!("{what}: gave {other:?}, expected Error::AllocationMismatch").into())
+            }
+        };
+    expect_mismatch("sizes by PE", nv.alloc::<u64>(16 + 16 * me))?;
+    let ok = nv.alloc_from(&[me as u64; 8])?;
+    check_eq(
+        "after a mismatch",
+        &ok.to_vec(nv.stream())?,
+        &[me as u64; 8],
+    )?;
+    let (a, b) = (nv.alloc::<u64>(64)?, nv.alloc::<u64>(64)?);
+    // One free on every PE, of another buffer on PE 0.
+    let kept = if me == 0 {
+        drop(a);
+        b
+    } else {
+        drop(b);
+        a
+    };
+    expect_mismatch("frees by PE", nv.alloc::<u64>(64))?;
+    // The other free, so that every PE freed both.
+    drop(kept);
+    Ok(())
+}
+
 // A fault leaves its PE unable to join a collective teardown: 1 PE.
 // NVSHMEM 3.8's proxy thread ends the process (exit status 255,
 // "proxy.cpp:1773 cuda failed with an illegal memory access") as soon as it
@@ -746,4 +787,5 @@ gpu_main! {
         collective_launch, stream_ops;
     &[1], with &[("NVSHMEM_DISABLE_LOCAL_ONLY_PROXY", "1")] => kernel_fault;
     &[1] => version_mismatch, unregistrable_module, block_too_large;
+    &[2, 4] => allocation_mismatch;
 }

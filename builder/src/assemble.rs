@@ -12,7 +12,8 @@ use std::path::Path;
 pub(crate) type Figures = BTreeMap<String, ptx::PtxasFigures>;
 
 /// Runs ptxas (and nvlink when compiling separately) on the PTX in
-/// `ptx_path`; returns every kernel's figures and the mode used.
+/// `ptx_path`; returns every kernel's figures, the mode used, and a warning
+/// for the build's output when the result is worse than it should be.
 pub(crate) fn assemble(
     ptxas: &Path,
     arch: &str,
@@ -21,17 +22,14 @@ pub(crate) fn assemble(
     ptx_path: &Path,
     cubin: &Path,
     work: &Path,
-) -> Result<(Figures, DeviceLink)> {
+) -> Result<(Figures, DeviceLink, Option<String>)> {
     let nvlink = find_nvlink(ptxas)?;
     let funcs = ptx::ptx_functions(ptx);
+    let large_transport = transport_lines(&funcs) > AUTO_SEPARATE_TRANSPORT_ABOVE_LINES;
     let mode = match mode {
         DeviceLink::Auto => {
             let largest = ptx::inlined_lines(&funcs).into_values().max().unwrap_or(0);
-            let transport = transport_lines(&funcs);
-            if (largest > AUTO_SEPARATE_ABOVE_LINES
-                || transport > AUTO_SEPARATE_TRANSPORT_ABOVE_LINES)
-                && nvlink.is_some()
-            {
+            if (largest > AUTO_SEPARATE_ABOVE_LINES || large_transport) && nvlink.is_some() {
                 DeviceLink::Separate
             } else {
                 DeviceLink::WholeProgram
@@ -47,7 +45,7 @@ pub(crate) fn assemble(
                 .arg("-o")
                 .arg(cubin);
         })?;
-        return Ok((ptx::ptxas_figures(&stderr), mode));
+        return Ok((ptx::ptxas_figures(&stderr), mode, None));
     }
     let nvlink = nvlink.ok_or_else(|| Error::ToolNotRunnable {
         program: ptxas.with_file_name("nvlink"),
@@ -60,10 +58,20 @@ pub(crate) fn assemble(
             ),
         ),
     })?;
-    // NVSHMEM's transport functions in an object of their own, compiled as
-    // NVSHMEM compiles them (see `transport`); the kernels' figures then
-    // cover their own code, and their registers the cap at most.
-    let split = transport::split(ptx);
+    // Large NVSHMEM transport functions (3.8's) in an object of their own,
+    // compiled as NVSHMEM compiles them (see `transport`); the kernels'
+    // figures then cover their own code, and their registers the cap at
+    // most. Small ones (3.4.5's) stay: as calls between objects they cost
+    // more registers than they save (the 3.4.5 collectives crate: 116 → 168).
+    let split = large_transport.then(|| transport::split(ptx)).flatten();
+    let warning = (large_transport && split.is_none()).then(|| {
+        format!(
+            "{}: NVSHMEM's transport functions could not be split out of the PTX (it has \
+             a construct the builder's PTX reader does not know), so they are compiled \
+             with the kernels and add to their registers; please report it with the PTX",
+            ptx_path.display()
+        )
+    });
     let compile = |ptx_path: &Path, object: &Path, max_registers: Option<u32>| {
         run("ptxas", ptxas, "", |c| {
             c.arg(format!("-arch={arch}")).args(["-c", "-v"]);
@@ -98,9 +106,10 @@ pub(crate) fn assemble(
                 let k = compile(&kernels_ptx, &object, None);
                 (k, t.join().expect("ptxas thread"))
             });
+            let kernels = kernels?;
             transport?;
             objects.push(transport_object);
-            kernels?
+            kernels
         }
     };
     let per_function = ptx::ptxas_figures(&per_function);
@@ -131,7 +140,7 @@ pub(crate) fn assemble(
             (name.clone(), fig)
         })
         .collect();
-    Ok((figures, mode))
+    Ok((figures, mode, warning))
 }
 
 /// The most PTX lines of NVSHMEM transport functions that one kernel reaches.

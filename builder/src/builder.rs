@@ -24,12 +24,15 @@ use std::time::Duration;
 /// Separate compilation (`ptxas -c`, then `nvlink`, as `nvcc -rdc` does)
 /// compiles each function once (that crate: 42 s), at the price of calls
 /// between functions and register counts that cover the whole call graph.
-/// NVSHMEM's transport functions (`nvshmemi_transfer_*` and the proxy, IBGDA
-/// and GPUNetIO functions) go in an object of their own compiled at most 32
-/// registers, as NVSHMEM compiles them into `libnvshmem_device.a` so that
-/// calling them costs a kernel no occupancy: the 3.8 ring kernel then takes
-/// 36 registers. Their spills (they have some at 32 registers, in CUDA C++
-/// too) are not in the kernels' figures, which cover the kernels' own code.
+/// When some kernel reaches more than [`AUTO_SEPARATE_TRANSPORT_ABOVE_LINES`]
+/// of NVSHMEM's transport functions (`nvshmemi_transfer_*` and the proxy,
+/// IBGDA and GPUNetIO functions; 3.8's are large), they go in an object of
+/// their own compiled at most 32 registers, as NVSHMEM compiles them into
+/// `libnvshmem_device.a` so that calling them costs a kernel no occupancy:
+/// the 3.8 ring kernel then takes 36 registers. Their spills (they have some
+/// at 32 registers, in CUDA C++ too) are not in the kernels' figures, which
+/// cover the kernels' own code. Small ones (3.4.5's) stay in the kernels'
+/// object, where they cost fewer registers than as calls between objects.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum DeviceLink {
@@ -42,8 +45,8 @@ pub enum DeviceLink {
     Auto,
     /// `ptxas` on the whole module: every call inlined.
     WholeProgram,
-    /// `ptxas -c` on the module (NVSHMEM's transport functions on their own,
-    /// at most 32 registers), then `nvlink`: every function compiled once.
+    /// `ptxas -c` on the module (large NVSHMEM transport functions on their
+    /// own, at most 32 registers), then `nvlink`: every function compiled once.
     Separate,
 }
 
@@ -55,8 +58,9 @@ pub enum DeviceLink {
 pub const AUTO_SEPARATE_ABOVE_LINES: usize = 50_000;
 
 /// The PTX lines of NVSHMEM transport functions that one kernel may reach
-/// before [`DeviceLink::Auto`] compiles separately, to keep them out of the
-/// kernel's registers. NVSHMEM 3.4.5's are small (the most one of this
+/// before [`DeviceLink::Auto`] compiles separately and separate compilation
+/// puts them in an object of their own at 32 registers, to keep them out of
+/// the kernels' registers. NVSHMEM 3.4.5's are small (the most one of this
 /// project's kernels reaches: 622 lines), 3.8's large (one put with signal
 /// reaches 16 000).
 pub const AUTO_SEPARATE_TRANSPORT_ABOVE_LINES: usize = 2_000;

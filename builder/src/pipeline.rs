@@ -395,7 +395,7 @@ impl Builder {
         let (cubin, figures, device_link) = match &ptxas {
             Some(ptxas) => {
                 let cubin = out_dir.join(format!("{}.cubin", c.p.meta.name));
-                let (figures, mode) = assemble::assemble(
+                let (figures, mode, warning) = assemble::assemble(
                     ptxas,
                     &arch,
                     s.device_link,
@@ -404,6 +404,9 @@ impl Builder {
                     &cubin,
                     &c.work,
                 )?;
+                if let Some(w) = warning {
+                    self.progress.say(&w);
+                }
                 (Some(cubin), figures, Some(mode))
             }
             None => (None, Default::default(), None),

@@ -113,7 +113,7 @@ fn items(ptx: &str) -> Option<Vec<Item<'_>>> {
                 let c = code(cur);
                 if c.starts_with('{') {
                     body.push(head.pop()?);
-                    let mut depth = c.matches('{').count() - c.matches('}').count();
+                    let mut depth = c.matches('{').count().checked_sub(c.matches('}').count())?;
                     while depth > 0 {
                         let l = lines.next()?;
                         let c = code(l);
@@ -275,7 +275,9 @@ pub(crate) fn split(ptx: &str) -> Option<Split> {
     }
     for (head, body) in transport.values() {
         let mut lines = head.iter().map(|l| l.to_string());
-        transport_out.push(visible(&lines.next().unwrap_or_default()));
+        // `.visible` whatever its linkage was, as its declaration above.
+        let first = lines.next().unwrap_or_default();
+        transport_out.push(format!(".visible {}", linkage(&first).1));
         transport_out.extend(lines);
         transport_out.extend(body.iter().map(|l| l.to_string()));
     }
@@ -386,6 +388,21 @@ mod tests {
         assert!(t.contains(".extern .func __assertfail\n"));
         assert!(!t.contains("unrelated"));
         assert!(!t.contains(".entry"));
+    }
+
+    #[test]
+    fn a_weak_transport_function_is_declared_and_defined_alike() {
+        let weak = PTX.replace(
+            ".func _Z23nvshmemi_transfer_rma_pIiEvPvT_ii(",
+            ".weak .func _Z23nvshmemi_transfer_rma_pIiEvPvT_ii(",
+        );
+        let t = split(&weak).expect("split").transport;
+        assert!(!t.contains(".weak"), "{t}");
+        assert_eq!(
+            t.matches(".visible .func _Z23nvshmemi_transfer_rma_pIiEvPvT_ii")
+                .count(),
+            2
+        );
     }
 
     #[test]

@@ -168,9 +168,11 @@ impl<T: Copy, const N: usize> Shared<[T; N]> {
     /// Reads element `i`; panics when `i >= N`.
     ///
     /// # Safety
-    /// Element `i` was written by some thread of this block, and that write
-    /// is ordered before this read (a barrier between them), with no other
-    /// thread writing it concurrently.
+    /// Element `i` was written, as a `T`, by some thread of this block, and
+    /// that write is ordered before this read (a barrier between them), with
+    /// no other thread writing it concurrently. (Shared memory can be reached
+    /// under other types, through another [`DynamicShared`] carve: bytes
+    /// written as a `u32` are no valid `bool`.)
     ///
     /// ```no_run
     /// nvshmem_device::static_shared! { static TILE: [f32; 64]; }
@@ -500,8 +502,10 @@ impl<T: Copy> SharedSlice<T> {
     /// Reads element `i`; panics when `i >= len`.
     ///
     /// # Safety
-    /// As [`Shared::read`]: written before (ordered by a barrier), and not
-    /// being written concurrently.
+    /// As [`Shared::read`]: written before as a `T` (ordered by a barrier),
+    /// and not being written concurrently. Two carves of one
+    /// [`DynamicShared`] (or of two, from [`DynamicShared::get`] twice) may
+    /// cover the same bytes under different types.
     ///
     /// ```no_run
     /// let s = nvshmem_device::shared::DynamicShared::get().carve::<u32>(4);

@@ -446,14 +446,17 @@ device_asm! {
     unsafe fn barrier_arrive(id: u32, threads: u32) = "barrier.arrive {i}, {n};", [i = in(reg32) id, n = in(reg32) threads,];
 }
 
-/// Traps (panics) unless `id` names one of the block's 16 barriers and
+/// Traps (panics) unless `id` names one of the block's barriers 1..16 and
 /// `threads` is a positive multiple of the warp size, the operands the PTX
 /// ISA allows for `barrier.sync` / `barrier.arrive` with a thread count.
+/// Barrier 0 is [`sync_threads`](crate::thread::sync_threads)', with every
+/// thread of the block and no count: the PTX ISA does not define a barrier
+/// that some threads reach with a count and others without.
 #[inline(always)]
 #[track_caller]
 fn check_named_barrier(id: u32, threads: u32) {
-    if id >= 16 {
-        panic!("named barrier id out of range: a block has barriers 0..16");
+    if id == 0 || id >= 16 {
+        panic!("named barrier id out of range: use 1..16 (0 is sync_threads')");
     }
     if threads == 0 || !threads.is_multiple_of(crate::thread::WARP_SIZE) {
         panic!("named barrier thread count must be a positive multiple of 32");
@@ -464,7 +467,7 @@ fn check_named_barrier(id: u32, threads: u32) {
 /// (`barrier.sync id, threads`), and orders the memory accesses of those
 /// threads before it against those after it. Lets a subset of the block,
 /// such as the consumer warpgroups, synchronize. `id` is one of the block's
-/// 16 barriers (use 1..16: 0 is [`sync_threads`](crate::thread::sync_threads)'s,
+/// barriers 1..16 (0 is [`sync_threads`](crate::thread::sync_threads)'s,
 /// with every thread of the block), `threads` a positive multiple of 32;
 /// other values trap (panic).
 ///

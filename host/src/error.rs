@@ -172,6 +172,23 @@ pub enum Error {
         limit_from: &'static str,
     },
 
+    /// The PEs made different allocations where NVSHMEM needs the same
+    /// one on every PE: another size, alignment or order, or a buffer freed
+    /// on some PEs only. Every PE gets this error for the same call, and the
+    /// allocation is freed again.
+    #[error(
+        "{what}: the PEs did not allocate alike ({detail}). Allocation and free are \
+         collective: every PE must allocate the same sizes in the same order and free them in \
+         the same order. Fix: keep the control flow that allocates or drops buffers the same on \
+         every PE (sizes that depend on the PE belong inside one buffer of the largest size)"
+    )]
+    AllocationMismatch {
+        /// The call.
+        what: &'static str,
+        /// What each PE did, as `PE n: ...` items.
+        detail: String,
+    },
+
     /// A module file or image could not be loaded.
     #[error("cannot load module {what}: {reason}")]
     ModuleLoad {

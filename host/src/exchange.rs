@@ -8,6 +8,7 @@
 //! of the GPU ([`Nvshmem::agree_on_grid`]).
 
 use crate::{Nvshmem, Pe, Result, SymBuffer};
+use cudarc::driver::CudaStream;
 use cudarc::driver::sys::CUdevice_attribute;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
@@ -37,9 +38,45 @@ impl WordExchange {
         })
     }
 
+    /// [`WordExchange::new`] with allocations that every PE is not asked to
+    /// agree on: the exchange that `Nvshmem::alloc` checks them with.
+    pub(crate) fn new_unchecked(
+        nv: &Nvshmem,
+        stream: &CudaStream,
+        width: usize,
+    ) -> Result<WordExchange> {
+        let ex = WordExchange {
+            slots: nv.alloc_unchecked(width * nv.n_pes() as usize)?,
+            mine: nv.alloc_unchecked(width)?,
+            width,
+        };
+        // Zeroed everywhere before any PE puts into a peer's slots.
+        ex.slots.fill(stream, 0)?;
+        ex.mine.fill(stream, 0)?;
+        nv.barrier_all_on_stream(stream)?;
+        nv.synchronize(stream)?;
+        Ok(ex)
+    }
+
+    /// This PE's address of the exchange's first buffer: a fixed point of
+    /// the symmetric heap, the same offset on every PE.
+    pub(crate) fn base_address(&self) -> u64 {
+        self.slots.device_ptr().addr()
+    }
+
     /// Every PE's `values`, by PE, each padded with zeros to `width` words.
     /// **Collective.** More than `width` values is an [`Error::BadSize`](crate::Error::BadSize).
     pub fn all_gather(&self, nv: &Nvshmem, values: &[u64]) -> Result<Vec<Vec<u64>>> {
+        self.all_gather_on(nv, nv.stream(), values)
+    }
+
+    /// [`all_gather`](Self::all_gather) ordered on `stream`.
+    pub(crate) fn all_gather_on(
+        &self,
+        nv: &Nvshmem,
+        stream: &CudaStream,
+        values: &[u64],
+    ) -> Result<Vec<Vec<u64>>> {
         let w = self.width;
         if values.len() > w {
             return Err(crate::Error::BadSize {
@@ -49,7 +86,6 @@ impl WordExchange {
                 ),
             });
         }
-        let stream = nv.stream();
         let mut v = values.to_vec();
         v.resize(w, 0);
         // Every PE has read the previous round before anyone overwrites it.

@@ -89,7 +89,10 @@ impl Kernel {
         /// reads and writes through them must be valid for that, for as long as
         /// it runs; a [`Team`](crate::Team) from a [`SplitTeam`](crate::SplitTeam)
         /// must not be destroyed before the kernel ends). Count and sizes are
-        /// checked against the manifest.
+        /// checked against the manifest, which must describe the loaded image:
+        /// the builder writes the two together, and
+        /// [`Nvshmem::load_module_image`](crate::Nvshmem::load_module_image)
+        /// takes the one you give it.
         ///
         /// ```no_run
         /// # let nv = nvshmem_host::Nvshmem::init()?;

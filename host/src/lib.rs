@@ -56,6 +56,7 @@ mod error;
 pub mod exchange;
 pub mod harness;
 mod heap;
+mod image;
 mod init;
 mod kernel;
 pub mod launch;

@@ -18,7 +18,13 @@
 //!   early with an error drops its buffers alone. On an error, prefer ending
 //!   the whole job;
 //! - sizes are checked before NVSHMEM sees them (zero, overflow and element
-//!   size), with the same outcome on every PE when they agree.
+//!   size), with the same outcome on every PE when they agree;
+//! - with more than one PE, every allocation is compared across PEs (the
+//!   count so far, size, alignment, heap offset): a PE that allocated or
+//!   freed differently gets [`Error::AllocationMismatch`], as does every
+//!   other PE, instead of one-sided operations that run past a peer's
+//!   smaller buffer. (A PE that skips an allocation the others make still
+//!   hangs them: that cannot be told from a slow PE.)
 //!
 //! Copies between host and symmetric memory are ordered on a stream and wait
 //! for it, so the host slice is free to reuse when they return.
@@ -232,6 +238,61 @@ impl Nvshmem {
     /// # Ok::<(), nvshmem_host::Error>(())
     /// ```
     pub fn alloc<T: Pod>(&self, len: usize) -> Result<SymBuffer<T>> {
+        let buf = self.alloc_unchecked::<T>(len)?;
+        self.agree_on_allocation(&buf)?;
+        Ok(buf)
+    }
+
+    /// Checks with every PE that this allocation is the same on all:
+    /// the same count of allocations so far, size, alignment and offset in
+    /// the heap (an offset differs once some PE freed differently). A
+    /// mismatch is an [`Error::AllocationMismatch`] on every PE (each sees
+    /// every PE's record), and the buffer is freed again as the error drops
+    /// it, on every PE alike. Without this, a PE could put past the end of a
+    /// peer's smaller buffer from safe code.
+    fn agree_on_allocation<T: Pod>(&self, buf: &SymBuffer<T>) -> Result<()> {
+        let seq = self.allocations.get();
+        self.allocations.set(seq + 1);
+        if self.n_pes() < 2 {
+            return Ok(());
+        }
+        // On a stream of its own: work queued on the PE's streams (a kernel
+        // waiting for a peer that allocates first) must not hold it up.
+        let (ex, stream) = match self.alloc_check.get() {
+            Some(check) => check,
+            None => {
+                let stream = self.new_stream()?;
+                let ex = crate::exchange::WordExchange::new_unchecked(self, &stream, 4)?;
+                self.alloc_check.get_or_init(|| (ex, stream))
+            }
+        };
+        let align = MIN_ALIGN.max(std::mem::align_of::<T>()) as u64;
+        let offset = (buf.ptr as u64).wrapping_sub(ex.base_address());
+        let record = [seq, buf.size_bytes() as u64, align, offset];
+        let records = ex.all_gather_on(self, stream, &record)?;
+        if records.iter().all(|r| *r == records[0]) {
+            return Ok(());
+        }
+        let detail = records
+            .iter()
+            .enumerate()
+            .map(|(pe, r)| {
+                format!(
+                    "PE {pe}: allocation #{}, {} bytes, aligned to {}, at heap offset {}",
+                    r[0], r[1], r[2], r[3] as i64
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        Err(Error::AllocationMismatch {
+            what: "Nvshmem::alloc",
+            detail,
+        })
+    }
+
+    /// [`Nvshmem::alloc`] without the check that every PE allocates alike,
+    /// for the check's own buffers.
+    pub(crate) fn alloc_unchecked<T: Pod>(&self, len: usize) -> Result<SymBuffer<T>> {
         let bytes = byte_len::<T>(len)?;
         self.inner.enter("Nvshmem::alloc")?;
         let align = MIN_ALIGN.max(std::mem::align_of::<T>());

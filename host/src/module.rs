@@ -12,6 +12,7 @@
 
 use crate::error::record_drop_error;
 use crate::error::{Error, Result};
+use crate::image::ImageKind;
 use crate::kernel::Kernel;
 use crate::nvshmem::{Inner, Nvshmem};
 use cudarc::driver::{DriverError, result, sys};
@@ -183,9 +184,11 @@ impl Nvshmem {
         self.load_image(bytes, manifest, file.display().to_string())
     }
 
-    /// Loads a module from an image in memory (PTX text or a cubin, say from
-    /// `include_bytes!`) with its manifest. Checks and registers as
-    /// [`Nvshmem::load_module`] does.
+    /// Loads a module from an image in memory (PTX text, a cubin or a fatbin,
+    /// say from `include_bytes!`) with its manifest. Checks and registers as
+    /// [`Nvshmem::load_module`] does; a cubin or fatbin whose headers point
+    /// past its end (truncated, or not one) is an [`Error::ModuleLoad`]. The
+    /// manifest must be the image's: launches check arguments against it.
     ///
     /// ```no_run
     /// use nvshmem_types::manifest::Manifest;
@@ -246,8 +249,9 @@ impl Nvshmem {
                 manifest.arch
             )));
         }
-        // PTX is text that the driver reads up to a NUL; a cubin is an ELF file.
-        let is_ptx = !image.starts_with(b"\x7fELF");
+        // PTX is text that the driver reads up to a NUL; a cubin or fatbin
+        // it reads as far as its headers say, so those must fit the image.
+        let is_ptx = crate::image::classify(&image).map_err(load_err)? == ImageKind::Ptx;
         if is_ptx && image.last() != Some(&0) {
             image.push(0);
         }

@@ -247,6 +247,12 @@ impl Drop for Inner {
 /// # Ok::<(), nvshmem_host::Error>(())
 /// ```
 pub struct Nvshmem {
+    /// Where the PEs compare their allocations (see `Nvshmem::alloc`);
+    /// made at the first one. Declared first: dropped (freed, collectively)
+    /// before `inner` lets NVSHMEM finalize.
+    pub(crate) alloc_check: std::cell::OnceCell<(crate::exchange::WordExchange, Arc<CudaStream>)>,
+    /// Allocations made so far, the first word each PE compares.
+    pub(crate) allocations: Cell<u64>,
     pub(crate) inner: Rc<Inner>,
 }
 
@@ -301,6 +307,8 @@ impl Nvshmem {
         };
         s.guard.keep();
         Ok(Nvshmem {
+            alloc_check: std::cell::OnceCell::new(),
+            allocations: Cell::new(0),
             inner: Rc::new(Inner {
                 lib,
                 ctx: s.ctx,
