@@ -9,21 +9,19 @@ use std::path::{Path, PathBuf};
 
 /// Everything after `cargo build` is a pure function of what this key
 /// describes: the exact rlibs and device libraries (path, size, mtime), the
-/// tools, the settings and the builder itself: its version, and the program
-/// it is compiled into (a build script, `nvshmem-build`), which is rebuilt
-/// whenever the builder's code changes, a git or path dependency's too.
+/// tools, the settings and the builder itself: its version and a hash of its
+/// source (`build.rs`), which changes with the builder's code, a git or path
+/// dependency's too, and is the same in every program built from it.
 pub(crate) struct Key(pub String);
 
 impl Key {
     /// Starts a key with the settings, one `name value` line each.
     pub(crate) fn new(settings: &[(&str, String)]) -> Self {
-        let mut key = format!("nvshmem-builder {}\n", env!("CARGO_PKG_VERSION"));
-        if let Some(program) = std::env::current_exe()
-            .ok()
-            .and_then(|exe| file_identity(&exe).ok())
-        {
-            key += &program;
-        }
+        let mut key = format!(
+            "nvshmem-builder {} {}\n",
+            env!("CARGO_PKG_VERSION"),
+            env!("NVSHMEM_BUILDER_SOURCE_HASH")
+        );
         for (name, value) in settings {
             key += &format!("{name} {value}\n");
         }
