@@ -35,6 +35,9 @@ pub(crate) use ptx;
 macro_rules! intrinsics {
     ($($llvm:literal => fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?;)*) => {
         #[cfg(target_arch = "nvptx64")]
+        // A tuple return is LLVM's literal struct return (`elect.sync`'s
+        // `{i32, i1}`), as in `core::arch`'s intrinsic declarations.
+        #[allow(improper_ctypes)]
         unsafe extern "C" {
             $(
                 #[link_name = $llvm]
@@ -71,4 +74,12 @@ intrinsics! {
     "llvm.nvvm.read.ptx.sreg.lanemask.le" => fn lanemask_le() -> u32;
     "llvm.nvvm.read.ptx.sreg.lanemask.gt" => fn lanemask_gt() -> u32;
     "llvm.nvvm.read.ptx.sreg.lanemask.ge" => fn lanemask_ge() -> u32;
+    // `.aligned` warpgroup instructions: as intrinsics they are `convergent`,
+    // which `asm!` is not, so LLVM cannot duplicate them into divergent paths.
+    "llvm.nvvm.wgmma.fence.sync.aligned" => fn wgmma_fence();
+    "llvm.nvvm.wgmma.commit_group.sync.aligned" => fn wgmma_commit_group();
+    "llvm.nvvm.wgmma.wait_group.sync.aligned" => fn wgmma_wait_group(pending: i64);
+    "llvm.nvvm.setmaxnreg.inc.sync.aligned.u32" => fn setmaxnreg_inc(registers: u32);
+    "llvm.nvvm.setmaxnreg.dec.sync.aligned.u32" => fn setmaxnreg_dec(registers: u32);
+    "llvm.nvvm.elect.sync" => fn elect_sync(mask: u32) -> (u32, bool);
 }

@@ -234,19 +234,7 @@ device_asm! {
 /// `true` in exactly one lane. All 32 lanes must call it together.
 #[inline(always)]
 pub fn elect_one_sync() -> bool {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let elected: u32;
-        // SAFETY: a warp vote; no memory access.
-        unsafe {
-            core::arch::asm!(
-                "{{ .reg .pred p; elect.sync _|p, 0xffffffff; selp.u32 {e}, 1, 0, p; }}",
-                e = out(reg32) elected,
-                options(nomem, nostack)
-            )
-        };
-        elected != 0
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    crate::device_only()
+    // SAFETY: a warp vote, no memory access; LLVM's intrinsic is
+    // convergent, so it stays where all 32 lanes reach it.
+    unsafe { crate::nvvm::elect_sync(u32::MAX) }.1
 }

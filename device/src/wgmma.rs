@@ -338,35 +338,46 @@ wgmma_shapes! {
     256 => 128 [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127];
 }
 
-device_asm! {
-    /// Orders register and shared-memory accesses before the following
-    /// `wgmma.mma_async`s (`wgmma.fence.sync.aligned`). Needed before the first
-    /// MMA of a batch and whenever the accumulator registers were touched.
-    ///
-    /// # Safety
-    /// Every thread of the warpgroup executes this call together, in
-    /// warpgroup-uniform control flow: the instruction is `.aligned`, and the
-    /// PTX ISA makes it undefined behaviour when some threads of the
-    /// warpgroup do not execute the same instruction (a branch on the thread
-    /// index around it, an early `return` of some threads).
-    pub unsafe fn fence() = "wgmma.fence.sync.aligned;";
+/// Orders register and shared-memory accesses before the following
+/// `wgmma.mma_async`s (`wgmma.fence.sync.aligned`). Needed before the first
+/// MMA of a batch and whenever the accumulator registers were touched.
+///
+/// # Safety
+/// Every thread of the warpgroup executes this call together, in
+/// warpgroup-uniform control flow: the instruction is `.aligned`, and the
+/// PTX ISA makes it undefined behaviour when some threads of the
+/// warpgroup do not execute the same instruction (a branch on the thread
+/// index around it, an early `return` of some threads).
+#[inline(always)]
+pub unsafe fn fence() {
+    // SAFETY: the caller's (uniform control flow); LLVM's intrinsic is
+    // convergent and orders memory accesses around it.
+    unsafe { crate::nvvm::wgmma_fence() }
+}
 
-    /// Closes the group of the `wgmma.mma_async`s this warpgroup issued since the
-    /// last commit (`wgmma.commit_group.sync.aligned`).
-    ///
-    /// # Safety
-    /// As [`fence`]: every thread of the warpgroup executes it together, in
-    /// warpgroup-uniform control flow (`.aligned`).
-    pub unsafe fn commit_group() = "wgmma.commit_group.sync.aligned;";
+/// Closes the group of the `wgmma.mma_async`s this warpgroup issued since the
+/// last commit (`wgmma.commit_group.sync.aligned`).
+///
+/// # Safety
+/// As [`fence`]: every thread of the warpgroup executes it together, in
+/// warpgroup-uniform control flow (`.aligned`).
+#[inline(always)]
+pub unsafe fn commit_group() {
+    // SAFETY: as in `fence`.
+    unsafe { crate::nvvm::wgmma_commit_group() }
+}
 
-    /// Waits until at most `N` of this warpgroup's `wgmma` groups are pending
-    /// (`wgmma.wait_group.sync.aligned N`): the accumulators of the others can be
-    /// read, and their shared-memory operands reused.
-    ///
-    /// # Safety
-    /// As [`fence`]: every thread of the warpgroup executes it together, in
-    /// warpgroup-uniform control flow (`.aligned`).
-    pub unsafe fn wait_group<const N: u32>() = "wgmma.wait_group.sync.aligned {n};", [n = const N,];
+/// Waits until at most `N` of this warpgroup's `wgmma` groups are pending
+/// (`wgmma.wait_group.sync.aligned N`): the accumulators of the others can be
+/// read, and their shared-memory operands reused.
+///
+/// # Safety
+/// As [`fence`]: every thread of the warpgroup executes it together, in
+/// warpgroup-uniform control flow (`.aligned`).
+#[inline(always)]
+pub unsafe fn wait_group<const N: u32>() {
+    // SAFETY: as in `fence`; the count is an immediate, as the intrinsic needs.
+    unsafe { crate::nvvm::wgmma_wait_group(const { N as i64 }) }
 }
 
 /// A compiler barrier on every accumulator register (an empty `asm!` that
@@ -390,34 +401,40 @@ pub fn fence_operand<S: WgShape>(acc: &mut Accum<S>) {
     });
 }
 
-device_asm! {
-    /// Raises this warp's register budget to `N` (`setmaxnreg.inc.sync.aligned.u32 N`,
-    /// sm_90a; `N` a multiple of 8 in 24..=256, which ptxas checks). Blocks
-    /// until the block's register pool has the registers (the producer
-    /// warpgroups having called [`setmaxnreg_dec`]): a pool that never has
-    /// them hangs the warpgroup.
-    ///
-    /// # Safety
-    /// Every thread of the warpgroup (all 4 warps) executes this call
-    /// together, in warpgroup-uniform control flow: the instruction is
-    /// `.aligned`, and the PTX ISA makes it undefined behaviour when some
-    /// warps or threads of the warpgroup do not execute the same one. The
-    /// register-budget contract of the PTX ISA holds too: `N` is at least the
-    /// warp's current per-thread register count (the kernel's, as ptxas
-    /// allocated it, or that of this warpgroup's previous `setmaxnreg`), and
-    /// the warps of the warpgroup have synchronized since their previous
-    /// `setmaxnreg`, if any.
-    pub unsafe fn setmaxnreg_inc<const N: u32>() = "setmaxnreg.inc.sync.aligned.u32 {n};", [n = const N,];
+/// Raises this warp's register budget to `N` (`setmaxnreg.inc.sync.aligned.u32 N`,
+/// sm_90a; `N` a multiple of 8 in 24..=256, which ptxas checks). Blocks
+/// until the block's register pool has the registers (the producer
+/// warpgroups having called [`setmaxnreg_dec`]): a pool that never has
+/// them hangs the warpgroup.
+///
+/// # Safety
+/// Every thread of the warpgroup (all 4 warps) executes this call
+/// together, in warpgroup-uniform control flow: the instruction is
+/// `.aligned`, and the PTX ISA makes it undefined behaviour when some
+/// warps or threads of the warpgroup do not execute the same one. The
+/// register-budget contract of the PTX ISA holds too: `N` is at least the
+/// warp's current per-thread register count (the kernel's, as ptxas
+/// allocated it, or that of this warpgroup's previous `setmaxnreg`), and
+/// the warps of the warpgroup have synchronized since their previous
+/// `setmaxnreg`, if any.
+#[inline(always)]
+pub unsafe fn setmaxnreg_inc<const N: u32>() {
+    // SAFETY: the caller's; `N` an immediate, as the intrinsic needs.
+    unsafe { crate::nvvm::setmaxnreg_inc(const { N }) }
+}
 
-    /// Lowers this warp's register budget to `N` (`setmaxnreg.dec.sync.aligned.u32 N`,
-    /// sm_90a; `N` a multiple of 8 in 24..=256), freeing registers for other
-    /// warpgroups.
-    ///
-    /// # Safety
-    /// As [`setmaxnreg_inc`] (the whole warpgroup together, in
-    /// warpgroup-uniform control flow), except that `N` is at most the
-    /// warp's current per-thread register count.
-    pub unsafe fn setmaxnreg_dec<const N: u32>() = "setmaxnreg.dec.sync.aligned.u32 {n};", [n = const N,];
+/// Lowers this warp's register budget to `N` (`setmaxnreg.dec.sync.aligned.u32 N`,
+/// sm_90a; `N` a multiple of 8 in 24..=256), freeing registers for other
+/// warpgroups.
+///
+/// # Safety
+/// As [`setmaxnreg_inc`] (the whole warpgroup together, in
+/// warpgroup-uniform control flow), except that `N` is at most the
+/// warp's current per-thread register count.
+#[inline(always)]
+pub unsafe fn setmaxnreg_dec<const N: u32>() {
+    // SAFETY: as in `setmaxnreg_inc`.
+    unsafe { crate::nvvm::setmaxnreg_dec(const { N }) }
 }
 
 /// This thread's warpgroup in the block (`thread index / 128`, x only).
