@@ -43,6 +43,15 @@ use std::rc::Rc;
 /// vector loads of any element type.
 const MIN_ALIGN: usize = 256;
 
+/// The alignment of a buffer of `T`: [`MIN_ALIGN`], or `T`'s when larger.
+const fn alloc_align<T>() -> usize {
+    if std::mem::align_of::<T>() > MIN_ALIGN {
+        std::mem::align_of::<T>()
+    } else {
+        MIN_ALIGN
+    }
+}
+
 /// A device address that is not symmetric: memory of a peer as this GPU
 /// addresses it ([`SymBuffer::peer_ptr`]) or any other device allocation.
 /// A valid kernel argument (`T*` in C).
@@ -266,7 +275,7 @@ impl Nvshmem {
                 self.alloc_check.get_or_init(|| (ex, stream))
             }
         };
-        let align = MIN_ALIGN.max(std::mem::align_of::<T>()) as u64;
+        let align = alloc_align::<T>() as u64;
         let offset = (buf.ptr as u64).wrapping_sub(ex.base_address());
         let record = [seq, buf.size_bytes() as u64, align, offset];
         let records = ex.all_gather_on(self, stream, &record)?;
@@ -295,7 +304,7 @@ impl Nvshmem {
     pub(crate) fn alloc_unchecked<T: Pod>(&self, len: usize) -> Result<SymBuffer<T>> {
         let bytes = byte_len::<T>(len)?;
         self.inner.enter("Nvshmem::alloc")?;
-        let align = MIN_ALIGN.max(std::mem::align_of::<T>());
+        let align = alloc_align::<T>();
         let charged = bytes.next_multiple_of(align);
         let (used, limit) = (self.inner.heap_used.get(), self.inner.heap_limit);
         if used.saturating_add(charged) > limit.bytes {
@@ -534,9 +543,7 @@ impl<T: Pod> SymBuffer<T> {
     fn free_now(&mut self) -> Result<()> {
         let ptr = std::mem::replace(&mut self.ptr, std::ptr::null_mut());
         if !ptr.is_null() {
-            let charged = self
-                .size_bytes()
-                .next_multiple_of(MIN_ALIGN.max(std::mem::align_of::<T>()));
+            let charged = self.size_bytes().next_multiple_of(alloc_align::<T>());
             self.nv
                 .heap_used
                 .set(self.nv.heap_used.get().saturating_sub(charged));
