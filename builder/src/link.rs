@@ -5,7 +5,7 @@
 
 use crate::error::{Error, Result, io_err};
 use crate::ir;
-use crate::toolchain::{LlvmTools, run};
+use crate::toolchain::{LlvmTools, run, run_stdout};
 use std::path::{Path, PathBuf};
 
 /// Links `rlibs` (the kernel crate's last) with `libraries` in `work`;
@@ -39,7 +39,8 @@ pub(crate) fn link_more(tools: &LlvmTools, work: &Path, library: &Path) -> Resul
 }
 
 /// `llvm-link base --only-needed needed... -o out` (a `.bc`); returns the
-/// result as text (`llvm-dis` to `out` with `.ll`).
+/// result as text (`llvm-dis` to stdout: the text is 10 times the bitcode's
+/// size, up to 250 MB, and is read once).
 fn link_needed<'a>(
     tools: &LlvmTools,
     base: &Path,
@@ -54,11 +55,11 @@ fn link_needed<'a>(
             .arg("-o")
             .arg(out);
     })?;
-    let ll = out.with_extension("ll");
-    run("llvm-dis", &tools.llvm_dis, v, |c| {
-        c.arg(out).arg("-o").arg(&ll);
+    let text = run_stdout("llvm-dis", &tools.llvm_dis, v, |c| {
+        c.arg(out).arg("-o").arg("-");
     })?;
-    std::fs::read_to_string(&ll).map_err(io_err(&ll))
+    String::from_utf8(text)
+        .map_err(|e| io_err(out)(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
 /// Extracts the bitcode objects of each rlib (cached by the rlib's identity).
@@ -87,6 +88,13 @@ fn extract_bitcode(
             run("llvm-ar", &tools.llvm_ar, &tools.version, |c| {
                 c.current_dir(&dir).arg("x").arg(rlib);
             })?;
+            // Only the bitcode is read: the rest (`lib.rmeta`, 40 MB for
+            // core) would be most of the build's disk use.
+            for entry in std::fs::read_dir(&dir).map_err(io_err(&dir))?.flatten() {
+                if !is_bitcode(&entry.path()) {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
             std::fs::write(&stamp, identity).map_err(io_err(&stamp))?;
         }
         let mut objs: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -386,6 +386,8 @@ impl Builder {
         drop(ll);
         let kernel_names: Vec<&str> = collective.keys().map(String::as_str).collect();
         let opt_bc = self.optimize(&c, &retargeted, &kernel_names, &mut laps)?;
+        // Kept only when `opt` fails on it, to read; 100+ MB for large crates.
+        let _ = std::fs::remove_file(&retargeted);
         let (work_ptx, ptx) = self.codegen(&c, &opt_bc, ptx_isa, &mut laps)?;
         let entries = verify_ptx(&ptx, &work_ptx, &collective, c.p.nv.version)?;
 

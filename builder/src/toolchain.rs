@@ -390,12 +390,32 @@ pub(crate) fn run(
     tools_version: &str,
     args: impl FnOnce(&mut Command),
 ) -> Result<String> {
+    run_capturing(tool, program, tools_version, args).map(|(_, stderr)| stderr)
+}
+
+/// [`run`], returning the tool's stdout instead: for output that is only
+/// read once (a module as text), so it never takes disk space.
+pub(crate) fn run_stdout(
+    tool: &str,
+    program: &Path,
+    tools_version: &str,
+    args: impl FnOnce(&mut Command),
+) -> Result<Vec<u8>> {
+    run_capturing(tool, program, tools_version, args).map(|(stdout, _)| stdout)
+}
+
+fn run_capturing(
+    tool: &str,
+    program: &Path,
+    tools_version: &str,
+    args: impl FnOnce(&mut Command),
+) -> Result<(Vec<u8>, String)> {
     let mut cmd = Command::new(program);
     args(&mut cmd);
     let out = cmd.output().map_err(not_runnable(program))?;
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     if out.status.success() {
-        return Ok(stderr);
+        return Ok((out.stdout, stderr));
     }
     if tool == "llvm-link"
         && let Some(producer) = producer_from_error(&stderr)
