@@ -534,7 +534,22 @@ fn stream_ops(pe: &mut TestPe) -> TestResult {
     }
     barrier(nv)?;
     check_eq("put_signal_on_stream (data)", &dest.to_vec(s)?, &want_prev)?;
-    check_eq("put_signal_on_stream (signal)", &signal.to_vec(s)?, &[5])
+    check_eq("put_signal_on_stream (signal)", &signal.to_vec(s)?, &[5])?;
+    // Onto this PE itself: partly overlapping ranges are refused, the same
+    // range (a no-op) and disjoint ranges of one buffer copy.
+    let own = nvshmem_host::Pe::new(me);
+    match nv.put_on_stream(s, &src.view(1..)?, &src.view(..n - 1)?, own) {
+        Err(Error::InvalidArgument { reason }) => {
+            ensure(reason.contains("overlap"), || reason.clone())?
+        }
+        other => return Err(format!("an overlapping put onto this PE gave {other:?}").into()),
+    }
+    nv.put_on_stream(s, &src, &src, own)?;
+    nv.get_on_stream(s, &src.view(n / 2..n / 2 * 2)?, &src.view(..n / 2)?, own)?;
+    nv.synchronize(s)?;
+    let mut want: Vec<u64> = (0..n).map(|i| pattern(me, i, 9)).collect();
+    want.copy_within(..n / 2, n / 2);
+    check_eq("get_on_stream within this PE", &src.to_vec(s)?, &want)
 }
 
 /// Threads per block of the race tests, and elements moved (8 KiB per warp).

@@ -56,7 +56,28 @@ fn rma_pair<'a, T: Pod>(
     nv.inner.check_pe(pe)?;
     let (dst, src) = own_pair(nv, dst, src, what)?;
     same_len(what, &dst, &src)?;
+    if pe == nv.my_pe() {
+        distinct_or_same(what, &dst, &src)?;
+    }
     Ok((dst, src))
+}
+
+/// A copy within one PE reads its source while it writes its destination
+/// (NVSHMEM copies like `memcpy`, not `memmove`): partly overlapping ranges
+/// would give bytes already overwritten. The same range is a no-op and passes.
+fn distinct_or_same<T: Pod>(what: &str, dst: &SymView<'_, T>, src: &SymView<'_, T>) -> Result<()> {
+    let (d, s, n) = (dst.raw() as usize, src.raw() as usize, dst.size_bytes());
+    if d == s || d + n <= s || s + n <= d {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument {
+            reason: format!(
+                "{what}: the destination and the source overlap on this PE ({n} bytes at \
+                 offsets {} apart); copy through a separate buffer",
+                d.abs_diff(s)
+            ),
+        })
+    }
 }
 
 pub(crate) fn same_len<T: Pod>(
@@ -124,6 +145,10 @@ macro_rules! host_blocking {
 macro_rules! rma_on_stream {
     ($($(#[$doc:meta])* $name:ident => $ffi:ident;)*) => {$(
         $(#[$doc])*
+        ///
+        /// Errors: [`Error::BadSize`] when the lengths differ;
+        /// [`Error::InvalidArgument`] when `pe` is this PE and the two ranges
+        /// partly overlap.
         pub fn $name<T: Pod>(
             &self,
             stream: &CudaStream,
