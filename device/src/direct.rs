@@ -56,13 +56,7 @@ fn group_sync(scope: Scope) {
 /// `lanes` taking every `lanes`-th word. `dst` and `src` must have the same
 /// address modulo `size_of::<W>()`.
 #[inline(always)]
-unsafe fn copy_as<W: Copy, const UNROLL: bool>(
-    dst: *mut u8,
-    src: *const u8,
-    len: usize,
-    lane: usize,
-    lanes: usize,
-) {
+unsafe fn copy_as<W: Copy>(dst: *mut u8, src: *const u8, len: usize, lane: usize, lanes: usize) {
     let w = size_of::<W>();
     let head = ((w - dst as usize % w) % w).min(len);
     let words = (len - head) / w;
@@ -77,11 +71,52 @@ unsafe fn copy_as<W: Copy, const UNROLL: bool>(
     // within `len`.
     let (d, s) = unsafe { (dst.add(head) as *mut W, src.add(head) as *const W) };
     let mut i = lane;
-    // Four loads before their stores, so that each thread keeps four words
-    // in flight (measured: up to 2x the bandwidth of one at a time, in every
-    // scope; the compiler does not unroll a loop whose stride is the group size).
-    while UNROLL && i + 3 * lanes < words {
-        // SAFETY: as above; the last word read is below `words`.
+    while i < words {
+        // SAFETY: as above.
+        unsafe { d.add(i).write(s.add(i).read()) };
+        i += lanes;
+    }
+    let mut i = tail + lane;
+    while i < len {
+        // SAFETY: within both ranges.
+        unsafe { *dst.add(i) = *src.add(i) };
+        i += lanes;
+    }
+}
+
+/// Synchronizes the group of `scope`, copies `len` bytes with it, then
+/// synchronizes it again (see the module docs). The common case (both
+/// addresses and the length multiples of 16) is inlined and unrolled; it adds
+/// registers to a kernel (the all-reduce example went from 95 to ~150 before
+/// it moved its remote fallback to the raw layer).
+#[inline(always)]
+unsafe fn copy(scope: Scope, dst: *mut u8, src: *const u8, len: usize) {
+    let (lane, n) = lanes(scope);
+    group_sync(scope);
+    // SAFETY: the caller's ranges; the inlined loop needs 16-byte alignment.
+    unsafe {
+        if (dst as usize | src as usize | len).is_multiple_of(16) {
+            copy_words16(dst.cast(), src.cast(), len / 16, lane, n)
+        } else {
+            copy_general(dst, src, len, lane, n)
+        }
+    }
+    group_sync(scope);
+}
+
+/// `words` 16-byte words, lane `lane` of `lanes` taking every `lanes`-th,
+/// four loads before their stores, so that each thread keeps four words in
+/// flight (measured: up to 2x the bandwidth of one at a time, in every scope;
+/// the compiler does not unroll a loop whose stride is the group size). No
+/// head or tail: the fast path's alignment is checked once, by the caller.
+#[inline(always)]
+unsafe fn copy_words16(d: *mut u128, s: *const u128, words: usize, lane: usize, lanes: usize) {
+    let mut i = lane;
+    // The bound of the unrolled loop, computed once (`i + 3·lanes < words`).
+    let unrolled_end = words.saturating_sub(3 * lanes);
+    while i < unrolled_end {
+        // SAFETY: the caller's ranges hold `words` words; the last read,
+        // `i + 3·lanes`, is below `words`.
         unsafe {
             let w0 = s.add(i).read();
             let w1 = s.add(i + lanes).read();
@@ -99,31 +134,6 @@ unsafe fn copy_as<W: Copy, const UNROLL: bool>(
         unsafe { d.add(i).write(s.add(i).read()) };
         i += lanes;
     }
-    let mut i = tail + lane;
-    while i < len {
-        // SAFETY: within both ranges.
-        unsafe { *dst.add(i) = *src.add(i) };
-        i += lanes;
-    }
-}
-
-/// Synchronizes the group of `scope`, copies `len` bytes with it, then
-/// synchronizes it again (see the module docs). The common case (both addresses and the length multiples of 16) is inlined
-/// and unrolled; it adds registers to a kernel (the all-reduce example went
-/// from 95 to ~150 before it moved its remote fallback to the raw layer).
-#[inline(always)]
-unsafe fn copy(scope: Scope, dst: *mut u8, src: *const u8, len: usize) {
-    let (lane, n) = lanes(scope);
-    group_sync(scope);
-    // SAFETY: the caller's ranges; the inlined loop needs 16-byte alignment.
-    unsafe {
-        if (dst as usize | src as usize | len).is_multiple_of(16) {
-            copy_as::<u128, true>(dst, src, len, lane, n)
-        } else {
-            copy_general(dst, src, len, lane, n)
-        }
-    }
-    group_sync(scope);
 }
 
 /// Any other alignment, out of line: inlining every width's loop at each put
@@ -143,13 +153,13 @@ unsafe fn copy_widest(dst: *mut u8, src: *const u8, len: usize, lane: usize, n: 
     // SAFETY: the caller's ranges; each width's alignment condition is checked.
     unsafe {
         if fits(16) {
-            copy_as::<u128, false>(dst, src, len, lane, n)
+            copy_as::<u128>(dst, src, len, lane, n)
         } else if fits(8) {
-            copy_as::<u64, false>(dst, src, len, lane, n)
+            copy_as::<u64>(dst, src, len, lane, n)
         } else if fits(4) {
-            copy_as::<u32, false>(dst, src, len, lane, n)
+            copy_as::<u32>(dst, src, len, lane, n)
         } else {
-            copy_as::<u8, false>(dst, src, len, lane, n)
+            copy_as::<u8>(dst, src, len, lane, n)
         }
     }
 }
@@ -179,6 +189,26 @@ pub(crate) unsafe fn get(scope: Scope, dst: *mut u8, peer: *const u8, len: usize
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fast path: every lane of a group together copies exactly `words`
+    /// 16-byte words, for counts around the unrolled loop's bound.
+    #[test]
+    fn every_lane_together_copies_exactly_the_words() {
+        let src: [u128; 200] = core::array::from_fn(|i| i as u128 * 0x1_0000_0001 + 7);
+        for lanes in [1usize, 3, 32, 128] {
+            for words in (0..140).chain([199]) {
+                let mut dst = [0u128; 200];
+                for lane in 0..lanes {
+                    // SAFETY: both arrays hold 200 words, `words` < 200.
+                    unsafe { copy_words16(dst.as_mut_ptr(), src.as_ptr(), words, lane, lanes) };
+                }
+                for (i, &w) in dst.iter().enumerate() {
+                    let want = if i < words { src[i] } else { 0 };
+                    assert_eq!(w, want, "lanes {lanes} words {words}: word {i}");
+                }
+            }
+        }
+    }
 
     /// Every lane of a group, run one after another, copies exactly the bytes
     /// asked for, at every alignment mix, length and group size.
