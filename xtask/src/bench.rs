@@ -214,7 +214,7 @@ fn cpp_twins(
             vec!["-dlto".into(), arch.clone()],
         ),
     ];
-    let cuobjdump = nvcc.tool("cuobjdump");
+    let cuobjdump = nvcc.cuobjdump();
     let mut cubins = Vec::new();
     for (name, compile, link) in builds {
         let (obj, cubin) = (
@@ -267,7 +267,7 @@ fn cpp_twins(
         }
     }
     if cuobjdump.is_none() {
-        println!("no cuobjdump beside nvcc or on PATH: no SASS dumped");
+        println!("no cuobjdump (beside nvcc, on PATH or from pip): no SASS dumped");
     }
     Ok(cubins)
 }

@@ -28,6 +28,10 @@ pub const TOOLKIT_WHEELS: &[(&str, &str)] = &[
     ("nvidia-cuda-cccl==13.0.*", "the CCCL headers"),
 ];
 
+/// cuobjdump's pip wheel, for the benchmark's SASS dumps when no toolkit has
+/// one (its wheels start at 13.2, which reads 13.0's cubins).
+const CUOBJDUMP_WHEEL: &str = "nvidia-cuda-cuobjdump>=13.2,<14";
+
 /// The folder of the merged wheels in the per-user cache.
 const TOOLKIT_DIR: &str = "cuda-nvcc-toolkit-13.0";
 
@@ -116,6 +120,19 @@ impl Nvcc {
         Some(self.top.join("bin").join(name))
             .filter(|p| p.is_file())
             .or_else(|| on_path(name))
+    }
+
+    /// `cuobjdump`: beside nvcc or on `PATH`, else from its pip wheel (in the
+    /// per-user cache); `None`, with the reason printed, when neither works.
+    pub fn cuobjdump(&self) -> Option<PathBuf> {
+        self.tool("cuobjdump")
+            .or_else(|| match wheels::ensure(CUOBJDUMP_WHEEL, "cuobjdump") {
+                Ok(wheel) => Some(wheel.join("nvidia/cu13/bin/cuobjdump")).filter(|p| p.is_file()),
+                Err(e) => {
+                    println!("cuobjdump from pip: {e}");
+                    None
+                }
+            })
     }
 
     /// `-L<folder>` with a `libcuda.so` for `-lcuda`: none when the toolkit
