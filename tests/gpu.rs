@@ -747,10 +747,10 @@ fn block_too_large(pe: &mut TestPe) -> TestResult {
 }
 
 /// PEs that allocate differently get `Error::AllocationMismatch`, all of
-/// them, instead of buffers of different sizes at one symmetric address: a
-/// PE-dependent size, then a buffer freed on one PE and another on the
-/// others (the next allocation lands at different heap offsets). Matching
-/// allocations still work after each.
+/// them, before NVSHMEM allocates, instead of buffers of different sizes at
+/// one symmetric address: PE-dependent sizes (the heaps still agree after,
+/// and a put shows it), then a buffer freed on one PE and another on the
+/// others (the heaps differ from then on: every allocation is refused).
 fn allocation_mismatch(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let me = nv.my_pe().index() as usize;
@@ -765,12 +765,21 @@ fn allocation_mismatch(pe: &mut TestPe) -> TestResult {
                 Err(format!("{what}: gave {other:?}, expected Error::AllocationMismatch").into())
             }
         };
+    // Sizes over NVSHMEM's 256-byte granule (128..=512 bytes at 4 PEs): had
+    // NVSHMEM allocated them, the heaps would differ from here on.
     expect_mismatch("sizes by PE", nv.alloc::<u64>(16 + 16 * me))?;
+    // An invalid size on one PE only: refused on every PE, none left waiting.
+    expect_mismatch("zero on PE 0", nv.alloc::<u64>(if me == 0 { 0 } else { 8 }))?;
+    // The heaps still agree: a put lands in the next PE's buffer.
+    let (s, (_, next, prev)) = (nv.stream(), ring(nv));
     let ok = nv.alloc_from(&[me as u64; 8])?;
+    let got = nv.alloc_zeroed::<u64>(8)?;
+    nv.put_on_stream(s, &got, &ok, nvshmem_host::Pe::new(next))?;
+    barrier(nv)?;
     check_eq(
-        "after a mismatch",
-        &ok.to_vec(nv.stream())?,
-        &[me as u64; 8],
+        "a put after the mismatches",
+        &got.to_vec(s)?,
+        &[prev as u64; 8],
     )?;
     let (a, b) = (nv.alloc::<u64>(64)?, nv.alloc::<u64>(64)?);
     // One free on every PE, of another buffer on PE 0.
@@ -782,9 +791,10 @@ fn allocation_mismatch(pe: &mut TestPe) -> TestResult {
         a
     };
     expect_mismatch("frees by PE", nv.alloc::<u64>(64))?;
-    // The other free, so that every PE freed both.
+    // The other free, so that every PE freed both: in different orders, so
+    // the heaps differ for good and every later allocation is refused.
     drop(kept);
-    Ok(())
+    expect_mismatch("after frees in different orders", nv.alloc::<u64>(64))
 }
 
 // A fault leaves its PE unable to join a collective teardown: 1 PE.

@@ -172,10 +172,10 @@ pub enum Error {
         limit_from: &'static str,
     },
 
-    /// The PEs made different allocations where NVSHMEM needs the same
-    /// one on every PE: another size, alignment or order, or a buffer freed
-    /// on some PEs only. Every PE gets this error for the same call, and the
-    /// allocation is freed again.
+    /// The PEs asked for different allocations where NVSHMEM needs the same
+    /// one on every PE: another size or alignment, or after freeing other
+    /// buffers or in another order. Every PE gets this error for the same
+    /// call, before NVSHMEM allocates anything.
     #[error(
         "{what}: the PEs did not allocate alike ({detail}). Allocation and free are \
          collective: every PE must allocate the same sizes in the same order and free them in \

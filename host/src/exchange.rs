@@ -58,12 +58,6 @@ impl WordExchange {
         Ok(ex)
     }
 
-    /// This PE's address of the exchange's first buffer: a fixed point of
-    /// the symmetric heap, the same offset on every PE.
-    pub(crate) fn base_address(&self) -> u64 {
-        self.slots.device_ptr().addr()
-    }
-
     /// Every PE's `values`, by PE, each padded with zeros to `width` words.
     /// **Collective.** More than `width` values is an [`Error::BadSize`](crate::Error::BadSize).
     pub fn all_gather(&self, nv: &Nvshmem, values: &[u64]) -> Result<Vec<Vec<u64>>> {

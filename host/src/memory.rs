@@ -19,12 +19,16 @@
 //!   the whole job;
 //! - sizes are checked before NVSHMEM sees them (zero, overflow and element
 //!   size), with the same outcome on every PE when they agree;
-//! - with more than one PE, every allocation is compared across PEs (the
-//!   count so far, size, alignment, heap offset): a PE that allocated or
-//!   freed differently gets [`Error::AllocationMismatch`], as does every
-//!   other PE, instead of one-sided operations that run past a peer's
-//!   smaller buffer. (A PE that skips an allocation the others make still
-//!   hangs them: that cannot be told from a slow PE.)
+//! - with more than one PE, every allocation is compared across PEs before
+//!   NVSHMEM sees it (the count of allocations so far, the size asked for,
+//!   the alignment, and which buffers were freed in which order): a PE that
+//!   asks or freed differently gets [`Error::AllocationMismatch`], as does
+//!   every other PE, instead of one-sided operations that run past a peer's
+//!   smaller buffer. A refused allocation leaves the heap as it was, so the
+//!   next matching one succeeds; after frees in different orders the heaps
+//!   differ for good, and every later allocation is refused. (A PE that
+//!   skips an allocation the others make still hangs them: that cannot be
+//!   told from a slow PE.)
 //!
 //! Copies between host and symmetric memory are ordered on a stream and wait
 //! for it, so the host slice is free to reuse when they return.
@@ -168,6 +172,9 @@ pub struct SymBuffer<T: Pod> {
     ptr: *mut T,
     len: usize,
     nv: Rc<Inner>,
+    /// Its allocation number (`Nvshmem::alloc`); `None` for the runtime's
+    /// own unchecked buffers.
+    seq: Option<u64>,
 }
 
 impl<T: Pod> std::fmt::Debug for SymBuffer<T> {
@@ -247,23 +254,26 @@ impl Nvshmem {
     /// # Ok::<(), nvshmem_host::Error>(())
     /// ```
     pub fn alloc<T: Pod>(&self, len: usize) -> Result<SymBuffer<T>> {
-        let buf = self.alloc_unchecked::<T>(len)?;
-        self.agree_on_allocation(&buf)?;
+        let seq = self.agree_on_allocation::<T>(len)?;
+        let mut buf = self.alloc_unchecked::<T>(len)?;
+        buf.seq = Some(seq);
         Ok(buf)
     }
 
-    /// Checks with every PE that this allocation is the same on all:
-    /// the same count of allocations so far, size, alignment and offset in
-    /// the heap (an offset differs once some PE freed differently). A
+    /// Checks with every PE, before NVSHMEM allocates, that this allocation
+    /// is the same on all: the same number (allocation calls so far), size
+    /// asked for, alignment, and frees so far (their count, and a fingerprint
+    /// of which buffers, in order). Identical histories give identical heap
+    /// offsets: that is what makes NVSHMEM's allocations symmetric. A
     /// mismatch is an [`Error::AllocationMismatch`] on every PE (each sees
-    /// every PE's record), and the buffer is freed again as the error drops
-    /// it, on every PE alike. Without this, a PE could put past the end of a
-    /// peer's smaller buffer from safe code.
-    fn agree_on_allocation<T: Pod>(&self, buf: &SymBuffer<T>) -> Result<()> {
+    /// every PE's record) and nothing is allocated, so a heap that agreed
+    /// still agrees. Without this, a PE could put past the end of a peer's
+    /// smaller buffer from safe code. Returns the allocation's number.
+    fn agree_on_allocation<T: Pod>(&self, len: usize) -> Result<u64> {
         let seq = self.allocations.get();
         self.allocations.set(seq + 1);
         if self.n_pes() < 2 {
-            return Ok(());
+            return Ok(seq);
         }
         // On a stream of its own: work queued on the PE's streams (a kernel
         // waiting for a peer that allocates first) must not hold it up.
@@ -271,24 +281,26 @@ impl Nvshmem {
             Some(check) => check,
             None => {
                 let stream = self.new_stream()?;
-                let ex = crate::exchange::WordExchange::new_unchecked(self, &stream, 4)?;
+                let ex = crate::exchange::WordExchange::new_unchecked(self, &stream, 5)?;
                 self.alloc_check.get_or_init(|| (ex, stream))
             }
         };
-        let align = alloc_align::<T>() as u64;
-        let offset = (buf.ptr as u64).wrapping_sub(ex.base_address());
-        let record = [seq, buf.size_bytes() as u64, align, offset];
+        // The size as asked, even if invalid: the PEs agree first, then all
+        // refuse a bad size alike.
+        let asked = (len as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+        let (frees, fingerprint) = self.inner.frees.get();
+        let record = [seq, asked, alloc_align::<T>() as u64, frees, fingerprint];
         let records = ex.all_gather_on(self, stream, &record)?;
         if records.iter().all(|r| *r == records[0]) {
-            return Ok(());
+            return Ok(seq);
         }
         let detail = records
             .iter()
             .enumerate()
             .map(|(pe, r)| {
                 format!(
-                    "PE {pe}: allocation #{}, {} bytes, aligned to {}, at heap offset {}",
-                    r[0], r[1], r[2], r[3] as i64
+                    "PE {pe}: allocation #{}, {} bytes, aligned to {}, after {} frees (order {:016x})",
+                    r[0], r[1], r[2], r[3], r[4]
                 )
             })
             .collect::<Vec<_>>()
@@ -333,6 +345,7 @@ impl Nvshmem {
             ptr: ptr.cast(),
             len,
             nv: self.inner.clone(),
+            seq: None,
         })
     }
 
@@ -547,6 +560,13 @@ impl<T: Pod> SymBuffer<T> {
             self.nv
                 .heap_used
                 .set(self.nv.heap_used.get().saturating_sub(charged));
+            if let Some(seq) = self.seq {
+                // FNV-style over the freed buffers' numbers: order-sensitive.
+                let (n, h) = self.nv.frees.get();
+                self.nv
+                    .frees
+                    .set((n + 1, (h ^ (seq + 1)).wrapping_mul(0x0100_0000_01b3)));
+            }
         }
         if ptr.is_null() || self.nv.check_active("SymBuffer::free").is_err() {
             // Already freed, or NVSHMEM finalized (which released the heap).

@@ -73,6 +73,9 @@ pub(crate) struct Inner {
     /// (see [`HeapLimit`]).
     pub(crate) heap_used: Cell<usize>,
     pub(crate) heap_limit: HeapLimit,
+    /// The checked buffers freed so far: their count, and a fingerprint of
+    /// their allocation numbers in the order freed (see `Nvshmem::alloc`).
+    pub(crate) frees: Cell<(u64, u64)>,
     /// The first kernel fault: the context is unusable from then on, and
     /// NVSHMEM's teardown (free, finalize) would abort the process on it.
     fault: RefCell<Option<(String, DriverError)>>,
@@ -251,7 +254,8 @@ pub struct Nvshmem {
     /// made at the first one. Declared first: dropped (freed, collectively)
     /// before `inner` lets NVSHMEM finalize.
     pub(crate) alloc_check: std::cell::OnceCell<(crate::exchange::WordExchange, Arc<CudaStream>)>,
-    /// Allocations made so far, the first word each PE compares.
+    /// Allocation calls made so far: the next allocation's number, the
+    /// first word each PE compares.
     pub(crate) allocations: Cell<u64>,
     pub(crate) inner: Rc<Inner>,
 }
@@ -320,6 +324,7 @@ impl Nvshmem {
                 finalized: Cell::new(false),
                 fault: RefCell::new(None),
                 heap_used: Cell::new(0),
+                frees: Cell::new((0, 0)),
                 heap_limit: s.heap_limit,
                 limited_mpg: lib.is_limited_mpg(),
                 launches: RefCell::new(Vec::new()),
