@@ -399,9 +399,9 @@ fn check_gemm(
     Ok(())
 }
 
-/// The standalone GEMMs (mma.sync, and wgmma + TMA) and their candidates
-/// on a 384 × 512 × 320 problem: 3 tile rows, so that the candidates'
-/// grouped order (bands of 2 rows) has a thinner last band.
+/// The standalone GEMMs (mma.sync, and wgmma + TMA) on a 384 × 512 × 320
+/// problem: 3 tile rows, so that their grouped order (bands of 2 rows) has
+/// a thinner last band.
 fn gemm_kernels(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let gemm =
@@ -419,12 +419,8 @@ fn gemm_kernels(pe: &mut TestPe) -> TestResult {
     };
     let ops = |c| (da.device_ptr(), db.device_ptr(), c);
     // SAFETY (launches): M×K, N×K in, M×N out; sizes multiples of every tile.
-    check("gemm_bf16_mma", &|c| unsafe { gemm.mma(nv, ops(c), dims) })?;
-    check("gemm_bf16_mma_v2", &|c| unsafe {
-        gemm.mma_v2(nv, ops(c), dims, 2)
-    })?;
-    check("gemm_bf16_mma_v3", &|c| unsafe {
-        gemm.mma_v3(nv, ops(c), dims, 2)
+    check("gemm_bf16_mma", &|c| unsafe {
+        gemm.mma(nv, ops(c), dims, 2)
     })?;
     if gemm.wgmma_kernel().is_none() {
         return Ok(()); // not an sm_90 build
@@ -440,10 +436,7 @@ fn gemm_kernels(pe: &mut TestPe) -> TestResult {
     let maps = |c| (maps.ptr(0), maps.ptr(1), c);
     // Fewer blocks than tiles: the persistent loop and the pipeline across tiles.
     check("gemm_bf16_wgmma", &|c| unsafe {
-        gemm.wgmma(nv, 3, maps(c), dims)
-    })?;
-    check("gemm_bf16_wgmma_v2", &|c| unsafe {
-        gemm.wgmma_v2(nv, 3, maps(c), dims, 2)
+        gemm.wgmma(nv, 3, maps(c), dims, 2)
     })
 }
 

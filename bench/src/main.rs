@@ -123,7 +123,7 @@ struct GemmArgs {
     /// Entries of each result checked against the CPU.
     #[arg(long, value_name = "N")]
     samples: Option<usize>,
-    /// Band height, in tile rows, of the candidate kernels' grouped tile
+    /// Band height, in tile rows, of the Rust GEMM kernels' grouped tile
     /// order (default 16; 1 is row-major order).
     #[arg(long, value_name = "ROWS", value_parser = clap::value_parser!(u32).range(1..))]
     group: Option<u32>,

@@ -190,12 +190,8 @@ fn tensor_primitives_assemble_for_sm80_and_sm90a() {
     );
 }
 
-/// The `mma.sync` GEMMs (the first and the candidates) and their `.maxntid`.
-const MMA_GEMMS: &[(&str, u32)] = &[
-    ("gemm_bf16_mma", 128),
-    ("gemm_bf16_mma_v2", 128),
-    ("gemm_bf16_mma_v3", 256),
-];
+/// The `mma.sync` GEMM and its `.maxntid`.
+const MMA_GEMMS: &[(&str, u32)] = &[("gemm_bf16_mma", 128)];
 
 /// The standalone GEMMs: `mma.sync` on sm_80, all on sm_90a.
 #[test]
@@ -217,7 +213,7 @@ fn gemm_kernels_assemble_for_sm80_and_sm90a() {
     let all: Vec<(&str, u32)> = MMA_GEMMS
         .iter()
         .copied()
-        .chain([("gemm_bf16_wgmma", 384), ("gemm_bf16_wgmma_v2", 384)])
+        .chain([("gemm_bf16_wgmma", 384)])
         .collect();
     build_and_check(
         &Expect {

@@ -4,7 +4,7 @@
 //! layout, C bf16 with f32 accumulation.
 
 use super::Shape;
-use super::{DeviceMaps, Gemm, NO_WGMMA, bf16_tolerance, bf16_value, wgmma};
+use super::{DeviceMaps, GROUP_M, Gemm, NO_WGMMA, bf16_tolerance, bf16_value, wgmma};
 use super::{launch_tc, mma_persistent, tile_grid};
 use crate::KernelSet;
 use crate::cli::Res;
@@ -198,9 +198,11 @@ impl<'a> AgGemm<'a> {
         let ptrs = (self.a_full.device_ptr(), self.b.device_ptr(), c);
         let maps = (self.maps.ptr(1), self.maps.ptr(2), c);
         match (tc, self.wgmma_grids) {
-            (Tc::Wgmma, Some((_, grid))) => unsafe { self.k.gemm.wgmma(self.nv, grid, maps, dims) },
+            (Tc::Wgmma, Some((_, grid))) => unsafe {
+                self.k.gemm.wgmma(self.nv, grid, maps, dims, GROUP_M)
+            },
             (Tc::Wgmma, None) => Err(NO_WGMMA.into()),
-            (Tc::Mma, _) => unsafe { self.k.gemm.mma(self.nv, ptrs, dims) },
+            (Tc::Mma, _) => unsafe { self.k.gemm.mma(self.nv, ptrs, dims, GROUP_M) },
         }
     }
 

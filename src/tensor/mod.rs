@@ -59,25 +59,10 @@ pub mod mma {
     pub const SMEM_BYTES: u32 = 4 * 256 * 32 * 2;
 }
 
-/// The wider `mma.sync` tiles (`tc_gemm_tiles::sm80w`, the `gemm_bf16_mma_v3`
-/// candidate): 128 × 256, K a multiple of 64.
-pub mod mma_wide {
-    /// Rows of C per tile.
-    pub const BM: usize = 128;
-    /// Columns of C per tile.
-    pub const BN: usize = 256;
-    /// K per pipeline stage.
-    pub const BK: usize = 64;
-    /// Threads per block: 8 warps.
-    pub const THREADS: u32 = 256;
-    /// Dynamic shared memory: 4 stages of (128 + 256) × 64 bf16.
-    pub const SMEM_BYTES: u32 = 4 * (128 + 256) * 64 * 2;
-}
-
-/// The band height, in tile rows, of the candidate kernels' grouped tile
-/// order (`tc_gemm_tiles::raster::grouped`) unless told otherwise: about
+/// The band height, in tile rows, of the standalone GEMMs' ([`Gemm`]) grouped
+/// tile order (`tc_gemm_tiles::raster::grouped`) unless told otherwise: about
 /// the square root of the number of blocks that run at once (132 SMs: one
-/// wgmma or wide block, two 128 × 128 `mma` blocks each).
+/// wgmma block, two 128 × 128 `mma` blocks each).
 pub const GROUP_M: u32 = 16;
 
 /// The `wgmma` + TMA tiles (`tc_gemm_tiles::sm90`): 128 × 256, K a multiple of 64.
@@ -217,14 +202,13 @@ pub fn sms(nv: &Nvshmem) -> Res<usize> {
 }
 
 /// The standalone GEMMs of `tc-gemm-kernels`: `C (m × n) = A (m × k) · Bᵀ`
-/// (B `n × k`), bf16 in and out, f32 accumulation; the first kernels and the
-/// candidates beside them (`_v2`, `_v3`).
+/// (B `n × k`), bf16 in and out, f32 accumulation. Both walk the tiles in
+/// grouped order (`tc_gemm_tiles::raster::grouped`): bands of `group` tile
+/// rows ([`GROUP_M`] is a good default; 1 is row-major order), so the blocks
+/// that run together share A and B panels in L2.
 pub struct Gemm {
     mma: Kernel,
-    mma_v2: Kernel,
-    mma_v3: Kernel,
     wgmma: Option<Kernel>,
-    wgmma_v2: Option<Kernel>,
 }
 
 impl KernelSet for Gemm {
@@ -237,10 +221,7 @@ impl KernelSet for Gemm {
     fn from_module(module: &Module) -> Res<Gemm> {
         Ok(Gemm {
             mma: module.kernel("gemm_bf16_mma")?,
-            mma_v2: module.kernel("gemm_bf16_mma_v2")?,
-            mma_v3: module.kernel("gemm_bf16_mma_v3")?,
             wgmma: module.kernel("gemm_bf16_wgmma").ok(),
-            wgmma_v2: module.kernel("gemm_bf16_wgmma_v2").ok(),
         })
     }
 }
@@ -266,7 +247,8 @@ impl Gemm {
             .transpose()
     }
 
-    /// The `mma.sync` GEMM over every tile, on this PE's stream.
+    /// The `mma.sync` GEMM (`gemm_bf16_mma`), one block per [`mma`] tile in
+    /// grouped order, bands of `group` tile rows, on this PE's stream.
     ///
     /// # Safety
     /// `a`, `b` and `c` hold `m × k`, `n × k` and `m × n` elements, and the
@@ -276,15 +258,20 @@ impl Gemm {
         nv: &Nvshmem,
         (a, b, c): (DevicePtr<bf16>, DevicePtr<bf16>, DevicePtr<bf16>),
         (m, n, k): (usize, usize, usize),
+        group: u32,
     ) -> Res<()> {
-        let args = (a, b, c, n as u32, k as u32);
-        // SAFETY: the caller's sizes.
-        unsafe { self.mma.launch_with(nv.stream(), mma_config(m, n), args)? };
+        let tiles = (m / mma::BM) * (n / mma::BN);
+        let cfg = LaunchConfig::new(tiles as u32, mma::THREADS).shared_mem_bytes(mma::SMEM_BYTES);
+        let args = (a, b, c, m as u32, n as u32, k as u32, group);
+        // SAFETY: the caller's sizes; one block per tile.
+        unsafe { self.mma.launch_with(nv.stream(), cfg, args)? };
         Ok(())
     }
 
-    /// The `wgmma` + TMA GEMM on a `grid` from [`wgmma_grid`](Self::wgmma_grid),
-    /// with the tensor maps of A and B.
+    /// The `wgmma` + TMA GEMM (`gemm_bf16_wgmma`) on a `grid` from
+    /// [`wgmma_grid`](Self::wgmma_grid), with the tensor maps of A and B: a
+    /// persistent walk over the [`wgmma`] tiles in grouped order, bands of
+    /// `group` tile rows.
     ///
     /// # Safety
     /// The maps describe `m × k` and `n × k` operands, `c` holds `m × n`
@@ -295,97 +282,14 @@ impl Gemm {
         grid: u32,
         (a, b, c): (DevicePtr<TensorMap>, DevicePtr<TensorMap>, DevicePtr<bf16>),
         (m, n, k): (usize, usize, usize),
+        group: u32,
     ) -> Res<()> {
         let g = self.wgmma.as_ref().ok_or(NO_WGMMA)?;
-        let args = (a, b, c, m as u32, n as u32, k as u32);
-        // SAFETY: the caller's sizes and maps.
-        unsafe { g.launch_with(nv.stream(), wgmma_config(grid), args)? };
-        Ok(())
-    }
-
-    /// The `gemm_bf16_mma_v2` candidate: [`mma`](Self::mma) with its tiles
-    /// in grouped order, bands of `group` tile rows ([`GROUP_M`]).
-    ///
-    /// # Safety
-    /// As [`mma`](Self::mma).
-    pub unsafe fn mma_v2(
-        &self,
-        nv: &Nvshmem,
-        ptrs: (DevicePtr<bf16>, DevicePtr<bf16>, DevicePtr<bf16>),
-        dims: (usize, usize, usize),
-        group: u32,
-    ) -> Res<()> {
-        let tile = (mma::BM, mma::BN, mma::THREADS, mma::SMEM_BYTES);
-        // SAFETY: the caller's sizes.
-        unsafe { grouped_launch(nv, &self.mma_v2, tile, ptrs, dims, group) }
-    }
-
-    /// The `gemm_bf16_mma_v3` candidate: `mma.sync` on [`mma_wide`] tiles
-    /// (128 × 256 × 64, 8 warps) in grouped order, bands of `group` tile rows.
-    ///
-    /// # Safety
-    /// `a`, `b` and `c` hold `m × k`, `n × k` and `m × n` elements, and the
-    /// sizes are multiples of the [`mma_wide`] tiles.
-    pub unsafe fn mma_v3(
-        &self,
-        nv: &Nvshmem,
-        ptrs: (DevicePtr<bf16>, DevicePtr<bf16>, DevicePtr<bf16>),
-        dims: (usize, usize, usize),
-        group: u32,
-    ) -> Res<()> {
-        use mma_wide as w;
-        let tile = (w::BM, w::BN, w::THREADS, w::SMEM_BYTES);
-        // SAFETY: the caller's sizes.
-        unsafe { grouped_launch(nv, &self.mma_v3, tile, ptrs, dims, group) }
-    }
-
-    /// Whether the `gemm_bf16_wgmma_v2` candidate is there (`sm_90a` builds).
-    pub fn has_wgmma_v2(&self) -> bool {
-        self.wgmma_v2.is_some()
-    }
-
-    /// The `gemm_bf16_wgmma_v2` candidate: [`wgmma`](Self::wgmma) with its
-    /// persistent walk in grouped order, bands of `group` tile rows. It takes
-    /// the same `grid` (the same registers and shared memory).
-    ///
-    /// # Safety
-    /// As [`wgmma`](Self::wgmma).
-    pub unsafe fn wgmma_v2(
-        &self,
-        nv: &Nvshmem,
-        grid: u32,
-        (a, b, c): (DevicePtr<TensorMap>, DevicePtr<TensorMap>, DevicePtr<bf16>),
-        (m, n, k): (usize, usize, usize),
-        group: u32,
-    ) -> Res<()> {
-        let g = self.wgmma_v2.as_ref().ok_or(NO_WGMMA)?;
         let args = (a, b, c, m as u32, n as u32, k as u32, group);
         // SAFETY: the caller's sizes and maps.
         unsafe { g.launch_with(nv.stream(), wgmma_config(grid), args)? };
         Ok(())
     }
-}
-
-/// Launches a grouped-order `mma.sync` candidate (`gemm_bf16_mma_v2`,
-/// `_v3`) with one block per `bm × bn` tile, `threads` threads and `smem`
-/// bytes of dynamic shared memory each, on this PE's stream.
-///
-/// # Safety
-/// The kernel's contract: the operands hold `m × k`, `n × k` and `m × n`
-/// elements, and the sizes are multiples of its tile.
-unsafe fn grouped_launch(
-    nv: &Nvshmem,
-    kernel: &Kernel,
-    (bm, bn, threads, smem): (usize, usize, u32, u32),
-    (a, b, c): (DevicePtr<bf16>, DevicePtr<bf16>, DevicePtr<bf16>),
-    (m, n, k): (usize, usize, usize),
-    group: u32,
-) -> Res<()> {
-    let cfg = LaunchConfig::new(((m / bm) * (n / bn)) as u32, threads).shared_mem_bytes(smem);
-    let args = (a, b, c, m as u32, n as u32, k as u32, group);
-    // SAFETY: the caller's sizes; one block per tile.
-    unsafe { kernel.launch_with(nv.stream(), cfg, args)? };
-    Ok(())
 }
 
 /// The launch of an `mma.sync` GEMM over every tile of an `m × n` result.

@@ -3,10 +3,8 @@
 //!
 //! - **GEMM alone** (`C = A · Bᵀ`, M = N = K = each `--sizes` value, bf16 in
 //!   and out, f32 accumulation): the Rust `mma.sync` kernel, the Rust
-//!   `wgmma` and TMA kernel (sm_90a builds), the candidates beside them
-//!   (`mma_v2`: grouped tile order; `mma_v3`: 128 × 256 × 64 tiles, grouped;
-//!   `wgmma_v2`: grouped persistent walk; `--group` sets the band height) and
-//!   `cublasGemmEx` (`CUBLAS_COMPUTE_32F`, the same "TN" layout); TFLOP/s and
+//!   `wgmma` and TMA kernel (sm_90a builds), both in grouped tile order
+//!   (`--group` sets the band height), and `cublasGemmEx` (`CUBLAS_COMPUTE_32F`, the same "TN" layout); TFLOP/s and
 //!   % of cuBLAS.
 //! - **Fused with communication**, at the PE count it runs with
 //!   (`nvshmem-run -n P -- nvshmem-bench gemm`): all-gather + GEMM (M = N =
@@ -50,7 +48,7 @@ pub struct GemmOptions {
     pub fused: bool,
     /// Entries checked against the CPU per case.
     pub samples: usize,
-    /// Band height (tile rows) of the candidates' grouped tile order.
+    /// Band height (tile rows) of the Rust GEMMs' grouped tile order.
     pub group: u32,
 }
 
@@ -209,17 +207,11 @@ impl Run<'_> {
         let wg_grid = gemm.wgmma_grid(nv, &self.ex, s, s)?;
         let ptrs = (a.device_ptr(), b.device_ptr(), c.device_ptr());
         // SAFETY (launches): A, B s×s, C s×s, sizes multiples of the tiles.
-        let run_mma = || unsafe { gemm.mma(nv, ptrs, dims) };
-        let run_wgmma = || match wg_grid {
-            Some(g) => unsafe { gemm.wgmma(nv, g, (maps.ptr(0), maps.ptr(1), ptrs.2), dims) },
-            None => Ok(()),
-        };
         let group = self.o.group;
-        let run_mma_v2 = || unsafe { gemm.mma_v2(nv, ptrs, dims, group) };
-        let run_mma_v3 = || unsafe { gemm.mma_v3(nv, ptrs, dims, group) };
+        let run_mma = || unsafe { gemm.mma(nv, ptrs, dims, group) };
         let wg_maps = (maps.ptr(0), maps.ptr(1), ptrs.2);
-        let run_wgmma_v2 = || match wg_grid {
-            Some(g) => unsafe { gemm.wgmma_v2(nv, g, wg_maps, dims, group) },
+        let run_wgmma = || match wg_grid {
+            Some(g) => unsafe { gemm.wgmma(nv, g, wg_maps, dims, group) },
             None => Ok(()),
         };
         let blas = self.blas.as_ref();
@@ -229,16 +221,9 @@ impl Run<'_> {
             },
             None => Ok(()),
         };
-        let mut cases: Vec<Case> = vec![
-            ("mma", "rust", &run_mma),
-            ("mma_v2", "rust", &run_mma_v2),
-            ("mma_v3", "rust", &run_mma_v3),
-        ];
+        let mut cases: Vec<Case> = vec![("mma", "rust", &run_mma)];
         if wg_grid.is_some() {
             cases.push(("wgmma", "rust", &run_wgmma));
-            if gemm.has_wgmma_v2() {
-                cases.push(("wgmma_v2", "rust", &run_wgmma_v2));
-            }
         }
         if blas.is_some() {
             cases.push(("cublas", "cublas", &run_blas));

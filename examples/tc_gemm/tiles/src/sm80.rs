@@ -112,14 +112,14 @@ unsafe fn compute_stage(acc: &mut Acc, smem: SharedAddr, slot: usize) {
 
 /// One warp's fragments of one k16 step: A for its 4 row blocks of 16, B
 /// for its 8 column blocks of 8.
-pub(crate) type Frags = ([FragA<bf16, M16N8K16>; 4], [FragB<bf16, M16N8K16>; 8]);
+type Frags = ([FragA<bf16, M16N8K16>; 4], [FragB<bf16, M16N8K16>; 8]);
 
 /// The 32 MMAs of one k16 step of this warp's 64 × 64.
 ///
 /// # Safety
 /// Every lane of the warp calls it together.
 #[inline(always)]
-pub(crate) unsafe fn mma_step(acc: &mut Acc, (fa, fb): &Frags) {
+unsafe fn mma_step(acc: &mut Acc, (fa, fb): &Frags) {
     unroll!(mi in [0 1 2 3] {
         unroll!(nj in [0 1 2 3 4 5 6 7] {
             // SAFETY: the caller's contract; the loop is unrolled, with no branch on the lane.
@@ -147,9 +147,6 @@ pub unsafe fn mainloop(
     smem: SharedAddr,
 ) -> Acc {
     let mut acc = [[FragC::<f32, M16N8K16>::zero(); 8]; 4];
-    // The loop of `pipeline`, written out: through closures LLVM orders the
-    // address arithmetic differently (other PTX, 221 registers instead of
-    // 223), and this kernel's code is the measured baseline.
     let ktiles = k / BK;
     // Prologue: stages 0..STAGES-1 in flight (empty groups past the end keep the count).
     for s in 0..STAGES - 1 {
@@ -177,44 +174,6 @@ pub unsafe fn mainloop(
     // The next tile's prologue overwrites the ring: everyone must be done with it.
     sync_threads();
     acc
-}
-
-/// The multi-stage `cp.async` pipeline over `ktiles` K-stages in a ring of
-/// `S` slots: `load(slot, kt)` issues this thread's copies of stage `kt`,
-/// `compute(slot)` consumes the stage in `slot` once every thread's copies
-/// of it have landed. Stage `kt + S - 1` loads while stage `kt` computes; one
-/// `cp.async.wait_group` and one block barrier per stage. All the block's
-/// threads call it; the ring is free again when it returns. `PENDING` is
-/// `S - 2` (a generic constant cannot be computed from `S`).
-#[inline(always)]
-pub(crate) fn pipeline<const S: usize, const PENDING: u32>(
-    ktiles: usize,
-    mut load: impl FnMut(usize, usize),
-    mut compute: impl FnMut(usize),
-) {
-    const { assert!(PENDING as usize + 2 == S) };
-    // Prologue: stages 0..S-1 in flight (empty groups past the end keep the count).
-    for s in 0..S - 1 {
-        if s < ktiles {
-            load(s, s);
-        }
-        cp_async::commit_group();
-    }
-    for kt in 0..ktiles {
-        // Stage kt has landed (at most S - 2 newer groups pending), for every thread.
-        cp_async::wait_group::<PENDING>();
-        sync_threads();
-        // The slot of stage kt - 1 is free: every warp finished it before the barrier.
-        let next = kt + S - 1;
-        if next < ktiles {
-            load(next % S, next);
-        }
-        cp_async::commit_group();
-        compute(kt % S);
-    }
-    cp_async::wait_all();
-    // The next tile's prologue overwrites the ring: everyone must be done with it.
-    sync_threads();
 }
 
 /// The first row and column of C of this block's tile, in a grid of whole
@@ -248,7 +207,7 @@ pub fn epilogue(acc: &Acc, store: impl FnMut(usize, usize, f32, f32)) {
 /// Hands a warp's 64 × 64 accumulators, at (`row0`, `col0`) of its block's
 /// tile, to `store(row, col, v0, v1)` in tile coordinates.
 #[inline(always)]
-pub(crate) fn warp_epilogue(
+fn warp_epilogue(
     acc: &Acc,
     (row0, col0): (usize, usize),
     mut store: impl FnMut(usize, usize, f32, f32),
@@ -285,7 +244,7 @@ pub unsafe fn store_bf16(acc: &Acc, c: *mut bf16, ldc: usize, (m0, n0): (usize, 
 /// # Safety
 /// The closure is called only for pairs inside C, with `col` and `n0` even.
 #[inline(always)]
-pub(crate) unsafe fn bf16_pairs(
+unsafe fn bf16_pairs(
     c: *mut bf16,
     ldc: usize,
     (m0, n0): (usize, usize),
@@ -297,8 +256,3 @@ pub(crate) unsafe fn bf16_pairs(
         };
     }
 }
-
-/// This module's 128 × 128 block tile as an [`MmaTile`](crate::MmaTile).
-#[derive(Clone, Copy, Debug)]
-pub struct Block;
-mma_tile!();
