@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+pub mod candidates;
 pub mod gemm;
 pub mod measure;
 pub mod report;

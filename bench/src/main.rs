@@ -1,10 +1,11 @@
 //! `nvshmem-bench`: Rust kernels against their CUDA C++ twins and NCCL.
 //!
 //! ```text
-//! nvshmem-bench [run] [--check] [--quick] [--cpp NAME=CUBIN]... [--no-nccl]
+//! nvshmem-bench [run] [--check] [--quick] [--cpp NAME=CUBIN]... [--rust NAME=DIR]... [--no-nccl]
 //!               [--reps N] [--warmup N] [--only CASE,...] [--csv PATH] [--plots DIR]
 //! nvshmem-bench render CSV [--plots DIR] [--pes LABEL]
-//! nvshmem-bench gemm [--sizes LIST] [--no-fused] [--no-cublas] [--group ROWS] [--reps N] [--warmup N]
+//! nvshmem-bench compare CSV...
+//! nvshmem-bench gemm [--sizes LIST] [--no-fused] [--no-cublas] [--group ROWS] [--candidates] [--reps N] [--warmup N]
 //!                    [--samples N] [--csv PATH] [--plots DIR]
 //! ```
 //! Run N PEs with `nvshmem-run -n N -- nvshmem-bench ...`; `bench/run.sh`
@@ -45,6 +46,16 @@ enum Command {
     Render(RenderArgs),
     /// bf16 tensor-core GEMMs vs cuBLAS, all-gather + GEMM, GEMM + reduce-scatter.
     Gemm(GemmArgs),
+    /// Every Rust implementation (the default and the candidates) against
+    /// C++ per family of rows, over one or more runs' CSVs, without a GPU.
+    Compare(CompareArgs),
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// CSVs written by `--csv` (say two runs at 1 PE and one at 2 PEs).
+    #[arg(required = true)]
+    csv: Vec<PathBuf>,
 }
 
 /// Where the results go.
@@ -80,6 +91,11 @@ struct RunArgs {
     /// Also time the C++ cubin PATH as implementation NAME (cpp, cpp-lto).
     #[arg(long, value_name = "NAME=PATH", value_parser = cpp_impl)]
     cpp: Vec<(String, PathBuf)>,
+    /// Also time the Rust kernels in folder DIR (`bench-kernels` and
+    /// `allreduce-kernels`, built with other device code) as implementation
+    /// `rust-NAME` (`cargo xtask bench --candidates`).
+    #[arg(long, value_name = "NAME=DIR", value_parser = cpp_impl)]
+    rust: Vec<(String, PathBuf)>,
     /// Skip NCCL (else libnccl.so is loaded from the library path).
     #[arg(long)]
     no_nccl: bool,
@@ -127,11 +143,14 @@ struct GemmArgs {
     /// order (default 16; 1 is row-major order).
     #[arg(long, value_name = "ROWS", value_parser = clap::value_parser!(u32).range(1..))]
     group: Option<u32>,
+    /// Also time the candidate mma.sync kernels (issue 24), with their registers.
+    #[arg(long)]
+    candidates: bool,
     #[command(flatten)]
     out: Output,
 }
 
-/// `--cpp NAME=PATH`.
+/// `--cpp NAME=PATH`, `--rust NAME=DIR`.
 fn cpp_impl(s: &str) -> Result<(String, PathBuf), String> {
     match s.split_once('=') {
         Some((n, p)) if !n.is_empty() && !p.is_empty() => Ok((n.to_string(), PathBuf::from(p))),
@@ -146,6 +165,7 @@ fn main() -> ExitCode {
         Some(Command::Run(args)) => run(args),
         Some(Command::Render(args)) => render(args),
         Some(Command::Gemm(args)) => gemm(args),
+        Some(Command::Compare(args)) => compare(args),
     })
 }
 
@@ -155,6 +175,7 @@ fn run(args: RunArgs) -> Res<bool> {
         check: args.check,
         quick: args.quick,
         cpp: args.cpp,
+        rust: args.rust,
         nccl: !args.no_nccl,
         reps: args.reps.reps.unwrap_or(defaults.reps),
         warmup: args.reps.warmup.unwrap_or(defaults.warmup),
@@ -182,7 +203,10 @@ fn run(args: RunArgs) -> Res<bool> {
     let ok = bench.failures.is_empty();
     if lead && !check {
         println!("\n{}", report::table(&bench.records));
-        println!("{}", report::targets(&bench.records));
+        println!(
+            "{}",
+            report::targets(&bench.records, Some(nv.n_pes()))
+        );
         if let Some(path) = csv {
             std::fs::write(&path, report::to_csv(&bench.info, &bench.records))?;
             println!("wrote {}", path.display());
@@ -211,7 +235,7 @@ fn render(args: RenderArgs) -> Res<bool> {
         println!("- {k}: {v}");
     }
     println!("\n{}", report::table(&records));
-    println!("{}", report::targets(&records));
+    println!("{}", report::targets(&records, report::pes_of(&info)));
     if let Some(dir) = plots {
         let label = pes.unwrap_or_else(|| {
             info.iter()
@@ -222,6 +246,22 @@ fn render(args: RenderArgs) -> Res<bool> {
         let files = report::plots(&records, &dir, &label)?;
         println!("wrote {} plot(s) to {}", files.len(), dir.display());
     }
+    Ok(true)
+}
+
+/// `nvshmem-bench compare`: see `nvshmem_bench::candidates`.
+fn compare(args: CompareArgs) -> Res<bool> {
+    let mut runs = Vec::new();
+    for path in &args.csv {
+        let (info, records) = report::from_csv(&std::fs::read_to_string(path)?)?;
+        let label = format!(
+            "{} ({} PE)",
+            path.file_stem().unwrap_or_default().to_string_lossy(),
+            report::pes_of(&info).map_or("?".into(), |p| p.to_string())
+        );
+        runs.push((label, records));
+    }
+    println!("{}", nvshmem_bench::candidates::table(&runs));
     Ok(true)
 }
 
@@ -240,6 +280,7 @@ fn gemm(args: GemmArgs) -> Res<bool> {
         fused: !args.no_fused,
         samples: args.samples.unwrap_or(d.samples),
         group: args.group.unwrap_or(d.group),
+        candidates: args.candidates,
     };
     let Output { csv, plots } = args.out;
     let largest = o.sizes.iter().copied().max().unwrap_or(0) as u64;

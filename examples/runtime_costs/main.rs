@@ -1,11 +1,14 @@
-//! What the host runtime itself costs: NVSHMEM initialization, loading a
-//! module (PTX through the driver's JIT vs the builder's cubin), and launching
-//! a kernel (plain vs collective, i.e. cooperative after an occupancy check).
+//! What the host runtime itself costs: NVSHMEM initialization (and where its
+//! time goes), loading a module (PTX through the driver's JIT vs the
+//! builder's cubin), and launching a kernel (plain vs collective, i.e.
+//! cooperative after an occupancy check), each beside a raw
+//! `cuLaunchKernel` / `cuLaunchCooperativeKernel` of the same kernel.
 //! A benchmark: it prints figures and asserts nothing about them.
 //!
 //! ```text
 //! CUDA_CACHE_DISABLE=1 cargo run --release --example runtime_costs        # 1 PE
 //! CUDA_CACHE_DISABLE=1 nvshmem-run -n 2 -- target/release/examples/runtime_costs
+//! runtime_costs --init-only [--heap BYTES]   # init alone, against bench/cpp/init.cu (cargo xtask init-cost)
 //! ```
 //!
 //! `CUDA_CACHE_DISABLE=1` keeps the driver from answering a PTX load from its
@@ -14,6 +17,7 @@
 
 use clap::Parser;
 use nvshmem_host::ModuleImage;
+use nvshmem_host::cudarc::driver::result::{launch_cooperative_kernel, launch_kernel};
 use nvshmem_rs::Res;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -26,7 +30,15 @@ use std::time::{Duration, Instant};
 /// PTX compile time.
 #[derive(Parser)]
 #[command(name = "runtime_costs", after_help = nvshmem_rs::cli::after_help("runtime_costs"))]
-struct Args {}
+struct Args {
+    /// Only initialize and finalize, and print where init's time went (one
+    /// `INIT` line, as bench/cpp/init.cu prints its own).
+    #[arg(long)]
+    init_only: bool,
+    /// The symmetric heap size in bytes (default: NVSHMEM's).
+    #[arg(long, value_name = "BYTES")]
+    heap: Option<usize>,
+}
 
 const MODULE: &str = "runtime-kernels";
 /// A plain kernel that, with `n = 0`, does nothing but `quiet`.
@@ -34,6 +46,9 @@ const KERNEL: &str = "p_to_next";
 const LOADS: usize = 5;
 const LAUNCHES: usize = 2000;
 const ROUND_TRIPS: usize = 200;
+/// The launch shape of every launch timed: one block of one warp.
+const G: (u32, u32, u32) = (1, 1, 1);
+const B: (u32, u32, u32) = (32, 1, 1);
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -44,18 +59,53 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
 fn main() -> ExitCode {
-    Args::parse();
+    let args = Args::parse();
     let started = Instant::now();
-    let nv = nvshmem_rs::init_or_exit();
+    let mut options = nvshmem_host::Nvshmem::options();
+    if let Some(bytes) = args.heap {
+        options = options.symmetric_size(bytes);
+    }
+    let nv = nvshmem_rs::init_with_or_exit(options);
     let init = started.elapsed();
+    if args.init_only {
+        let t = nv.init_timings();
+        let t0 = Instant::now();
+        let done = nv.finalize();
+        let finalize = t0.elapsed();
+        // The same fields as bench/cpp/init.cu's line (its "dlopen" is the
+        // dynamic loader's, before main, so 0 there).
+        println!(
+            "INIT rust heap={} total_ms={:.1} dlopen_ms={:.1} driver_ms={:.1} context_ms={:.1} nvshmem_init_ms={:.1} finalize_ms={:.1}",
+            args.heap.map_or("default".into(), |b| b.to_string()),
+            ms(init),
+            ms(t.library),
+            ms(t.driver),
+            ms(t.context),
+            ms(t.nvshmem),
+            ms(finalize)
+        );
+        return nvshmem_rs::exit_code(done.map(|()| true).map_err(Into::into));
+    }
     nvshmem_rs::exit_code(run(&nv, init).map(|()| true))
 }
 
 fn run(nv: &nvshmem_host::Nvshmem, init: Duration) -> Res<()> {
     let (me, n) = (nv.my_pe().index(), nv.n_pes());
     let tag = format!("PE {me}/{n}");
-    println!("{tag}: init {:.1} ms", init.as_secs_f64() * 1e3);
+    let t = nv.init_timings();
+    println!(
+        "{tag}: init {:.1} ms (host library dlopen {:.1} ms, driver {:.1} ms, context {:.1} ms, nvshmemx_hostlib_init_attr {:.1} ms)",
+        ms(init),
+        ms(t.library),
+        ms(t.driver),
+        ms(t.context),
+        ms(t.nvshmem)
+    );
 
     let manifest = nvshmem_rs::ptx_dir().join(format!("{MODULE}.json"));
     let ptx_bytes = std::fs::metadata(nvshmem_rs::ptx_dir().join(format!("{MODULE}.ptx")))
@@ -85,16 +135,37 @@ fn run(nv: &nvshmem_host::Nvshmem, init: Duration) -> Res<()> {
     let dest = nv.alloc_zeroed::<u64>(1)?;
     let s = nv.stream();
     let args = (dest.sym_ptr(), 0u64);
-    for collective in [false, true] {
-        let launch = || {
-            // SAFETY: with n = 0 the kernel touches no memory.
+    // The same kernel and arguments through the driver API alone.
+    let (mut dest_addr, mut zero) = (dest.device_ptr().addr(), 0u64);
+    let mut params = [
+        (&raw mut dest_addr).cast::<std::ffi::c_void>(),
+        (&raw mut zero).cast::<std::ffi::c_void>(),
+    ];
+    let func = k.cu_function();
+    let mut per_call = [0.0f64; 4];
+    for (i, (name, raw, collective)) in [
+        ("plain", false, false),
+        ("raw cuLaunchKernel", true, false),
+        ("collective", false, true),
+        ("raw cuLaunchCooperativeKernel", true, true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut launch = || -> Res<()> {
+            // SAFETY: with n = 0 the kernel touches no memory; `params` points
+            // at its two 8-byte arguments, which live across the calls.
             unsafe {
-                if collective {
-                    k.launch_collective(s, 1, 32, args)
-                } else {
-                    k.launch(s, 1, 32, args)
+                match (raw, collective) {
+                    (false, false) => k.launch(s, 1, 32, args)?,
+                    (false, true) => k.launch_collective(s, 1, 32, args)?,
+                    (true, false) => launch_kernel(func, G, B, 0, s.cu_stream(), &mut params)?,
+                    (true, true) => {
+                        launch_cooperative_kernel(func, G, B, 0, s.cu_stream(), &mut params)?
+                    }
                 }
             }
+            Ok(())
         };
         for _ in 0..20 {
             launch()?;
@@ -114,14 +185,19 @@ fn run(nv: &nvshmem_host::Nvshmem, init: Duration) -> Res<()> {
             nv.synchronize(s)?;
             trips.push(t.elapsed());
         }
+        per_call[i] = us(enqueue);
         println!(
-            "{tag}: {} launch: {:.2} us per call (host), {:.2} us per kernel back to back, {:.2} us launch + synchronize (median)",
-            if collective { "collective" } else { "plain" },
+            "{tag}: {name} launch: {:.2} us per call (host), {:.2} us per kernel back to back, {:.2} us launch + synchronize (median)",
             us(enqueue),
             us(drained),
             us(median(trips))
         );
     }
+    println!(
+        "{tag}: Kernel::launch - raw cuLaunchKernel = {:+.2} us per call; launch_collective - raw cuLaunchCooperativeKernel = {:+.2} us per call (target <= 0.5)",
+        per_call[0] - per_call[1],
+        per_call[2] - per_call[3]
+    );
     nv.barrier_all_on_stream(s)?;
     nv.synchronize(s)?;
     Ok(())

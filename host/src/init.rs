@@ -11,6 +11,7 @@ use crate::rendezvous::{self, Store};
 use crate::uniqueid::UniqueId;
 use nvshmem_types::Version;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 /// How to initialize NVSHMEM: the bootstrap, the GPU, the library, and
 /// NVSHMEM's own settings. Get one from [`Nvshmem::options`].
@@ -195,17 +196,23 @@ impl InitOptions {
         let plan = self.bootstrap.plan(&env::process)?;
         let vars = self.environment_with(&env::process, &plan)?;
         let guard = ActiveGuard::acquire()?;
+        let t = Instant::now();
         let lib = HostLibrary::load(&self.library)?;
+        let library = t.elapsed();
         if lib.is_initialized() {
             // Initialized behind our back (another binding in this process).
             return Err(Error::AlreadyInitialized);
         }
         // Before anything that starts threads (the CUDA driver, NVSHMEM).
+        let t = Instant::now();
         driver::probe()?;
         env::apply(&vars)?;
         let count = driver::device_count()?;
         let gpu = driver::choose_gpu(self.gpu, &env::process, plan.local_rank, count)?;
+        let driver_time = t.elapsed();
+        let t = Instant::now();
         let ctx = driver::context(gpu.ordinal)?;
+        let context = t.elapsed();
         let total_mem = ctx.total_mem().map_err(Error::driver("cuDeviceTotalMem"))?;
         let heap_limit = HeapLimit::from_env(&env::process, total_mem)?;
         let (uid, _store) = match &plan.uid {
@@ -215,6 +222,7 @@ impl InitOptions {
             }
             None => (None, None),
         };
+        let t = Instant::now();
         // SAFETY: the context is current (driver::context binds it); NVSHMEM is
         // not initialized (is_initialized and the guard).
         unsafe { lib.init(uid.as_ref().map(|(r, n, id)| (*r, *n, id))) }.map_err(
@@ -224,6 +232,7 @@ impl InitOptions {
                 hint: plan.hint,
             },
         )?;
+        let nvshmem = t.elapsed();
         Nvshmem::started(Started {
             lib,
             ctx,
@@ -231,8 +240,29 @@ impl InitOptions {
             plan,
             heap_limit,
             guard,
+            timings: InitTimings {
+                library,
+                driver: driver_time,
+                context,
+                nvshmem,
+            },
         })
     }
+}
+
+/// Where [`InitOptions::init`]'s time went, step by step
+/// ([`Nvshmem::init_timings`]): what the runtime adds to NVSHMEM's own init.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InitTimings {
+    /// Loading NVSHMEM's host library (`dlopen`; zero when already loaded).
+    pub library: Duration,
+    /// Loading the CUDA driver library, its init, and choosing the GPU.
+    pub driver: Duration,
+    /// Making the GPU's primary context current (its creation, the first time).
+    pub context: Duration,
+    /// `nvshmemx_hostlib_init_attr`: the bootstrap, the symmetric heap, the
+    /// transports (what C++'s `nvshmemx_init_attr` spends).
+    pub nvshmem: Duration,
 }
 
 /// The UID bootstrap's id for `rank`: given, or from the rendezvous store

@@ -74,6 +74,13 @@ impl Kernel {
         &self.info
     }
 
+    /// The driver's handle of the kernel, valid while this `Kernel` lives:
+    /// for launching it through the driver API directly (`runtime_costs`
+    /// measures this crate's launch against a raw `cuLaunchKernel` with it).
+    pub fn cu_function(&self) -> sys::CUfunction {
+        self.func
+    }
+
     /// Whether it calls NVSHMEM barriers or collectives, so needs
     /// [`Kernel::launch_collective`].
     pub fn is_collective(&self) -> bool {

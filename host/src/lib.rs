@@ -77,7 +77,7 @@ pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaStream};
 pub use driver::device_count as gpu_count;
 pub use error::{Error, Result, take_drop_error};
-pub use init::InitOptions;
+pub use init::{InitOptions, InitTimings};
 pub use kernel::Kernel;
 pub use launch::{Dim3, KernelArgs, KernelParam, LaunchConfig};
 pub use memory::{AsSymView, DevicePtr, SymBuffer, SymView};

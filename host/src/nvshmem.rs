@@ -5,7 +5,7 @@ use crate::bootstrap::Plan;
 use crate::driver::{self, GpuChoice};
 use crate::error::{Error, Result, record_drop_error, take_drop_error};
 use crate::heap::HeapLimit;
-use crate::init::InitOptions;
+use crate::init::{InitOptions, InitTimings};
 use crate::library::HostLibrary;
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 use nvshmem_types::{Pe, Version};
@@ -56,6 +56,7 @@ pub(crate) struct Started {
     pub(crate) plan: Plan,
     pub(crate) heap_limit: HeapLimit,
     pub(crate) guard: ActiveGuard,
+    pub(crate) timings: InitTimings,
 }
 
 /// The state behind [`Nvshmem`], shared by its buffers, modules and kernels
@@ -86,6 +87,8 @@ pub(crate) struct Inner {
     /// The handles of the live split teams: host calls refuse any other
     /// non-predefined handle (NVSHMEM would index a freed team slot).
     pub(crate) split_teams: RefCell<Vec<i32>>,
+    /// Where init's time went.
+    timings: InitTimings,
 }
 
 impl Inner {
@@ -329,6 +332,7 @@ impl Nvshmem {
                 limited_mpg: lib.is_limited_mpg(),
                 launches: RefCell::new(Vec::new()),
                 split_teams: RefCell::new(Vec::new()),
+                timings: s.timings,
             }),
         })
     }
@@ -336,6 +340,12 @@ impl Nvshmem {
     /// This PE's number.
     pub fn my_pe(&self) -> Pe {
         Pe::new(self.inner.my_pe)
+    }
+
+    /// Where [`InitOptions::init`](crate::InitOptions::init)'s time went:
+    /// loading the host library, the driver, the context, NVSHMEM's init.
+    pub fn init_timings(&self) -> InitTimings {
+        self.inner.timings
     }
 
     /// The number of PEs in the job.

@@ -57,6 +57,74 @@ pub mod mma {
     pub const THREADS: u32 = 128;
     /// Dynamic shared memory: 4 stages of (128 + 128) × 32 bf16.
     pub const SMEM_BYTES: u32 = 4 * 256 * 32 * 2;
+
+    /// A candidate `mma.sync` GEMM kernel of `tc-gemm-kernels` (issue 24;
+    /// `tc_gemm_tiles::sm80::candidates`), timed beside `gemm_bf16_mma` by
+    /// `nvshmem-bench gemm --candidates`: the same arguments, its own tile.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Candidate {
+        /// The kernel.
+        pub kernel: &'static str,
+        /// What it changes.
+        pub what: &'static str,
+        /// Rows of C per tile.
+        pub bm: usize,
+        /// Columns of C per tile.
+        pub bn: usize,
+        /// K per stage (K must be a multiple).
+        pub bk: usize,
+        /// Threads per block.
+        pub threads: u32,
+        /// Dynamic shared memory: stages × (bm + bn) × bk bf16.
+        pub smem: u32,
+    }
+
+    /// A candidate of `bm × bn` tiles, `bk` per stage, `stages` deep.
+    const fn candidate(
+        kernel: &'static str,
+        what: &'static str,
+        (bm, bn, bk, stages): (usize, usize, usize, usize),
+    ) -> Candidate {
+        Candidate {
+            kernel,
+            what,
+            bm,
+            bn,
+            bk,
+            threads: (bm / 64 * bn / 64 * 32) as u32,
+            smem: (stages * (bm + bn) * bk * 2) as u32,
+        }
+    }
+
+    /// Every candidate, as `tc_gemm_tiles::sm80::candidates` configures them.
+    pub const CANDIDATES: &[Candidate] = &[
+        candidate("gemm_bf16_mma_k64", "BK 64, 3 stages", (128, 128, 64, 3)),
+        candidate(
+            "gemm_bf16_mma_pf",
+            "ldmatrix one k16 step ahead",
+            (128, 128, 32, 4),
+        ),
+        candidate(
+            "gemm_bf16_mma_k64_pf",
+            "BK 64, 3 stages, ldmatrix ahead",
+            (128, 128, 64, 3),
+        ),
+        candidate(
+            "gemm_bf16_mma_256x128",
+            "256 x 128 tile, 8 warps",
+            (256, 128, 32, 4),
+        ),
+        candidate(
+            "gemm_bf16_mma_256x128_k64",
+            "256 x 128, 8 warps, BK 64, 3 stages",
+            (256, 128, 64, 3),
+        ),
+        candidate(
+            "gemm_bf16_mma_128x256",
+            "128 x 256 tile, 8 warps",
+            (128, 256, 32, 4),
+        ),
+    ];
 }
 
 /// The band height, in tile rows, of the standalone GEMMs' ([`Gemm`]) grouped
@@ -209,6 +277,8 @@ pub fn sms(nv: &Nvshmem) -> Res<usize> {
 pub struct Gemm {
     mma: Kernel,
     wgmma: Option<Kernel>,
+    /// The candidate kernels in this build ([`mma::CANDIDATES`]).
+    candidates: Vec<(mma::Candidate, Kernel)>,
 }
 
 impl KernelSet for Gemm {
@@ -222,6 +292,10 @@ impl KernelSet for Gemm {
         Ok(Gemm {
             mma: module.kernel("gemm_bf16_mma")?,
             wgmma: module.kernel("gemm_bf16_wgmma").ok(),
+            candidates: mma::CANDIDATES
+                .iter()
+                .filter_map(|c| Some((*c, module.kernel(c.kernel).ok()?)))
+                .collect(),
         })
     }
 }
@@ -265,6 +339,41 @@ impl Gemm {
         let args = (a, b, c, m as u32, n as u32, k as u32, group);
         // SAFETY: the caller's sizes; one block per tile.
         unsafe { self.mma.launch_with(nv.stream(), cfg, args)? };
+        Ok(())
+    }
+
+    /// The `mma.sync` kernel itself (its registers are in its info).
+    pub fn mma_kernel(&self) -> &Kernel {
+        &self.mma
+    }
+
+    /// The candidate `mma.sync` kernels in this build, with their tiles.
+    pub fn candidates(&self) -> &[(mma::Candidate, Kernel)] {
+        &self.candidates
+    }
+
+    /// Candidate `i` of [`candidates`](Self::candidates), as [`mma`](Self::mma):
+    /// one block per tile of its own shape.
+    ///
+    /// # Safety
+    /// As [`mma`](Self::mma), the sizes multiples of the candidate's tile and `bk`.
+    pub unsafe fn mma_candidate(
+        &self,
+        nv: &Nvshmem,
+        i: usize,
+        (a, b, c): (DevicePtr<bf16>, DevicePtr<bf16>, DevicePtr<bf16>),
+        (m, n, k): (usize, usize, usize),
+        group: u32,
+    ) -> Res<()> {
+        let (cand, kernel) = self.candidates.get(i).ok_or("no such candidate")?;
+        if !(m.is_multiple_of(cand.bm) && n.is_multiple_of(cand.bn) && k.is_multiple_of(cand.bk)) {
+            return Err(format!("{}: {m} × {n} × {k} is not a multiple of its tile", cand.kernel).into());
+        }
+        let tiles = (m / cand.bm) * (n / cand.bn);
+        let cfg = LaunchConfig::new(tiles as u32, cand.threads).shared_mem_bytes(cand.smem);
+        let args = (a, b, c, m as u32, n as u32, k as u32, group);
+        // SAFETY: the caller's sizes (checked against the tile); one block per tile.
+        unsafe { kernel.launch_with(nv.stream(), cfg, args)? };
         Ok(())
     }
 

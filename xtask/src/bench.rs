@@ -6,6 +6,8 @@
 //! there are more PEs than GPUs) and writes `pe<N>.csv`, the table
 //! `pe<N>.md`, SVG plots in `pe<N>/` and the log `pe<N>.log`.
 //!
+//! `--candidates DIR` (`--build-candidates` to build them): the candidate
+//! builds of `xtask/src/candidates.rs` timed in the same runs as `rust-<name>`.
 //! `--check`: correctness only, nothing timed or written but the logs.
 //! `--build-only`: the C++ cubins and the SASS, no GPU needed.
 
@@ -50,6 +52,20 @@ pub struct Args {
     /// The NVSHMEM version the kernels were linked against.
     #[arg(long, default_value = "3.4.5")]
     nvshmem_version: Version,
+    /// Also time the candidate builds (`xtask/src/candidates.rs`) found in
+    /// this folder (`<DIR>/<name>/nvshmem-<version>/<arch>/`), as `rust-<name>`.
+    #[arg(long, value_name = "DIR")]
+    candidates: Option<PathBuf>,
+    /// Build the candidates into the --candidates folder first (needs Rust;
+    /// default folder: target/bench-candidates).
+    #[arg(long)]
+    build_candidates: bool,
+    /// Skip the `-dlto` C++ build (its figures equal the plain build's).
+    #[arg(long)]
+    no_lto: bool,
+    /// Skip the SVG plots.
+    #[arg(long)]
+    no_plots: bool,
     /// Seconds each run may take.
     #[arg(long, default_value = "300")]
     timeout: u64,
@@ -80,6 +96,33 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
 
     // 1. The C++ twins: the documented way, then with -dlto.
     let cubins = cpp_twins(&args, &root, &build, &sass, [&ptx, &bench_ptx])?;
+    let candidates = match (&args.candidates, args.build_candidates) {
+        (dir, true) => {
+            let dir = dir
+                .clone()
+                .unwrap_or_else(|| root.join("target/bench-candidates"));
+            crate::candidates::build(&root, &dir, args.nvshmem_version, &args.arch)?
+        }
+        (Some(dir), false) => {
+            let found = crate::candidates::find(dir, args.nvshmem_version, &args.arch);
+            if found.is_empty() {
+                return Err(format!(
+                    "no candidate builds in {} (make them with --build-candidates)",
+                    dir.display()
+                ));
+            }
+            found
+        }
+        (None, false) => Vec::new(),
+    };
+    for (name, dir) in &candidates {
+        let cubin = dir.join("bench-kernels.cubin");
+        if cubin.is_file() {
+            dump(nvcc_cuobjdump().as_deref(), &cubin, &sass, &format!("rust-{name}-bench-kernels"));
+            let ar = dir.join("allreduce-kernels.cubin");
+            dump(nvcc_cuobjdump().as_deref(), &ar, &sass, &format!("rust-{name}-allreduce-kernels"));
+        }
+    }
     if args.build_only {
         return Ok(ExitCode::SUCCESS);
     }
@@ -140,13 +183,16 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         for (name, cubin) in &cubins {
             cmd.arg("--cpp").arg(format!("{name}={}", cubin.display()));
         }
+        for (name, dir) in &candidates {
+            cmd.arg("--rust").arg(format!("{name}={}", dir.display()));
+        }
         cmd.args(&args.extra);
         let csv = results.join(format!("pe{n}.csv"));
         if !args.check {
-            cmd.arg("--csv")
-                .arg(&csv)
-                .arg("--plots")
-                .arg(results.join(format!("pe{n}")));
+            cmd.arg("--csv").arg(&csv);
+            if !args.no_plots {
+                cmd.arg("--plots").arg(results.join(format!("pe{n}")));
+            }
         }
         cmd.envs(BASE_ENV.iter().copied())
             .env("NVSHMEM_RS_PTX_DIR", &ptx)
@@ -217,6 +263,9 @@ fn cpp_twins(
     let cuobjdump = nvcc.cuobjdump();
     let mut cubins = Vec::new();
     for (name, compile, link) in builds {
+        if args.no_lto && name == "cpp-lto" {
+            continue;
+        }
         let (obj, cubin) = (
             build.join(format!("{name}.o")),
             build.join(format!("{name}.cubin")),
@@ -270,6 +319,11 @@ fn cpp_twins(
         println!("no cuobjdump (beside nvcc, on PATH or from pip): no SASS dumped");
     }
     Ok(cubins)
+}
+
+/// cuobjdump as the C++ twins' dumps find it, if any.
+fn nvcc_cuobjdump() -> Option<PathBuf> {
+    Nvcc::find().ok().and_then(|n| n.cuobjdump())
 }
 
 /// `cuobjdump -sass` and `-res-usage` of `cubin` into `sass/<name>.{sass,res.txt}`.

@@ -183,24 +183,43 @@ fn kernels(args: &Args, root: &Path, out: &Path) -> Result<Vec<Kernels>, String>
 /// NVSHMEM's host library and `libnvshmem_device.a` (nvcc -rdc: the init
 /// wrappers live there).
 fn build(nvcc: &Nvcc, root: &Path, k: &Kernels, build: &Path) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(build).map_err(|e| format!("{}: {e}", build.display()))?;
     let version: Version = k
         .manifest
         .nvshmem_version
         .parse()
         .map_err(|e| format!("{}: {e}", k.manifest.crate_name))?;
+    let flags = [
+        format!("-I{}", k.dir.display()),
+        format!("-DCPP_HOST_HEADER=\"{}.h\"", k.manifest.crate_name),
+        format!("-DCPP_HOST_KERNELS={}", k.prefix()),
+        format!("-DNVSHMEM_RS_PTX_DIR=\"{}\"", k.dir.display()),
+    ];
+    let source = root.join("examples/cpp_host/main.cu");
+    program(nvcc, version, &k.manifest.arch, (&source, &flags), build, "cpp_host")
+}
+
+/// A C++ host program: `source` compiled with nvcc -rdc (and `flags`) for
+/// `arch` into `build/<name>`, linked against NVSHMEM `version`'s host
+/// library (by its path, `rpath` set) and `libnvshmem_device.a`, which holds
+/// the device side of `nvshmemx_init_attr`.
+pub fn program(
+    nvcc: &Nvcc,
+    version: Version,
+    arch: &str,
+    (source, flags): (&Path, &[String]),
+    build: &Path,
+    name: &str,
+) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(build).map_err(|e| format!("{}: {e}", build.display()))?;
     let nv = nvcc::nvshmem(version)?;
-    let arch = format!("-arch={}", k.manifest.arch);
-    let (obj, program) = (build.join("main.o"), build.join("cpp_host"));
+    let arch = format!("-arch={arch}");
+    let (obj, program) = (build.join(format!("{name}.o")), build.join(name));
     run_shown(
         nvcc.command()
             .args(["-rdc=true", &arch, "-O2", "-c"])
             .arg(format!("-I{}", nv.include_dir().display()))
-            .arg(format!("-I{}", k.dir.display()))
-            .arg(format!("-DCPP_HOST_HEADER=\"{}.h\"", k.manifest.crate_name))
-            .arg(format!("-DCPP_HOST_KERNELS={}", k.prefix()))
-            .arg(format!("-DNVSHMEM_RS_PTX_DIR=\"{}\"", k.dir.display()))
-            .arg(root.join("examples/cpp_host/main.cu"))
+            .args(flags)
+            .arg(source)
             .arg("-o")
             .arg(&obj),
     )?;

@@ -10,10 +10,13 @@
 //! - `bench`: the benchmark's C++ twins built with nvcc, their SASS, and
 //!   `nvshmem-bench` on each PE count (results in `bench/results/`);
 //! - `cpp-host`: the C++ drop-in host built with nvcc (from pip wheels when
-//!   no CUDA is installed) against a kernel crate's header, and run.
+//!   no CUDA is installed) against a kernel crate's header, and run;
+//! - `init-cost`: NVSHMEM init, Rust against the same init in C++.
 
 mod bench;
+mod candidates;
 mod cpp_host;
+mod init_cost;
 mod lint;
 mod nvcc;
 mod pack;
@@ -44,6 +47,8 @@ enum Task {
     Bench(bench::Args),
     /// Build examples/cpp_host/main.cu with nvcc against kernel crates' headers, and run it on 1 and 2 PEs.
     CppHost(cpp_host::Args),
+    /// NVSHMEM init at 1 PE: Rust (runtime_costs --init-only) against C++ (bench/cpp/init.cu), alternating.
+    InitCost(init_cost::Args),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +59,7 @@ fn main() -> ExitCode {
         Task::ClippyKernels(args) => lint::run(args),
         Task::CppHost(args) => cpp_host::run(args),
         Task::Bench(args) => bench::run(args),
+        Task::InitCost(args) => init_cost::run(args),
     };
     match result {
         Ok(code) => code,

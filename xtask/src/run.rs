@@ -50,6 +50,8 @@ pub enum Mode {
     CppHost,
     /// The benchmark: the C++ twins built with this machine's nvcc, SASS, 1 and 2 PEs; results in $OUT/bench (not a default).
     Bench,
+    /// Issue 24's one run: runtime costs (raw launch rows), init against C++, the mma GEMM candidates against cuBLAS, the benchmark with every candidate build at 1 PE twice and 2 PEs once; CSVs and a summary in $OUT, logs in $OUT/perf-logs.tar.xz.
+    Perf,
 }
 
 impl Mode {
@@ -62,6 +64,7 @@ impl Mode {
             "variants" => &[Info, NvshmemPath, Separate],
             "mpi" => &[Info, Mpirun],
             "nvshmem38" => &[Info, Nvshmem38, Ucx],
+            "perf" => &[Info, Perf],
             _ => &[Info],
         }
     }
@@ -363,6 +366,7 @@ impl Runner {
                     .arg(self.out.join("bench"));
                 self.record("bench", c);
             }
+            Mode::Perf => self.perf(&ptx)?,
             Mode::Nvshmem38 | Mode::Ucx => {
                 let nv = self.pack.join("nvshmem");
                 // The pack carries the host library compressed.
@@ -404,6 +408,114 @@ impl Runner {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// [`Mode::Perf`]: every step logs into a work folder (a device call
+    /// brings back only 8 files); the CSVs and the summary are copied to
+    /// `$OUT` as each step ends, the logs go there as one archive at the end.
+    fn perf(&mut self, ptx: &Path) -> Result<(), String> {
+        let out = self.out.clone();
+        let work = std::env::temp_dir().join("nvshmem-rs-perf");
+        let _ = std::fs::remove_dir_all(&work);
+        std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+        self.out = work.clone();
+        let keep = |from: &str, to: &str| {
+            let _ = std::fs::copy(work.join(from), out.join(to));
+        };
+        // 1. Launch and module costs, with the raw driver rows.
+        let mut c = self.command(&self.bin("runtime_costs"), ptx);
+        c.env("CUDA_CACHE_DISABLE", "1");
+        self.record("perf-costs", c);
+        // 2. Init against C++ (default heap and 256 MiB).
+        let mut c = self.xtask("init-cost");
+        c.envs(BASE_ENV.iter().copied())
+            .arg("--rust")
+            .arg(self.bin("runtime_costs"))
+            .arg("--csv")
+            .arg(work.join("init.csv"));
+        self.record("perf-init", c);
+        keep("init.csv", "perf-init.csv");
+        // 3-6. The benchmark with every candidate: 1 PE, the GEMMs, 1 PE
+        // again (the spread), 2 PEs.
+        let bench = |r: &Runner, pes: &str, results: &str| {
+            let mut c = r.xtask("bench");
+            c.args(["--pes", pes, "--no-lto", "--no-plots", "--timeout", "240"])
+                .arg("--candidates")
+                .arg(r.pack.join("candidates"))
+                .arg("--ptx-dir")
+                .arg(ptx)
+                .arg("--bench-ptx-dir")
+                .arg(r.ptx("ptx-bench", "3.4.5"))
+                .arg("--bench")
+                .arg(r.bin("nvshmem-bench"))
+                .arg("--launcher")
+                .arg(r.bin("nvshmem-run"))
+                .arg("--results")
+                .arg(work.join(results))
+                .args(["--", "--no-nccl"]);
+            c
+        };
+        let c = bench(self, "1", "bench-a");
+        self.record("perf-bench-1a", c);
+        keep("bench-a/pe1.csv", "perf-pe1a.csv");
+        let mut c = self.command(&self.bin("nvshmem-bench"), ptx);
+        c.env("LD_LIBRARY_PATH", with_cublas())
+            .args(["gemm", "--sizes", "4096,8192", "--no-fused", "--candidates"])
+            .arg("--csv")
+            .arg(work.join("gemm.csv"));
+        self.record("perf-gemm", c);
+        keep("gemm.csv", "perf-gemm.csv");
+        let c = bench(self, "1", "bench-b");
+        self.record("perf-bench-1b", c);
+        keep("bench-b/pe1.csv", "perf-pe1b.csv");
+        let c = bench(self, "2", "bench-a");
+        self.record("perf-bench-2", c);
+        keep("bench-a/pe2.csv", "perf-pe2.csv");
+        // The summary: candidates per family over the three runs, the GEMM
+        // lines, the launch and init comparisons.
+        let mut summary = String::from("# issue 24 run\n\n## Rust/C++ time per family, every candidate\n\n");
+        let csvs: Vec<PathBuf> = ["bench-a/pe1.csv", "bench-b/pe1.csv", "bench-a/pe2.csv"]
+            .iter()
+            .map(|f| work.join(f))
+            .filter(|p| p.is_file())
+            .collect();
+        if !csvs.is_empty()
+            && let Ok(o) = Command::new(self.bin("nvshmem-bench"))
+                .arg("compare")
+                .args(&csvs)
+                .output()
+        {
+            summary += &String::from_utf8_lossy(&o.stdout);
+        }
+        let lines = |log: &str, keep: &dyn Fn(&str) -> bool| -> String {
+            std::fs::read_to_string(work.join(log))
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| keep(l))
+                .map(|l| format!("    {l}\n"))
+                .collect()
+        };
+        summary += "\n## GEMM, bf16, % of cuBLAS (registers in the log)\n\n";
+        summary += &lines("perf-gemm.log", &|l| l.contains("cuBLAS") || l.contains("registers"));
+        summary += "\n## Launch: this crate against the raw driver calls\n\n";
+        summary += &lines("perf-costs.log", &|l| l.contains("launch") || l.contains("init"));
+        summary += "\n## Init at 1 PE, Rust against C++ (medians)\n\n";
+        summary += &lines("perf-init.log", &|l| l.starts_with('|'));
+        let _ = std::fs::write(out.join("perf-summary.md"), &summary);
+        println!("\n{summary}");
+        // Everything else (logs, tables, SASS) as one file.
+        let tar = Command::new("tar")
+            .arg("-cJf")
+            .arg(out.join("perf-logs.tar.xz"))
+            .arg("-C")
+            .arg(&work)
+            .arg(".")
+            .status();
+        if !tar.is_ok_and(|s| s.success()) {
+            println!("warning: could not archive {}", work.display());
+        }
+        self.out = out;
         Ok(())
     }
 

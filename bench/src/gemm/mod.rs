@@ -50,6 +50,8 @@ pub struct GemmOptions {
     pub samples: usize,
     /// Band height (tile rows) of the Rust GEMMs' grouped tile order.
     pub group: u32,
+    /// Also the candidate `mma.sync` kernels (`tensor::mma::CANDIDATES`).
+    pub candidates: bool,
 }
 
 impl Default for GemmOptions {
@@ -62,6 +64,7 @@ impl Default for GemmOptions {
             fused: true,
             samples: 64,
             group: tensor::GROUP_M,
+            candidates: false,
         }
     }
 }
@@ -119,6 +122,25 @@ pub fn run(nv: &Nvshmem, o: &GemmOptions) -> Res<GemmBench> {
         rs: GemmRsKernels::load(nv)?,
         blas,
     };
+    if o.candidates && nv.my_pe().index() == 0 {
+        let gemm = &run.ag.gemm;
+        let regs = |k: &nvshmem_host::Kernel| {
+            k.info()
+                .registers
+                .map_or("?".into(), |r| format!("{r} registers"))
+        };
+        println!("gemm: gemm_bf16_mma: {}", regs(gemm.mma_kernel()));
+        for (c, k) in gemm.candidates() {
+            println!(
+                "gemm: {}: {} ({} threads, {} KiB shared): {}",
+                c.kernel,
+                c.what,
+                c.threads,
+                c.smem / 1024,
+                regs(k)
+            );
+        }
+    }
     let mut out = GemmBench::default();
     for &s in &o.sizes {
         run.gemm_alone(s, &mut out)?;
@@ -221,7 +243,22 @@ impl Run<'_> {
             },
             None => Ok(()),
         };
+        let candidates: Vec<(String, Box<dyn Fn() -> Res<()> + '_>)> = if self.o.candidates {
+            (0..gemm.candidates().len())
+                .map(|i| {
+                    let name = gemm.candidates()[i].0.kernel.trim_start_matches("gemm_bf16_");
+                    // SAFETY: as `run_mma`; the candidate checks the sizes against its tile.
+                    let f = move || unsafe { gemm.mma_candidate(nv, i, ptrs, dims, group) };
+                    (name.to_string(), Box::new(f) as Box<dyn Fn() -> Res<()> + '_>)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut cases: Vec<Case> = vec![("mma", "rust", &run_mma)];
+        for (name, f) in &candidates {
+            cases.push((name.as_str(), "rust", f.as_ref()));
+        }
         if wg_grid.is_some() {
             cases.push(("wgmma", "rust", &run_wgmma));
         }

@@ -39,6 +39,9 @@ pub struct Options {
     pub quick: bool,
     /// The C++ cubins, by implementation name (`cpp`, `cpp-lto`).
     pub cpp: Vec<(String, PathBuf)>,
+    /// Candidate builds of the Rust kernels, by name (timed as `rust-<name>`):
+    /// folders holding `bench-kernels` and `allreduce-kernels`.
+    pub rust: Vec<(String, PathBuf)>,
     /// Where `libnccl.so` is looked up (by name, on the library path) unless this is set.
     pub nccl: bool,
     /// Timed launches per case.
@@ -55,6 +58,7 @@ impl Default for Options {
             check: false,
             quick: false,
             cpp: Vec::new(),
+            rust: Vec::new(),
             nccl: true,
             reps: 15,
             warmup: 3,
@@ -176,6 +180,17 @@ impl<'a> Bench<'a> {
             modules: vec![rust_bench.clone(), rust_ar.clone()],
         }];
         let mut info = Vec::new();
+        for (name, dir) in &opts.rust {
+            let modules = vec![
+                nv.load_module_in(dir, "bench-kernels")?,
+                nv.load_module_in(dir, "allreduce-kernels")?,
+            ];
+            info.push((format!("rust-{name}"), dir.display().to_string()));
+            impls.push(Impl {
+                name: format!("rust-{name}"),
+                modules,
+            });
+        }
         for (name, path) in &opts.cpp {
             match load_cpp(nv, name, path, &[rust_bench.manifest(), rust_ar.manifest()]) {
                 Ok(i) => impls.push(i),

@@ -163,17 +163,19 @@ unsafe fn source_tile(
 
 /// Sums `buf[t0..t0 + tlen]` over every PE, in PE order (so every PE that
 /// computes an element computes it bit for bit the same). This thread's share:
-/// vectors `u * block_dim + tid` of the tile, and scalar `tid` of a tail.
+/// vectors `u * block_dim + tid` of the tile (`U` of them), and scalar `tid`
+/// of a tail. A tile of `U` other than [`UNROLL`] must not need `scratch`
+/// (every peer direct).
 #[inline(always)]
-unsafe fn sum_tile(
+unsafe fn sum_tile<const U: usize>(
     buf: SymPtr<f32>,
     t0: usize,
     tlen: usize,
     scratch: SymPtr<f32>,
-) -> ([F4; UNROLL], f32) {
+) -> ([F4; U], f32) {
     let (tid, bdim) = (thread_idx_x() as usize, block_dim_x() as usize);
     let (vecs, tail) = (tlen / 4, tlen % 4);
-    let mut acc = [F4::ZERO; UNROLL];
+    let mut acc = [F4::ZERO; U];
     let mut acc_tail = 0.0f32;
     for j in 0..n_pes() {
         let src = unsafe { source_tile(buf, t0, tlen, Pe::new(j), scratch) };
@@ -192,7 +194,7 @@ unsafe fn sum_tile(
 
 /// Stores this thread's share of a tile sum at `dst` (the tile's first element).
 #[inline(always)]
-unsafe fn store_tile(dst: *mut f32, tlen: usize, acc: &[F4; UNROLL], acc_tail: f32) {
+unsafe fn store_tile<const U: usize>(dst: *mut f32, tlen: usize, acc: &[F4; U], acc_tail: f32) {
     let (tid, bdim) = (thread_idx_x() as usize, block_dim_x() as usize);
     let (vecs, tail) = (tlen / 4, tlen % 4);
     for (u, a) in acc.iter().enumerate() {
@@ -261,11 +263,60 @@ pub unsafe fn allreduce_oneshot(
     let mut t0 = s;
     while t0 < s + len {
         let tlen = tile.min(s + len - t0);
-        let (acc, acc_tail) = unsafe { sum_tile(stage, t0, tlen, scratch) };
+        let (acc, acc_tail) = unsafe { sum_tile::<UNROLL>(stage, t0, tlen, scratch) };
         unsafe { store_tile(data.as_ptr().add(t0), tlen, &acc, acc_tail) };
         t0 += tile;
     }
     complete_signals();
+}
+
+/// Whether `allreduce_rs_ag` sums two tiles per step (`2 · UNROLL` 16-byte
+/// loads in flight per thread instead of `UNROLL`) when every peer is direct:
+/// the `wide` feature, a candidate for `cargo xtask bench --candidates`.
+const WIDE: bool = cfg!(feature = "wide");
+
+/// Whether every PE's `buf` is reachable with loads and stores.
+#[inline(always)]
+fn all_direct(buf: SymPtr<f32>) -> bool {
+    (0..n_pes()).all(|j| ptr(buf, Pe::new(j)).is_some())
+}
+
+/// One tile of [`allreduce_rs_ag`]: sums `data[t0..t0 + tlen]` over every PE
+/// and stores the sum into every PE. Returns whether some peer was sent to
+/// through NVSHMEM (the caller's `quiet` then completes it).
+///
+/// # Safety
+/// As [`allreduce_rs_ag`]; `U` other than [`UNROLL`] only when every peer is direct.
+#[inline(always)]
+unsafe fn rs_ag_tile<const U: usize>(
+    data: SymPtr<f32>,
+    scratch: SymPtr<f32>,
+    (t0, tlen): (usize, usize),
+    (me, np): (Pe, u32),
+) -> bool {
+    let mut indirect = false;
+    let (acc, acc_tail) = unsafe { sum_tile::<U>(data, t0, tlen, scratch) };
+    // This PE's copy first: indirect peers are sent from it.
+    unsafe { store_tile(data.as_ptr().add(t0), tlen, &acc, acc_tail) };
+    for j in 0..np {
+        if j == me.index() {
+            continue;
+        }
+        let at = unsafe { data.add(t0) };
+        match ptr(at, Pe::new(j)) {
+            Some(p) => unsafe { store_tile(p.as_ptr(), tlen, &acc, acc_tail) },
+            None => {
+                indirect = true;
+                fence_system();
+                sync_threads();
+                // NVSHMEM's own path, as in `source_tile`.
+                unsafe {
+                    ffi::nvshmemx_float_put_nbi_block(at.as_ptr(), at.as_ptr(), tlen, j as i32)
+                };
+            }
+        }
+    }
+    indirect
 }
 
 /// Reduce-scatter + all-gather of `data[0..n]`, in place, fused into one pass.
@@ -286,7 +337,9 @@ pub unsafe fn allreduce_oneshot(
 /// # Safety
 /// As for [`allreduce_oneshot`], without `stage`; `done` holds
 /// `grid * n_pes` words too.
-#[nvshmem_device::kernel]
+// The host launches 512 threads: at most 128 registers (the `wide` tiles
+// would take more).
+#[nvshmem_device::kernel(max_threads = 512)]
 pub unsafe fn allreduce_rs_ag(
     data: SymPtr<f32>,
     scratch: SymPtr<f32>,
@@ -303,32 +356,21 @@ pub unsafe fn allreduce_rs_ag(
         announce(ready, epoch);
         await_all(ready, epoch);
     }
-    let tile = block_dim_x() as usize * UNROLL * 4;
+    // Wide tiles (feature `wide`) only when no peer needs `scratch`, which
+    // holds one tile of `UNROLL`.
+    let wide = WIDE && all_direct(data);
+    let tile = block_dim_x() as usize * UNROLL * 4 * if wide { 2 } else { 1 };
     let mut indirect = false;
     let mut t0 = s;
     while t0 < s + len {
         let tlen = tile.min(s + len - t0);
-        let (acc, acc_tail) = unsafe { sum_tile(data, t0, tlen, scratch) };
-        // This PE's copy first: indirect peers are sent from it.
-        unsafe { store_tile(data.as_ptr().add(t0), tlen, &acc, acc_tail) };
-        for j in 0..np {
-            if j == me.index() {
-                continue;
+        indirect |= unsafe {
+            if wide {
+                rs_ag_tile::<{ 2 * UNROLL }>(data, scratch, (t0, tlen), (me, np))
+            } else {
+                rs_ag_tile::<UNROLL>(data, scratch, (t0, tlen), (me, np))
             }
-            let at = unsafe { data.add(t0) };
-            match ptr(at, Pe::new(j)) {
-                Some(p) => unsafe { store_tile(p.as_ptr(), tlen, &acc, acc_tail) },
-                None => {
-                    indirect = true;
-                    fence_system();
-                    sync_threads();
-                    // NVSHMEM's own path, as in `source_tile`.
-                    unsafe {
-                        ffi::nvshmemx_float_put_nbi_block(at.as_ptr(), at.as_ptr(), tlen, j as i32)
-                    };
-                }
-            }
-        }
+        };
         t0 += tile;
     }
     if indirect {

@@ -12,11 +12,9 @@
 //! band height in tile rows (1: row-major order).
 #![no_std]
 
-use nvshmem_device::cp_async::SharedAddr;
 use nvshmem_device::half::bf16;
-use nvshmem_device::thread::block_idx_x;
-use nvshmem_device::{kernel, shared};
-use tc_gemm_tiles::{raster, sm80};
+use nvshmem_device::kernel;
+use tc_gemm_tiles::sm80;
 
 nvshmem_device::panic_handler!();
 
@@ -41,26 +39,54 @@ pub unsafe fn gemm_bf16_mma(
     k: u32,
     group: u32,
 ) {
-    let (m, n, k) = (m as usize, n as usize, k as usize);
-    let (mt, nt) = (m / sm80::BM, n / sm80::BN);
-    let t = block_idx_x() as usize;
-    if t >= mt * nt {
-        return;
-    }
-    let (tm, tn) = raster::grouped(t, mt, nt, group as usize);
-    let (m0, n0) = (tm * sm80::BM, tn * sm80::BN);
-    // SAFETY: a whole tile inside A, B and C (the caller's sizes).
-    unsafe {
-        let acc = sm80::mainloop(
-            a.add(m0 * k),
-            k,
-            b.add(n0 * k),
-            k,
-            k,
-            SharedAddr::from_ptr(shared::dynamic_base()),
-        );
-        sm80::store_bf16(&acc, c, n, (m0, n0));
-    }
+    let dims = (m as usize, n as usize, k as usize);
+    // SAFETY: the caller's sizes and launch.
+    unsafe { sm80::gemm::<sm80::Base>(a, b, c, dims, group as usize) };
+}
+
+/// The GEMM benchmark's `mma.sync` candidates (issue 24): [`gemm_bf16_mma`]
+/// with another `sm80::Config` each (`sm80::candidates`), the same
+/// arguments; the host's `tensor::mma::CANDIDATES` gives each one's tile,
+/// threads and shared memory. No `max_threads` (the builder reads it only
+/// outside macros): ptxas may use up to 255 registers, which 256 threads
+/// still fit.
+macro_rules! mma_candidates {
+    ($($(#[$doc:meta])* $name:ident: $cfg:ident;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As [`gemm_bf16_mma`], with the configuration's tile, threads and
+        /// shared memory.
+        #[kernel]
+        pub unsafe fn $name(
+            a: *const bf16,
+            b: *const bf16,
+            c: *mut bf16,
+            m: u32,
+            n: u32,
+            k: u32,
+            group: u32,
+        ) {
+            let dims = (m as usize, n as usize, k as usize);
+            // SAFETY: the caller's sizes and launch.
+            unsafe { sm80::gemm::<sm80::candidates::$cfg>(a, b, c, dims, group as usize) };
+        }
+    )*};
+}
+
+mma_candidates! {
+    /// 128 × 128, BK 64, 3 stages.
+    gemm_bf16_mma_k64: K64;
+    /// 128 × 128, BK 32, 4 stages, fragments prefetched one k16 step ahead.
+    gemm_bf16_mma_pf: Prefetch;
+    /// 128 × 128, BK 64, 3 stages, fragments prefetched.
+    gemm_bf16_mma_k64_pf: K64Prefetch;
+    /// 256 × 128 on 256 threads, BK 32, 4 stages.
+    gemm_bf16_mma_256x128: M256;
+    /// 256 × 128 on 256 threads, BK 64, 3 stages.
+    gemm_bf16_mma_256x128_k64: M256K64;
+    /// 128 × 256 on 256 threads, BK 32, 4 stages.
+    gemm_bf16_mma_128x256: N256;
 }
 
 #[cfg(feature = "sm90a")]

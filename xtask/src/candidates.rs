@@ -1,0 +1,115 @@
+//! Candidates of the benchmark's slow families (issue 24): the benchmark's
+//! kernels (`bench/kernel`) and the all-reduce kernels built again with other
+//! device code, each into a folder of its own, so that one `nvshmem-bench`
+//! run times every candidate beside the default build and the C++ twins
+//! (`--rust NAME=DIR`).
+
+use nvshmem_builder::{Builder, Version};
+use std::path::{Path, PathBuf};
+
+/// One candidate: a name, what it changes, and the cargo features of the
+/// two kernel crates that make it.
+pub struct Candidate {
+    /// The implementation name in the results is `rust-<name>`.
+    pub name: &'static str,
+    /// What it changes.
+    pub what: &'static str,
+    /// Features of `bench-kernels`.
+    bench: &'static [&'static str],
+    /// Features of `allreduce-kernels`.
+    allreduce: &'static [&'static str],
+}
+
+/// Every candidate, timed beside the default build.
+pub const CANDIDATES: &[Candidate] = &[
+    Candidate {
+        name: "no-inline8",
+        what: "the default before: copies of at most 8 bytes through the out-of-line general loop",
+        bench: &["nvshmem-device/copy-no-inline8"],
+        allreduce: &[],
+    },
+    Candidate {
+        name: "pipe",
+        what: "the 16-byte copy loop software-pipelined (8 loads in flight) in every scope",
+        bench: &["nvshmem-device/copy-pipe"],
+        allreduce: &[],
+    },
+    Candidate {
+        name: "pipe-scope",
+        what: "the pipelined copy loop in thread and block scope only (warp scope as the default)",
+        bench: &["nvshmem-device/copy-pipe-scope"],
+        allreduce: &[],
+    },
+    Candidate {
+        name: "rsag-wide",
+        what: "allreduce_rs_ag sums two tiles per step (8 16-byte loads in flight) when every peer is direct",
+        bench: &[],
+        allreduce: &["wide"],
+    },
+];
+
+/// The kernel crates of a candidate, relative to the repository.
+const CRATES: [(&str, &str); 2] = [
+    ("bench/kernel", "bench-kernels"),
+    ("examples/allreduce/kernel", "allreduce-kernels"),
+];
+
+/// Builds every candidate into `out/<name>/nvshmem-<version>/<arch>/`;
+/// returns `(name, that folder)` of each.
+pub fn build(
+    root: &Path,
+    out: &Path,
+    version: Version,
+    arch: &str,
+) -> Result<Vec<(String, PathBuf)>, String> {
+    let mut built = Vec::new();
+    for c in CANDIDATES {
+        println!("candidate {}: {}", c.name, c.what);
+        let dir = out.join(c.name);
+        for ((krate, name), features) in CRATES.iter().zip([c.bench, c.allreduce]) {
+            let mut b = Builder::new(root.join(krate))
+                .arch(arch)
+                .nvshmem_version(version)
+                .target_dir(root.join("target/nvshmem-kernels"))
+                .out_dir(&dir);
+            for f in features {
+                b = b.feature(*f);
+            }
+            let o = b.build().map_err(|e| format!("candidate {}: {name}: {e}", c.name))?;
+            let regs: Vec<String> = o
+                .manifest
+                .kernels
+                .iter()
+                .filter(|k| k.name.starts_with("bw_") || k.name.starts_with("allreduce_"))
+                .filter_map(|k| Some(format!("{} {}", k.name, k.registers?)))
+                .collect();
+            println!("candidate {}: {name}: registers {}", c.name, regs.join(", "));
+        }
+        built.push((
+            c.name.to_string(),
+            dir.join(format!("nvshmem-{version}")).join(arch),
+        ));
+    }
+    Ok(built)
+}
+
+/// The candidates already built under `dir` (`<dir>/<name>/nvshmem-<version>/<arch>/`
+/// holding both crates' cubins or PTX), in [`CANDIDATES`] order.
+pub fn find(dir: &Path, version: Version, arch: &str) -> Vec<(String, PathBuf)> {
+    CANDIDATES
+        .iter()
+        .map(|c| {
+            (
+                c.name.to_string(),
+                dir.join(c.name)
+                    .join(format!("nvshmem-{version}"))
+                    .join(arch),
+            )
+        })
+        .filter(|(_, d)| {
+            CRATES
+                .iter()
+                .all(|(_, k)| d.join(format!("{k}.json")).is_file())
+        })
+        .collect()
+}
