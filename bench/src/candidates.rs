@@ -69,11 +69,7 @@ fn rust_impls(records: &[Record]) -> Vec<String> {
 
 /// `imp`'s time over C++'s (`cpp`) on the rows of `family`: the geomean,
 /// the count above 1.00 and the rows compared.
-pub fn family_ratio(
-    records: &[Record],
-    imp: &str,
-    family: &Family,
-) -> Option<(f64, usize, usize)> {
+pub fn family_ratio(records: &[Record], imp: &str, family: &Family) -> Option<(f64, usize, usize)> {
     let ratios: Vec<f64> = rows(records)
         .iter()
         .filter(|r| (family.rows)(&r.key.0, &r.key.1, r.key.2))
@@ -177,7 +173,13 @@ mod tests {
         let (g, over, n) = family_ratio(&recs, "rust", &FAMILIES[0]).unwrap();
         assert!((g - (1.5f64 * 0.5).sqrt()).abs() < 1e-9 && over == 1 && n == 2);
         let t = table(&[("a".into(), recs.clone()), ("b".into(), recs)]);
-        assert!(t.contains("| put/get thread 32 KiB | rust-pipe | 1.200 (1/1 > 1) | 1.200 (1/1 > 1) |"), "{t}");
-        assert!(t.contains("- worst of rust: put_bw thread 32 KiB 1.50"), "{t}");
+        assert!(
+            t.contains("| put/get thread 32 KiB | rust-pipe | 1.200 (1/1 > 1) | 1.200 (1/1 > 1) |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("- worst of rust: put_bw thread 32 KiB 1.50"),
+            "{t}"
+        );
     }
 }

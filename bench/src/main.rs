@@ -203,10 +203,7 @@ fn run(args: RunArgs) -> Res<bool> {
     let ok = bench.failures.is_empty();
     if lead && !check {
         println!("\n{}", report::table(&bench.records));
-        println!(
-            "{}",
-            report::targets(&bench.records, Some(nv.n_pes()))
-        );
+        println!("{}", report::targets(&bench.records, Some(nv.n_pes())));
         if let Some(path) = csv {
             std::fs::write(&path, report::to_csv(&bench.info, &bench.records))?;
             println!("wrote {}", path.display());

@@ -523,7 +523,10 @@ mod tests {
         let g = targets(&r2, Some(2));
         assert!(g.contains("3.00×"), "{g}");
         let g1 = targets(&r2, Some(1));
-        assert!(g1.contains("not comparable at 1 PE") && !g1.contains("3.00×"), "{g1}");
+        assert!(
+            g1.contains("not comparable at 1 PE") && !g1.contains("3.00×"),
+            "{g1}"
+        );
         assert_eq!(pes_of(&[("PEs".into(), "2, 2 per GPU".into())]), Some(2));
         let dir = std::env::temp_dir().join(format!("nvshmem-bench-test-{}", std::process::id()));
         let files = plots(&r2, &dir, "1 PE").unwrap();

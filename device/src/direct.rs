@@ -323,7 +323,9 @@ mod tests {
                 for doff in 0..9 {
                     let mut dst = Buf([0; 32]);
                     // SAFETY: offsets + len stay within both 32-byte buffers.
-                    unsafe { copy_small(dst.0.as_mut_ptr().add(doff), src.0.as_ptr().add(soff), len) };
+                    unsafe {
+                        copy_small(dst.0.as_mut_ptr().add(doff), src.0.as_ptr().add(soff), len)
+                    };
                     for (i, &b) in dst.0.iter().enumerate() {
                         let want = if (doff..doff + len).contains(&i) {
                             src.0[soff + i - doff]

@@ -367,7 +367,11 @@ impl Gemm {
     ) -> Res<()> {
         let (cand, kernel) = self.candidates.get(i).ok_or("no such candidate")?;
         if !(m.is_multiple_of(cand.bm) && n.is_multiple_of(cand.bn) && k.is_multiple_of(cand.bk)) {
-            return Err(format!("{}: {m} × {n} × {k} is not a multiple of its tile", cand.kernel).into());
+            return Err(format!(
+                "{}: {m} × {n} × {k} is not a multiple of its tile",
+                cand.kernel
+            )
+            .into());
         }
         let tiles = (m / cand.bm) * (n / cand.bn);
         let cfg = LaunchConfig::new(tiles as u32, cand.threads).shared_mem_bytes(cand.smem);

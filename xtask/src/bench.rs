@@ -118,9 +118,19 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     for (name, dir) in &candidates {
         let cubin = dir.join("bench-kernels.cubin");
         if cubin.is_file() {
-            dump(nvcc_cuobjdump().as_deref(), &cubin, &sass, &format!("rust-{name}-bench-kernels"));
+            dump(
+                nvcc_cuobjdump().as_deref(),
+                &cubin,
+                &sass,
+                &format!("rust-{name}-bench-kernels"),
+            );
             let ar = dir.join("allreduce-kernels.cubin");
-            dump(nvcc_cuobjdump().as_deref(), &ar, &sass, &format!("rust-{name}-allreduce-kernels"));
+            dump(
+                nvcc_cuobjdump().as_deref(),
+                &ar,
+                &sass,
+                &format!("rust-{name}-allreduce-kernels"),
+            );
         }
     }
     if args.build_only {

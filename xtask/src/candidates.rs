@@ -75,7 +75,9 @@ pub fn build(
             for f in features {
                 b = b.feature(*f);
             }
-            let o = b.build().map_err(|e| format!("candidate {}: {name}: {e}", c.name))?;
+            let o = b
+                .build()
+                .map_err(|e| format!("candidate {}: {name}: {e}", c.name))?;
             let regs: Vec<String> = o
                 .manifest
                 .kernels
@@ -83,7 +85,11 @@ pub fn build(
                 .filter(|k| k.name.starts_with("bw_") || k.name.starts_with("allreduce_"))
                 .filter_map(|k| Some(format!("{} {}", k.name, k.registers?)))
                 .collect();
-            println!("candidate {}: {name}: registers {}", c.name, regs.join(", "));
+            println!(
+                "candidate {}: {name}: registers {}",
+                c.name,
+                regs.join(", ")
+            );
         }
         built.push((
             c.name.to_string(),

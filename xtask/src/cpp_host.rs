@@ -195,7 +195,14 @@ fn build(nvcc: &Nvcc, root: &Path, k: &Kernels, build: &Path) -> Result<PathBuf,
         format!("-DNVSHMEM_RS_PTX_DIR=\"{}\"", k.dir.display()),
     ];
     let source = root.join("examples/cpp_host/main.cu");
-    program(nvcc, version, &k.manifest.arch, (&source, &flags), build, "cpp_host")
+    program(
+        nvcc,
+        version,
+        &k.manifest.arch,
+        (&source, &flags),
+        build,
+        "cpp_host",
+    )
 }
 
 /// A C++ host program: `source` compiled with nvcc -rdc (and `flags`) for

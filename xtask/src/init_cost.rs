@@ -149,7 +149,9 @@ fn parse(line: &str) -> Run {
 fn median(runs: &[Run], imp: &str, heap: &str, key: &str) -> Option<f64> {
     let mut v: Vec<f64> = runs
         .iter()
-        .filter(|r| r.get("impl").is_some_and(|i| i == imp) && r.get("heap").is_some_and(|h| h == heap))
+        .filter(|r| {
+            r.get("impl").is_some_and(|i| i == imp) && r.get("heap").is_some_and(|h| h == heap)
+        })
         .filter_map(|r| r.get(key)?.parse().ok())
         .collect();
     v.sort_by(f64::total_cmp);
@@ -164,13 +166,20 @@ fn summary(runs: &[Run], heaps: &[String]) -> String {
         ("dlopen_ms", "host library dlopen"),
         ("driver_ms", "driver load + cuInit"),
         ("context_ms", "CUDA context"),
-        ("nvshmem_init_ms", "NVSHMEM init (hostlib_init_attr / nvshmemx_init_attr)"),
+        (
+            "nvshmem_init_ms",
+            "NVSHMEM init (hostlib_init_attr / nvshmemx_init_attr)",
+        ),
         ("finalize_ms", "finalize"),
     ];
-    let mut s = String::from("| heap | step | Rust ms | C++ ms | Rust/C++ |\n|---|---|---:|---:|---:|\n");
+    let mut s =
+        String::from("| heap | step | Rust ms | C++ ms | Rust/C++ |\n|---|---|---:|---:|---:|\n");
     for heap in heaps {
         for (key, what) in keys {
-            let (r, c) = (median(runs, "rust", heap, key), median(runs, "cpp", heap, key));
+            let (r, c) = (
+                median(runs, "rust", heap, key),
+                median(runs, "cpp", heap, key),
+            );
             let f = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.1}"));
             let ratio = match (r, c) {
                 (Some(r), Some(c)) if c > 0.0 => format!("{:.2}", r / c),
@@ -189,14 +198,24 @@ mod tests {
     #[test]
     fn init_lines_and_medians() {
         let mut runs = Vec::new();
-        for (imp, ms) in [("rust", "930.0"), ("cpp", "860.0"), ("rust", "940.0"), ("cpp", "870.0")] {
-            let mut r = parse(&format!("INIT {imp} heap=default total_ms={ms} dlopen_ms=1.0"));
+        for (imp, ms) in [
+            ("rust", "930.0"),
+            ("cpp", "860.0"),
+            ("rust", "940.0"),
+            ("cpp", "870.0"),
+        ] {
+            let mut r = parse(&format!(
+                "INIT {imp} heap=default total_ms={ms} dlopen_ms=1.0"
+            ));
             r.insert("wall_ms".into(), ms.into());
             runs.push(r);
         }
         assert_eq!(runs[0]["total_ms"], "930.0");
         assert_eq!(median(&runs, "rust", "default", "wall_ms"), Some(930.0));
         let t = summary(&runs, &["default".into()]);
-        assert!(t.contains("| default | process wall (outside) | 930.0 | 860.0 | 1.08 |"), "{t}");
+        assert!(
+            t.contains("| default | process wall (outside) | 930.0 | 860.0 | 1.08 |"),
+            "{t}"
+        );
     }
 }

@@ -353,17 +353,7 @@ impl Runner {
                 self.record("cpp-host", c);
             }
             Mode::Bench => {
-                let mut c = self.xtask("bench");
-                c.arg("--ptx-dir")
-                    .arg(&ptx)
-                    .arg("--bench-ptx-dir")
-                    .arg(self.ptx("ptx-bench", "3.4.5"))
-                    .arg("--bench")
-                    .arg(self.bin("nvshmem-bench"))
-                    .arg("--launcher")
-                    .arg(self.bin("nvshmem-run"))
-                    .arg("--results")
-                    .arg(self.out.join("bench"));
+                let c = self.bench(&ptx, &self.out.join("bench"));
                 self.record("bench", c);
             }
             Mode::Perf => self.perf(&ptx)?,
@@ -439,20 +429,10 @@ impl Runner {
         // 3-6. The benchmark with every candidate: 1 PE, the GEMMs, 1 PE
         // again (the spread), 2 PEs.
         let bench = |r: &Runner, pes: &str, results: &str| {
-            let mut c = r.xtask("bench");
+            let mut c = r.bench(ptx, &work.join(results));
             c.args(["--pes", pes, "--no-lto", "--no-plots", "--timeout", "240"])
                 .arg("--candidates")
                 .arg(r.pack.join("candidates"))
-                .arg("--ptx-dir")
-                .arg(ptx)
-                .arg("--bench-ptx-dir")
-                .arg(r.ptx("ptx-bench", "3.4.5"))
-                .arg("--bench")
-                .arg(r.bin("nvshmem-bench"))
-                .arg("--launcher")
-                .arg(r.bin("nvshmem-run"))
-                .arg("--results")
-                .arg(work.join(results))
                 .args(["--", "--no-nccl"]);
             c
         };
@@ -474,7 +454,8 @@ impl Runner {
         keep("bench-a/pe2.csv", "perf-pe2.csv");
         // The summary: candidates per family over the three runs, the GEMM
         // lines, the launch and init comparisons.
-        let mut summary = String::from("# issue 24 run\n\n## Rust/C++ time per family, every candidate\n\n");
+        let mut summary =
+            String::from("# issue 24 run\n\n## Rust/C++ time per family, every candidate\n\n");
         let csvs: Vec<PathBuf> = ["bench-a/pe1.csv", "bench-b/pe1.csv", "bench-a/pe2.csv"]
             .iter()
             .map(|f| work.join(f))
@@ -497,9 +478,13 @@ impl Runner {
                 .collect()
         };
         summary += "\n## GEMM, bf16, % of cuBLAS (registers in the log)\n\n";
-        summary += &lines("perf-gemm.log", &|l| l.contains("cuBLAS") || l.contains("registers"));
+        summary += &lines("perf-gemm.log", &|l| {
+            l.contains("cuBLAS") || l.contains("registers")
+        });
         summary += "\n## Launch: this crate against the raw driver calls\n\n";
-        summary += &lines("perf-costs.log", &|l| l.contains("launch") || l.contains("init"));
+        summary += &lines("perf-costs.log", &|l| {
+            l.contains("launch") || l.contains("init")
+        });
         summary += "\n## Init at 1 PE, Rust against C++ (medians)\n\n";
         summary += &lines("perf-init.log", &|l| l.starts_with('|'));
         let _ = std::fs::write(out.join("perf-summary.md"), &summary);
@@ -517,6 +502,22 @@ impl Runner {
         }
         self.out = out;
         Ok(())
+    }
+
+    /// `xtask bench` on the pack's programs and kernels, results in `results`.
+    fn bench(&self, ptx: &Path, results: &Path) -> Command {
+        let mut c = self.xtask("bench");
+        c.arg("--ptx-dir")
+            .arg(ptx)
+            .arg("--bench-ptx-dir")
+            .arg(self.ptx("ptx-bench", "3.4.5"))
+            .arg("--bench")
+            .arg(self.bin("nvshmem-bench"))
+            .arg("--launcher")
+            .arg(self.bin("nvshmem-run"))
+            .arg("--results")
+            .arg(results);
+        c
     }
 
     /// This pack's `xtask TASK`, run in the checkout above the pack (whose

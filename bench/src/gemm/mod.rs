@@ -246,10 +246,16 @@ impl Run<'_> {
         let candidates: Vec<(String, Box<dyn Fn() -> Res<()> + '_>)> = if self.o.candidates {
             (0..gemm.candidates().len())
                 .map(|i| {
-                    let name = gemm.candidates()[i].0.kernel.trim_start_matches("gemm_bf16_");
+                    let name = gemm.candidates()[i]
+                        .0
+                        .kernel
+                        .trim_start_matches("gemm_bf16_");
                     // SAFETY: as `run_mma`; the candidate checks the sizes against its tile.
                     let f = move || unsafe { gemm.mma_candidate(nv, i, ptrs, dims, group) };
-                    (name.to_string(), Box::new(f) as Box<dyn Fn() -> Res<()> + '_>)
+                    (
+                        name.to_string(),
+                        Box::new(f) as Box<dyn Fn() -> Res<()> + '_>,
+                    )
                 })
                 .collect()
         } else {

@@ -174,6 +174,8 @@ unsafe fn load_frags<C: Config>(a_base: SharedAddr, b_base: SharedAddr, kk: u32)
 }
 
 /// Computes one K-stage from ring slot `slot` into `acc` (this warp's 64 × 64).
+// The last unrolled step's `cur = next` is never read.
+#[allow(unused_assignments)]
 #[inline(always)]
 unsafe fn compute_stage<C: Config>(acc: &mut Acc, smem: SharedAddr, slot: usize) {
     let a_base = smem.add(slot as u32 * C::STAGE_BYTES);
@@ -411,62 +413,36 @@ pub unsafe fn gemm<C: Config>(
 pub mod candidates {
     use super::Config;
 
-    /// 128 × 128, BK 64 in 3 stages (96 KiB): half the barriers and waits per K.
-    pub struct K64;
-    impl Config for K64 {
-        const WARPS_M: u32 = 2;
-        const WARPS_N: u32 = 2;
-        const BK: usize = 64;
-        const STAGES: usize = 3;
+    /// `Name = (WARPS_M, WARPS_N, BK, STAGES, PREFETCH);` as a [`Config`].
+    macro_rules! configs {
+        ($($(#[$doc:meta])* $name:ident = ($wm:literal, $wn:literal, $bk:literal, $stages:literal, $pf:literal);)*) => {$(
+            $(#[$doc])*
+            pub struct $name;
+            impl Config for $name {
+                const WARPS_M: u32 = $wm;
+                const WARPS_N: u32 = $wn;
+                const BK: usize = $bk;
+                const STAGES: usize = $stages;
+                const PREFETCH: bool = $pf;
+            }
+        )*};
     }
 
-    /// The kernels' tile with the next k16 step's fragments loaded before
-    /// the current step's MMAs.
-    pub struct Prefetch;
-    impl Config for Prefetch {
-        const WARPS_M: u32 = 2;
-        const WARPS_N: u32 = 2;
-        const BK: usize = 32;
-        const STAGES: usize = 4;
-        const PREFETCH: bool = true;
-    }
-
-    /// [`K64`] with prefetched fragments.
-    pub struct K64Prefetch;
-    impl Config for K64Prefetch {
-        const WARPS_M: u32 = 2;
-        const WARPS_N: u32 = 2;
-        const BK: usize = 64;
-        const STAGES: usize = 3;
-        const PREFETCH: bool = true;
-    }
-
-    /// 256 × 128 on 8 warps, BK 32, 4 stages (96 KiB): a third less L2
-    /// traffic per flop than 128 × 128.
-    pub struct M256;
-    impl Config for M256 {
-        const WARPS_M: u32 = 4;
-        const WARPS_N: u32 = 2;
-        const BK: usize = 32;
-        const STAGES: usize = 4;
-    }
-
-    /// 256 × 128, BK 64 in 3 stages (144 KiB).
-    pub struct M256K64;
-    impl Config for M256K64 {
-        const WARPS_M: u32 = 4;
-        const WARPS_N: u32 = 2;
-        const BK: usize = 64;
-        const STAGES: usize = 3;
-    }
-
-    /// 128 × 256 on 8 warps, BK 32, 4 stages (96 KiB).
-    pub struct N256;
-    impl Config for N256 {
-        const WARPS_M: u32 = 2;
-        const WARPS_N: u32 = 4;
-        const BK: usize = 32;
-        const STAGES: usize = 4;
+    configs! {
+        /// 128 × 128, BK 64 in 3 stages (96 KiB): half the barriers and waits per K.
+        K64 = (2, 2, 64, 3, false);
+        /// The kernels' tile with the next k16 step's fragments loaded before
+        /// the current step's MMAs.
+        Prefetch = (2, 2, 32, 4, true);
+        /// [`K64`] with prefetched fragments.
+        K64Prefetch = (2, 2, 64, 3, true);
+        /// 256 × 128 on 8 warps, BK 32, 4 stages (96 KiB): a third less L2
+        /// traffic per flop than 128 × 128.
+        M256 = (4, 2, 32, 4, false);
+        /// 256 × 128, BK 64 in 3 stages (144 KiB).
+        M256K64 = (4, 2, 64, 3, false);
+        /// 128 × 256 on 8 warps, BK 32, 4 stages (96 KiB).
+        N256 = (2, 4, 32, 4, false);
     }
 }
 
