@@ -27,6 +27,12 @@
 //! }
 //! ```
 //!
+//! A program whose build script built the kernels launches them through
+//! their typed [`bindings`] instead, one function per kernel with the
+//! kernel's parameter types, so that a wrong argument does not compile:
+//! `nvshmem_host::include_kernels!(kernels);` then
+//! `kernels::scale(&k, stream, blocks, 256, &buf, n as u32)?`.
+//!
 //! # Layers
 //! As in cudarc: [`sys`] (bindgen's raw FFI: one function table, loaded at
 //! run time, and what differs per NVSHMEM version) → [`library`] (finding
@@ -48,6 +54,7 @@
 //!   `mpirun`, `srun`, MPICH's `mpiexec` or `torchrun`: see [`bootstrap`].
 #![warn(missing_docs)]
 
+pub mod bindings;
 pub mod bootstrap;
 mod collectives;
 mod driver;
@@ -72,11 +79,14 @@ mod team;
 pub mod tensor_map;
 mod uniqueid;
 
+pub use bindings::{AsDevicePtr, AsSymPtr};
 pub use bootstrap::Bootstrap;
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaStream};
 pub use driver::device_count as gpu_count;
 pub use error::{Error, Result, take_drop_error};
+/// The `half` crate: [`half::f16`] and [`half::bf16`] kernel arguments.
+pub use half;
 pub use init::InitOptions;
 pub use kernel::Kernel;
 pub use launch::{Dim3, KernelArgs, KernelParam, LaunchConfig};
