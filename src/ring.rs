@@ -7,6 +7,8 @@
 use nvshmem_host::{Nvshmem, Result};
 use std::time::{Duration, Instant};
 
+nvshmem_host::include_kernels!(ring_kernels);
+
 /// What one run of the ring gave on this PE.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RingOutcome {
@@ -80,21 +82,13 @@ pub fn run(nv: &Nvshmem, laps: u64) -> Result<RingOutcome> {
     let send = nv.alloc_zeroed::<u64>(1)?;
     let signal = nv.alloc_zeroed::<u64>(1)?;
     let out = nv.alloc_zeroed::<u64>(1)?;
-    let module = nv.load_module_in(crate::ptx_dir(), "ring-kernels")?;
-    let ring = module.kernel("ring_pass")?;
-    let args = (
-        token.sym_ptr(),
-        send.sym_ptr(),
-        signal.sym_ptr(),
-        laps,
-        out.device_ptr(),
-    );
+    let kernels = ring_kernels::Kernels::load_in(nv, crate::ptx_dir())?;
 
     nv.barrier_all_on_stream(stream)?;
     nv.synchronize(stream)?;
     let start = Instant::now();
     // SAFETY: ring_pass touches one u64 of each symmetric buffer and `out` locally.
-    unsafe { ring.launch(stream, 1, 1, args)? };
+    unsafe { ring_kernels::ring_pass(&kernels, stream, 1, 1, &token, &send, &signal, laps, &out)? };
     nv.synchronize(stream)?;
     let elapsed = start.elapsed();
     nv.barrier_all_on_stream(stream)?;

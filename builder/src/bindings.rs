@@ -305,21 +305,8 @@ fn generic_arg(p: &syn::TypePath) -> Option<&syn::Type> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::header::tests::manifest;
     use crate::manifest::ParamInfo;
-
-    fn manifest(kernels: Vec<KernelInfo>) -> Manifest {
-        Manifest {
-            format: 1,
-            crate_name: "ring-kernels".into(),
-            nvshmem_version: "3.4.5".into(),
-            arch: "sm_90".into(),
-            ptx_isa: "8.3".into(),
-            ptx: "ring-kernels.ptx".into(),
-            cubin: None,
-            device_link: None,
-            kernels,
-        }
-    }
 
     fn params(names: &[&str]) -> Vec<ParamInfo> {
         names

@@ -12,7 +12,7 @@
 //! | `SymPtr<T>` | `impl AsSymPtr<T>`: `&SymBuffer<T>`, `SymView<T>` or `SymPtr<T>` |
 //! | `*const T`, `*mut T` | `impl AsDevicePtr<T>`: `&SymBuffer<T>`, `SymView<T>` or `DevicePtr<T>` |
 //! | numbers, `bool`, `f16`, `bf16`, `Pe`, `Team`, arrays of them | the same type, by value |
-//! | a `#[repr(C)]` struct of the kernel crate | the kernel crate's own struct, by value (it derives `KernelParam` there, and the host program depends on the kernel crate) |
+//! | a `#[repr(C)]` struct of the kernel crate | the kernel crate's own struct, by value (it derives `KernelParam` there, and the host program depends on the kernel crate; the struct must be public at its path) |
 //! | anything else | `impl KernelParam`, checked at run time only |
 //!
 //! Collective kernels (those that reach an NVSHMEM barrier or collective)
@@ -30,6 +30,9 @@
 //! //                          n: u64, factor: f32, signal: SymPtr<u64>)
 //! unsafe { my_kernels::scale_to_next(&k, nv.stream(), 1, 256, &dest, &staging, &src, n as u64, 3.0, &signal)? };
 //! ```
+//!
+//! `Kernels::load` reads the folder the build wrote (`DIR`); a program run
+//! from a copy of it (a GPU machine without Rust) uses `Kernels::load_in`.
 //!
 //! Images loaded from elsewhere (no bindings) keep the string API:
 //! [`Module::kernel`](crate::Module::kernel) and [`Kernel::launch`](crate::Kernel::launch).
@@ -66,24 +69,6 @@ pub trait AsSymPtr<T> {
     fn as_sym_ptr(&self) -> SymPtr<T>;
 }
 
-impl<T> AsSymPtr<T> for SymPtr<T> {
-    fn as_sym_ptr(&self) -> SymPtr<T> {
-        *self
-    }
-}
-
-impl<T: Pod> AsSymPtr<T> for &SymBuffer<T> {
-    fn as_sym_ptr(&self) -> SymPtr<T> {
-        self.sym_ptr()
-    }
-}
-
-impl<T: Pod> AsSymPtr<T> for SymView<'_, T> {
-    fn as_sym_ptr(&self) -> SymPtr<T> {
-        self.sym_ptr()
-    }
-}
-
 /// Device memory of `T`s, for a kernel's `*const T` or `*mut T` parameter:
 /// `&SymBuffer<T>` or a `SymView<T>` (this PE's copy), or a `DevicePtr<T>`.
 ///
@@ -108,22 +93,33 @@ pub trait AsDevicePtr<T> {
     fn as_device_ptr(&self) -> DevicePtr<T>;
 }
 
-impl<T> AsDevicePtr<T> for DevicePtr<T> {
-    fn as_device_ptr(&self) -> DevicePtr<T> {
-        *self
-    }
-}
+/// Each trait for its pointer itself, `&SymBuffer<T>` and `SymView<T>`
+/// (through their method of the same purpose). A buffer is taken by
+/// reference only: moved into a launch, it would be freed while the kernel runs.
+macro_rules! pointer_args {
+    ($($trait:ident::$as:ident -> $ptr:ident by $get:ident;)*) => {$(
+        impl<T> $trait<T> for $ptr<T> {
+            fn $as(&self) -> $ptr<T> {
+                *self
+            }
+        }
 
-impl<T: Pod> AsDevicePtr<T> for &SymBuffer<T> {
-    fn as_device_ptr(&self) -> DevicePtr<T> {
-        self.device_ptr()
-    }
-}
+        impl<T: Pod> $trait<T> for &SymBuffer<T> {
+            fn $as(&self) -> $ptr<T> {
+                self.$get()
+            }
+        }
 
-impl<T: Pod> AsDevicePtr<T> for SymView<'_, T> {
-    fn as_device_ptr(&self) -> DevicePtr<T> {
-        self.device_ptr()
-    }
+        impl<T: Pod> $trait<T> for SymView<'_, T> {
+            fn $as(&self) -> $ptr<T> {
+                self.$get()
+            }
+        }
+    )*};
+}
+pointer_args! {
+    AsSymPtr::as_sym_ptr -> SymPtr by sym_ptr;
+    AsDevicePtr::as_device_ptr -> DevicePtr by device_ptr;
 }
 
 /// Includes the typed bindings of a kernel crate that this package's build
