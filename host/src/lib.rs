@@ -67,8 +67,8 @@ mod runtime;
 
 pub use job::{bootstrap, harness, launcher};
 use job::{init, rendezvous, uniqueid};
-use runtime::{driver, heap, image, kernel, module, nvshmem, ops, team};
 pub use runtime::{bindings, exchange, launch, library, memory, tensor_map};
+use runtime::{driver, heap, image, kernel, module, nvshmem, ops, team};
 
 pub use bindings::{AsDevicePtr, AsSymPtr};
 pub use bootstrap::Bootstrap;
