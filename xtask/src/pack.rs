@@ -3,8 +3,10 @@
 //! most 64 MiB of untracked files, so each purpose has a pack of its own.
 //!
 //! Every pack has `bin/` (stripped binaries, this tool among them), the
-//! kernels its programs load, and a `PACK` file naming the purpose and the
-//! commit. On the GPU machine: `.gpu-<purpose>/bin/xtask gpu-run [MODE...]`.
+//! kernels its programs load, the CUDA C++ sources that `gpu-run cpp-host`
+//! and `gpu-run bench` build with the GPU machine's nvcc ([`CUDA_SOURCES`],
+//! in `src/`), and a `PACK` file naming the purpose and the commit. On the
+//! GPU machine: `.gpu-<purpose>/bin/xtask gpu-run [MODE...]`, from anywhere.
 
 use crate::check;
 use nvshmem_builder::install::{Installation, Query};
@@ -107,6 +109,11 @@ pub struct Args {
     no_build: bool,
 }
 
+/// The CUDA C++ sources that `xtask cpp-host` and `xtask bench` build, by
+/// their paths in the checkout; a pack carries them in `src/`, where
+/// `gpu-run` runs those tasks.
+pub const CUDA_SOURCES: &[&str] = &["examples/cpp_host/main.cu", "bench/cpp/kernels.cu"];
+
 /// The NVSHMEM feature that forces its own RMA path in the typed layer.
 const NVSHMEM_PATH_FEATURE: &str = "nvshmem-device/nvshmem-path";
 
@@ -164,6 +171,11 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             copy_tree(&data.join("etc"), &pack.join("openmpi/etc"))?;
         }
         Purpose::Nvshmem38 => nvshmem38(&pack)?,
+    }
+    for source in CUDA_SOURCES {
+        let to = pack.join("src").join(source);
+        std::fs::create_dir_all(to.parent().expect("a folder")).map_err(|e| e.to_string())?;
+        std::fs::copy(root.join(source), &to).map_err(|e| format!("{source}: {e}"))?;
     }
     let commit = Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
