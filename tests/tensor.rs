@@ -11,12 +11,12 @@
 mod common;
 use bytemuck::Pod;
 use common::ONE;
+use example_cli::KernelSet;
 use half::{bf16, f16};
 use nvshmem_device::mma::{FragA, FragB, M16N8K16};
 use nvshmem_host::harness::{Failure, TestPe, TestResult, check_eq, ensure};
 use nvshmem_host::tensor_map::{self, TmaSwizzle, swizzle128_offset};
 use nvshmem_host::{DevicePtr, Kernel, KernelArgs, LaunchConfig, Module, Nvshmem};
-use example_cli::KernelSet;
 use tc_gemm::{self as tensor, DeviceMaps, Gemm, wgmma};
 
 /// The Hopper (`sm_90a`) folder beside the harness's, as `tensor_ptx_dir()` picks it.

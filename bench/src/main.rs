@@ -13,10 +13,10 @@
 //! `no GPU: ...` and exit 0.
 
 use clap::{Args, Parser, Subcommand};
+use example_cli::{at_least_one, multiple_of};
 use nvshmem_bench::gemm::{self, GemmOptions};
 use nvshmem_bench::measure::{Bench, Options, Res};
 use nvshmem_bench::report;
-use example_cli::{at_least_one, multiple_of};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

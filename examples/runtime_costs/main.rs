@@ -13,8 +13,8 @@
 //! Every PE prints its own line; init time is the slowest PE's that matters.
 
 use clap::Parser;
-use nvshmem_host::ModuleImage;
 use example_cli::Res;
+use nvshmem_host::ModuleImage;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 

@@ -87,12 +87,7 @@ impl Purpose {
                 "ag_gemm",
                 "examples/runtime_costs",
             ],
-            Purpose::Compute => &[
-                "nvshmem-run",
-                "nvshmem-bench",
-                "ag_gemm",
-                "gemm_rs",
-            ],
+            Purpose::Compute => &["nvshmem-run", "nvshmem-bench", "ag_gemm", "gemm_rs"],
             Purpose::Variants | Purpose::Nvshmem38 => &["nvshmem-run"],
             Purpose::Mpi => &["nvshmem-run", "ring", "allreduce"],
         }

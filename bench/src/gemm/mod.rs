@@ -19,13 +19,13 @@
 //! `nvidia/cu13/lib` there); without it those rows are skipped with a message.
 
 use crate::{Record, Res};
+use example_ag_gemm::{AgGemm, AgGemmKernels, PANEL};
+use example_cli::KernelSet;
+use example_gemm_rs::{GemmRs, GemmRsKernels};
+use example_measure::{Samples, Timer, max_abs_diff};
 use half::bf16;
 use nvshmem_host::Nvshmem;
 use nvshmem_host::exchange::WordExchange;
-use example_cli::KernelSet;
-use example_measure::{Samples, Timer, max_abs_diff};
-use example_ag_gemm::{AgGemm, AgGemmKernels, PANEL};
-use example_gemm_rs::{GemmRs, GemmRsKernels};
 use tc_gemm::{self as tensor, DeviceMaps, Shape, Tc, wgmma};
 
 mod cublas;

@@ -17,13 +17,13 @@
 pub use crate::Res;
 use crate::{Record, human, median, sizes};
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
+use example_allreduce::{AllReduce, AllReduceKernels, oneshot_threshold};
+use example_cli::KernelSet;
 use nvshmem_host::cudarc;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::{
     DevicePtr, Kernel, KernelArgs, Manifest, Module, Nvshmem, Pe, SymBuffer, SymPtr,
 };
-use example_cli::KernelSet;
-use example_allreduce::{AllReduce, AllReduceKernels, oneshot_threshold};
 use std::cell::Cell;
 use std::path::PathBuf;
 

@@ -18,10 +18,10 @@
 //! skipped with a message.
 
 use crate::Opts;
+use example_ag_gemm::{AgGemm, AgGemmKernels};
+use example_cli::Res;
 use nvshmem_host::Nvshmem;
 use nvshmem_host::exchange::WordExchange;
-use example_cli::Res;
-use example_ag_gemm::{AgGemm, AgGemmKernels};
 use tc_gemm::{self as tensor, Shape, Variants, wgmma};
 
 /// Runs the bf16 variants; `Ok(false)` when a check failed.

@@ -11,13 +11,13 @@
 
 use example_cli::{KernelSet, Res, sms};
 use example_measure::{Sampled, Samples};
-use std::path::PathBuf;
-use tc_gemm::{DeviceMaps, GROUP_M, Gemm, NO_WGMMA, Shape, Tc, bf16_tolerance, bf16_value, wgmma};
-use tc_gemm::{launch_tc, mma_persistent, tile_grid};
 use half::bf16;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::{Kernel, Nvshmem, SymBuffer};
 use std::cell::Cell;
+use std::path::PathBuf;
+use tc_gemm::{DeviceMaps, GROUP_M, Gemm, NO_WGMMA, Shape, Tc, bf16_tolerance, bf16_value, wgmma};
+use tc_gemm::{launch_tc, mma_persistent, tile_grid};
 
 /// The folder of the f32 kernels (`ag-gemm-kernels`).
 pub fn ptx_dir() -> PathBuf {

@@ -60,10 +60,10 @@
 //! as `n` grows: try a small `--n` (e.g. 256) to make communication matter.
 
 use clap::{Parser, ValueEnum};
-use nvshmem_host::{LaunchConfig, Nvshmem, Pe};
 use example_cli::Res;
 use example_cli::{Timing, multiple_of};
 use example_measure::{Samples, Timer, max_abs_diff, max_nan, median, splitmix};
+use nvshmem_host::{LaunchConfig, Nvshmem, Pe};
 use std::cell::Cell;
 use std::process::ExitCode;
 

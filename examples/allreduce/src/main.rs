@@ -77,12 +77,12 @@
 //! ```
 
 use clap::{Parser, ValueEnum};
-use nvshmem_host::Nvshmem;
-use nvshmem_host::exchange::WordExchange;
+use example_allreduce::{self as allreduce, Algo, AllReduce, AllReduceKernels};
 use example_cli::KernelSet;
 use example_cli::Res;
-use example_allreduce::{self as allreduce, Algo, AllReduce, AllReduceKernels};
 use example_measure::human;
+use nvshmem_host::Nvshmem;
+use nvshmem_host::exchange::WordExchange;
 use std::process::ExitCode;
 
 /// Rounds of fill, all-reduce and device check before the timing.
@@ -174,8 +174,7 @@ fn measure(ar: &AllReduce, nv: &Nvshmem, algo: Algo, bytes: usize, args: &Args) 
 
     // Timing: back-to-back calls on the same buffer, as nccl-tests does
     // (the values grow; the sums stay finite or become inf, never NaN).
-    let median_s =
-        example_measure::back_to_back(nv, args.warmup, args.iters, || ar.call(algo, n))?;
+    let median_s = example_measure::back_to_back(nv, args.warmup, args.iters, || ar.call(algo, n))?;
 
     // The final round, checked on the device and element by element here.
     let seed = ar.fill(n)?;

@@ -7,12 +7,12 @@
 
 use example_cli::{KernelSet, Res, sms};
 use example_measure::{Sampled, Samples};
-use tc_gemm::{DeviceMaps, Shape, Tc, bf16_value, wgmma};
-use tc_gemm::{launch_tc, mma_config, mma_persistent, tile_grid};
 use half::bf16;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::{Kernel, KernelArgs, KernelParam, Module, Nvshmem, Pe, SymBuffer};
 use std::path::PathBuf;
+use tc_gemm::{DeviceMaps, Shape, Tc, bf16_value, wgmma};
+use tc_gemm::{launch_tc, mma_config, mma_persistent, tile_grid};
 
 /// The kernels of `gemm-rs-kernels`.
 pub struct GemmRsKernels {

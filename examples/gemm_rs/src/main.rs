@@ -40,15 +40,15 @@
 //! its kernels), and exits with status 1 on a mismatch.
 
 use clap::Parser;
-use nvshmem_host::Nvshmem;
-use nvshmem_host::exchange::WordExchange;
 use example_cli::KernelSet;
 use example_cli::Res;
 use example_cli::{Timing, multiple_of};
-use example_measure::max_abs_diff;
 use example_gemm_rs::{GemmRs, GemmRsKernels};
-use tc_gemm::{self as tensor, Shape, Variants};
+use example_measure::max_abs_diff;
+use nvshmem_host::Nvshmem;
+use nvshmem_host::exchange::WordExchange;
 use std::process::ExitCode;
+use tc_gemm::{self as tensor, Shape, Variants};
 
 /// gemm_rs: GEMM + reduce-scatter fused in one NVSHMEM kernel (bf16 tensor
 /// cores), against the unfused version.

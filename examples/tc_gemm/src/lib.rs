@@ -16,16 +16,15 @@ use std::path::PathBuf;
 
 mod variants;
 
-
 /// The folder of this package's kernels (`tc-gemm-kernels`): built for
 /// `sm_90a` when the arch is `sm_90` ([`example_cli::hopper_dir`]).
 pub fn ptx_dir() -> PathBuf {
     example_cli::hopper_dir(&example_cli::ptx_dir!())
 }
 
-/// The sizes of a fused GEMM: all-gather + GEMM ([`AgGemm`]: A `m_per_pe × k`
-/// on each PE, gathered; `m_per_pe` a multiple of [`PANEL`]) or GEMM +
-/// reduce-scatter ([`GemmRs`]: `k` is each PE's share of the inner
+/// The sizes of a fused GEMM: all-gather + GEMM (`example_ag_gemm::AgGemm`:
+/// A `m_per_pe × k` on each PE, gathered; `m_per_pe` a multiple of its
+/// `PANEL`) or GEMM + reduce-scatter (`example_gemm_rs::GemmRs`: `k` is each PE's share of the inner
 /// dimension, `m_per_pe` the rows of C each PE ends with, a multiple of 128).
 /// `n` is a multiple of [`mma::BN`] (of [`wgmma::BN`] for the wgmma kernels),
 /// `k` of [`wgmma::BK`].
@@ -41,7 +40,7 @@ pub struct Shape {
 
 impl Shape {
     /// `(m_per_pe, n, k, m)` as the fused kernels take them, `m` the full M.
-    fn kernel_dims(&self, m: usize) -> (u32, u32, u32, u32) {
+    pub fn kernel_dims(&self, m: usize) -> (u32, u32, u32, u32) {
         (self.m_per_pe as u32, self.n as u32, self.k as u32, m as u32)
     }
 }
@@ -303,7 +302,8 @@ pub fn mma_config(m: usize, n: usize) -> LaunchConfig {
 }
 
 /// The error of a wgmma call where the kernels are missing.
-pub const NO_WGMMA: &str = "the wgmma kernels are not in this build (or n is not a multiple of 256)";
+pub const NO_WGMMA: &str =
+    "the wgmma kernels are not in this build (or n is not a multiple of 256)";
 
 /// Launches the `wgmma` form of a kernel pair (the kernel and its grid, when
 /// there) with `wgmma_args`, or the `mma.sync` form (the kernel and its
