@@ -62,10 +62,16 @@ fn iput() {
     // of the buffer is a gap), and a write to a gap.
     let mut short = good.clone();
     short[2 * n - 2] = p;
-    assert!(check(&short).is_err(), "iput: the last element missing passed");
+    assert!(
+        check(&short).is_err(),
+        "iput: the last element missing passed"
+    );
     let mut over = good;
     over[1] = 0;
-    assert!(check(&over).is_err(), "iput: a write between the strides passed");
+    assert!(
+        check(&over).is_err(),
+        "iput: a write between the strides passed"
+    );
 }
 
 #[test]
@@ -81,7 +87,9 @@ fn put_signal_ring() {
     let noop = vec![p; n];
     assert!(checks::put_signal_ring(prev, (n, round), (&noop, 0, 0)).is_err());
     // Last round's data, or no signal, or an error counter never written.
-    let stale: Vec<u64> = (0..n).map(|i| checks::pattern(prev, i, round - 1)).collect();
+    let stale: Vec<u64> = (0..n)
+        .map(|i| checks::pattern(prev, i, round - 1))
+        .collect();
     assert!(checks::put_signal_ring(prev, (n, round), (&stale, round, 0)).is_err());
     assert!(checks::put_signal_ring(prev, (n, round), (&good, round - 1, 0)).is_err());
     let unwritten = poison::<u32>("put_signal_ring");
@@ -162,7 +170,10 @@ fn reduce_and_i32_at_4_pes() {
     let (members, n) = ([0, 1, 2, 3], 1001);
     let want = checks::reduced(&members, 0, n, checks::collective_i32, |a, b| a & b);
     let zeros = want.iter().filter(|&&v| v == 0).count();
-    assert!(zeros > n / 2, "the case this test is about: most results are 0");
+    assert!(
+        zeros > n / 2,
+        "the case this test is about: most results are 0"
+    );
     let p = poison::<i32>("reduce");
     rejects_noop_and_short("reduce_and_i32", &want, p, |d| {
         checks::destination("reduce_and_i32", d, &want, p)

@@ -91,8 +91,16 @@ fn unaligned_bytes(pe: &mut TestPe) -> TestResult {
         for scope in 0..3u32 {
             for &(doff, soff, len) in cases {
                 // A put writes the next PE's `sym`; a get reads it into `local`.
-                let sym = nv.alloc_from(&if get { mine.clone() } else { vec![poison; SPAN] })?;
-                let local = nv.alloc_from(&if get { vec![poison; SPAN] } else { mine.clone() })?;
+                let sym = nv.alloc_from(&if get {
+                    mine.clone()
+                } else {
+                    vec![poison; SPAN]
+                })?;
+                let local = nv.alloc_from(&if get {
+                    vec![poison; SPAN]
+                } else {
+                    mine.clone()
+                })?;
                 barrier(nv)?;
                 let args = (
                     sym.sym_ptr(),
@@ -663,7 +671,10 @@ fn rma_path(pe: &mut TestPe) -> TestResult {
     nv.synchronize(nv.stream())?;
     let (want, from) = match std::env::var("NVSHMEM_RS_EXPECT_RMA_PATH") {
         Ok(want) => (want, "NVSHMEM_RS_EXPECT_RMA_PATH"),
-        Err(_) => ("direct".into(), "the default build (NVSHMEM_RS_EXPECT_RMA_PATH unset)"),
+        Err(_) => (
+            "direct".into(),
+            "the default build (NVSHMEM_RS_EXPECT_RMA_PATH unset)",
+        ),
     };
     checks::rma_path(out.to_vec(nv.stream())?[0], &want).map_err(|e| {
         harness::Failure(format!(

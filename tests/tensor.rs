@@ -316,7 +316,11 @@ fn tma_tiles(pe: &mut TestPe) -> TestResult {
             }
         })
         .collect();
-    let got: Vec<u16> = dst.to_vec(nv.stream())?.iter().map(|x| x.to_bits()).collect();
+    let got: Vec<u16> = dst
+        .to_vec(nv.stream())?
+        .iter()
+        .map(|x| x.to_bits())
+        .collect();
     check_eq("tma_store_box (bits)", &got, &want)
 }
 
@@ -395,7 +399,10 @@ fn check_gemm(
 
 /// The arch the GEMM kernels were built for.
 fn gemm_arch(pe: &TestPe) -> Result<String, Failure> {
-    Ok(tensor_module(pe, "tc-gemm-kernels")?.manifest().arch.clone())
+    Ok(tensor_module(pe, "tc-gemm-kernels")?
+        .manifest()
+        .arch
+        .clone())
 }
 
 /// The standalone GEMMs (mma.sync, and wgmma + TMA) on a 384 × 512 × 320

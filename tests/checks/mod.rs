@@ -51,7 +51,11 @@ pub fn put_signal_ring(
     let what = |w: &str| format!("ring_put_signal (round {round}: {w})");
     check_eq(&what("what arrived"), recv, &want)?;
     check_eq(&what("signal"), &[signal], &[round])?;
-    check_eq(&what("the kernel's count of wrong elements"), &[errors], &[0])
+    check_eq(
+        &what("the kernel's count of wrong elements"),
+        &[errors],
+        &[0],
+    )
 }
 
 /// `rma_path`: `out[0]` is 1 for the direct path, 0 for NVSHMEM's, and the
