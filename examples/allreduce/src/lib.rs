@@ -265,6 +265,25 @@ impl<'a> AllReduce<'a> {
         Ok(counts.iter().map(|&e| e as u64).sum())
     }
 
+    /// The signal words of the last call, of `algo` on `n` floats, that do
+    /// not hold its epoch (waits for the stream). Every block of every PE
+    /// sets its `ready` word (and `done`, for rs+ag) on every PE to the
+    /// call's epoch, so a call that did not run leaves older ones: at 1 PE,
+    /// where the sum is the input itself, that is what tells a no-op apart.
+    pub fn signal_errors(&self, algo: Algo, n: usize) -> Res<u64> {
+        let words = self.grid(algo, n) as usize * self.nv.n_pes() as usize;
+        let epoch = self.epoch.get();
+        let stale = |buf: &SymBuffer<u64>| -> Res<u64> {
+            let got = buf.view(..words)?.to_vec(self.nv.stream())?;
+            Ok(got.iter().filter(|&&w| w != epoch).count() as u64)
+        };
+        let done = match algo {
+            Algo::OneShot => 0,
+            Algo::RsAg => stale(&self.done)?,
+        };
+        Ok(stale(&self.ready)? + done)
+    }
+
     /// Copies `data[..n]` back and compares every element with the CPU sum
     /// of every PE's pattern for round `seed`; prints the first few wrong
     /// ones and returns how many there are.
