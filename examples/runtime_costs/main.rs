@@ -16,11 +16,14 @@
 //! Every PE prints its own line; init time is the slowest PE's that matters.
 
 use clap::Parser;
+use example_cli::Res;
 use nvshmem_host::ModuleImage;
 use nvshmem_host::cudarc::driver::result::{launch_cooperative_kernel, launch_kernel};
-use nvshmem_rs::Res;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+// Typed launches of `tests/kernels/runtime` (a dev-dependency, built by build.rs).
+nvshmem_host::include_kernels!(runtime_kernels);
 
 /// What the host runtime costs: NVSHMEM init, loading a module (PTX through
 /// the driver's JIT vs cubin), plain and collective launches. Prints figures,
@@ -29,7 +32,7 @@ use std::time::{Duration, Instant};
 /// Set CUDA_CACHE_DISABLE=1 to keep the driver's JIT cache from hiding the
 /// PTX compile time.
 #[derive(Parser)]
-#[command(name = "runtime_costs", after_help = nvshmem_rs::cli::after_help("runtime_costs"))]
+#[command(name = "runtime_costs", after_help = example_cli::after_help("runtime_costs"))]
 struct Args {
     /// Only initialize and finalize, and print where init's time went (one
     /// `INIT` line, as bench/cpp/init.cu prints its own).
@@ -40,9 +43,7 @@ struct Args {
     heap: Option<usize>,
 }
 
-const MODULE: &str = "runtime-kernels";
-/// A plain kernel that, with `n = 0`, does nothing but `quiet`.
-const KERNEL: &str = "p_to_next";
+const MODULE: &str = runtime_kernels::CRATE;
 const LOADS: usize = 5;
 const LAUNCHES: usize = 2000;
 const ROUND_TRIPS: usize = 200;
@@ -70,7 +71,7 @@ fn main() -> ExitCode {
     if let Some(bytes) = args.heap {
         options = options.symmetric_size(bytes);
     }
-    let nv = nvshmem_rs::init_with_or_exit(options);
+    let nv = example_cli::init_with_or_exit(options);
     let init = started.elapsed();
     if args.init_only {
         let t = nv.init_timings();
@@ -89,9 +90,9 @@ fn main() -> ExitCode {
             ms(t.nvshmem),
             ms(finalize)
         );
-        return nvshmem_rs::exit_code(done.map(|()| true).map_err(Into::into));
+        return example_cli::exit_code(done.map(|()| true).map_err(Into::into));
     }
-    nvshmem_rs::exit_code(run(&nv, init).map(|()| true))
+    example_cli::exit_code(run(&nv, init).map(|()| true))
 }
 
 fn run(nv: &nvshmem_host::Nvshmem, init: Duration) -> Res<()> {
@@ -107,8 +108,9 @@ fn run(nv: &nvshmem_host::Nvshmem, init: Duration) -> Res<()> {
         ms(t.nvshmem)
     );
 
-    let manifest = nvshmem_rs::ptx_dir().join(format!("{MODULE}.json"));
-    let ptx_bytes = std::fs::metadata(nvshmem_rs::ptx_dir().join(format!("{MODULE}.ptx")))
+    // `p_to_next` is a plain kernel that, with `n = 0`, does nothing but `quiet`.
+    let manifest = nvshmem_gpu_tests::ptx_dir().join(format!("{MODULE}.json"));
+    let ptx_bytes = std::fs::metadata(nvshmem_gpu_tests::ptx_dir().join(format!("{MODULE}.ptx")))
         .map(|m| m.len())
         .unwrap_or(0);
     for (what, image) in [
@@ -131,17 +133,16 @@ fn run(nv: &nvshmem_host::Nvshmem, init: Duration) -> Res<()> {
     }
 
     let module = nv.load_module_with(&manifest, ModuleImage::Cubin)?;
-    let k = module.kernel(KERNEL)?;
+    let k = runtime_kernels::Kernels::new(&module)?;
     let dest = nv.alloc_zeroed::<u64>(1)?;
     let s = nv.stream();
-    let args = (dest.sym_ptr(), 0u64);
     // The same kernel and arguments through the driver API alone.
     let (mut dest_addr, mut zero) = (dest.device_ptr().addr(), 0u64);
     let mut params = [
         (&raw mut dest_addr).cast::<std::ffi::c_void>(),
         (&raw mut zero).cast::<std::ffi::c_void>(),
     ];
-    let func = k.cu_function();
+    let func = k.p_to_next.cu_function();
     let mut per_call = [0.0f64; 4];
     for (i, (name, raw, collective)) in [
         ("plain", false, false),
@@ -157,8 +158,13 @@ fn run(nv: &nvshmem_host::Nvshmem, init: Duration) -> Res<()> {
             // at its two 8-byte arguments, which live across the calls.
             unsafe {
                 match (raw, collective) {
-                    (false, false) => k.launch(s, 1, 32, args)?,
-                    (false, true) => k.launch_collective(s, 1, 32, args)?,
+                    (false, false) => runtime_kernels::p_to_next(&k, s, 1, 32, &dest, 0)?,
+                    // A plain kernel launched cooperatively, to time the
+                    // occupancy check (the string API: its bindings launch it plainly).
+                    (false, true) => {
+                        k.p_to_next
+                            .launch_collective(s, 1, 32, (dest.sym_ptr(), 0u64))?
+                    }
                     (true, false) => launch_kernel(func, G, B, 0, s.cu_stream(), &mut params)?,
                     (true, true) => {
                         launch_cooperative_kernel(func, G, B, 0, s.cu_stream(), &mut params)?
