@@ -51,6 +51,7 @@
 pub mod bootstrap;
 mod collectives;
 mod driver;
+pub mod dynamic;
 mod env;
 mod error;
 pub mod exchange;
@@ -75,13 +76,13 @@ mod uniqueid;
 pub use bootstrap::Bootstrap;
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaStream};
-pub use driver::device_count as gpu_count;
+pub use driver::{device_count as gpu_count, gpu_arch};
 pub use error::{Error, Result, take_drop_error};
 pub use init::InitOptions;
 pub use kernel::Kernel;
 pub use launch::{Dim3, KernelArgs, KernelParam, LaunchConfig};
 pub use memory::{AsSymView, DevicePtr, SymBuffer, SymView};
-pub use module::{Module, ModuleImage};
+pub use module::{Module, ModuleImage, find_manifest};
 pub use nvshmem::Nvshmem;
 pub use nvshmem_types::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
 pub use nvshmem_types::{
