@@ -8,6 +8,7 @@ Run: `cargo xtask python-test` (CI), or `pytest python/tests` after
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -207,6 +208,13 @@ def test_attach_without_torch_says_what_to_set_up():
     assert "symm_mem.set_backend" in out.stdout and "nvshmem_rs.init()" in out.stdout, out
 
 
+needs_rust = pytest.mark.skipif(
+    shutil.which("cargo") is None or not (REPO / "python/tests/kernels/Cargo.toml").exists(),
+    reason="SKIPPED: build() needs Rust (cargo) and this checkout's kernel crates",
+)
+
+
+@needs_rust
 def test_build_refuses_an_unknown_version_with_the_supported_ones():
     with pytest.raises(ValueError, match="nvshmem_version=\"three\".*3.4.5"):
         nvshmem_rs.build(str(REPO / "python/tests/kernels"), nvshmem_version="three")
@@ -214,6 +222,7 @@ def test_build_refuses_an_unknown_version_with_the_supported_ones():
         nvshmem_rs.build(str(REPO / "python/tests/kernels"), nvshmem_version="9.9.9")
 
 
+@needs_rust
 def test_build_makes_a_loadable_output_folder(tmp_path):
     # The workspace's kernel target folder: its nvptx64 `core` is built once.
     out = nvshmem_rs.build(str(REPO / "python/tests/kernels"), out_dir=str(tmp_path),
