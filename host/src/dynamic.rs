@@ -673,7 +673,7 @@ mod tests {
             (
                 good(0, tensor(0x90000, Scalar::BF16)),
                 Refusal::Value,
-                &["symmetric heap", "symm_mem.empty"],
+                &["symmetric heap", "_symmetric_memory.empty"],
             ),
             (
                 good(1, Arg::Int(3)),

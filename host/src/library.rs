@@ -456,7 +456,7 @@ fn loaded_path(name: &str) -> Option<PathBuf> {
         unsafe { library.get::<*const c_void>(b"nvshmemx_vendor_get_version_info\0") }.ok()?;
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: a valid address inside a loaded library, and a writable Dl_info.
-    let found = unsafe { libc::dladdr(*symbol as *const c_void, &mut info) };
+    let found = unsafe { libc::dladdr(*symbol, &mut info) };
     if found == 0 || info.dli_fname.is_null() {
         return None;
     }

@@ -228,6 +228,15 @@ fn dim3(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<nvshmem_host::Dim3> {
     }
 }
 
+/// A launch's shape from Python's grid, block and shared memory.
+fn config(
+    grid: &Bound<'_, PyAny>,
+    block: &Bound<'_, PyAny>,
+    shared_mem: u32,
+) -> PyResult<LaunchConfig> {
+    Ok(LaunchConfig::new(dim3("grid", grid)?, dim3("block", block)?).shared_mem_bytes(shared_mem))
+}
+
 /// The facts of a live runtime, for the checks.
 struct Live<'a>(&'a Nvshmem);
 
@@ -634,15 +643,12 @@ impl Kernel {
     fn launch(
         &self,
         py: Python<'_>,
-        grid: &Bound<'_, PyAny>,
-        block: &Bound<'_, PyAny>,
+        config: PyResult<LaunchConfig>,
         args: &Bound<'_, PyTuple>,
         stream: Option<&Bound<'_, PyAny>>,
-        shared_mem: u32,
         cooperative: bool,
     ) -> PyResult<()> {
-        let config = LaunchConfig::new(dim3("grid", grid)?, dim3("block", block)?)
-            .shared_mem_bytes(shared_mem);
+        let config = config?;
         let stream = self.stream(py, stream)?;
         let mut scratch = self.scratch.borrow_mut();
         let (converted, buf) = &mut *scratch;
@@ -698,7 +704,7 @@ impl Kernel {
         stream: Option<&Bound<'_, PyAny>>,
         shared_mem: u32,
     ) -> PyResult<()> {
-        self.launch(py, grid, block, args, stream, shared_mem, false)
+        self.launch(py, config(grid, block, shared_mem), args, stream, false)
     }
 
     /// [`Kernel::__call__`] as a cooperative launch (every block resident at
@@ -713,7 +719,7 @@ impl Kernel {
         stream: Option<&Bound<'_, PyAny>>,
         shared_mem: u32,
     ) -> PyResult<()> {
-        self.launch(py, grid, block, args, stream, shared_mem, true)
+        self.launch(py, config(grid, block, shared_mem), args, stream, true)
     }
 
     /// Checks `args` as a launch would, without launching; returns each
