@@ -68,6 +68,35 @@ def time_ms(fn, iters, warmup=3):
     return statistics.median(times)
 
 
+def torch_all_gather(shard, world):
+    """torch's all-gather of `shard` through the process group, the first way
+    the backend supports: (a function returning the gathered tensor, its name)."""
+    out = shard.new_empty(world * shard.shape[0], *shard.shape[1:])
+
+    def into_tensor():
+        dist.all_gather_into_tensor(out, shard)
+        return out
+
+    def as_list():
+        parts = [torch.empty_like(shard) for _ in range(world)]
+        dist.all_gather(parts, shard)
+        return torch.cat(parts)
+
+    def through_f32():  # a backend without bf16 collectives (gloo, some builds)
+        parts = [torch.empty_like(shard, dtype=torch.float32) for _ in range(world)]
+        dist.all_gather(parts, shard.float())
+        return torch.cat(parts).to(shard.dtype)
+
+    for fn, name in ((into_tensor, "all_gather_into_tensor"), (as_list, "all_gather (list)"),
+                     (through_f32, "all_gather (list, through f32)")):
+        try:
+            fn()
+            return fn, name
+        except Exception:
+            continue
+    raise SystemExit("the process group supports no all-gather of these tensors")
+
+
 def as_torch_op(fused, grid, pushers, a_full, sig, m_loc, n, k, epoch):
     """Our fused AG+GEMM as a torch op (torch.library.custom_op): torch.compile
     then sees one opaque node instead of tracing into the launch."""
@@ -166,15 +195,8 @@ def main():
     # Correctness against torch: gather A with torch, multiply with torch.
     ours()
     torch.cuda.synchronize()
-    gathered = torch.empty(M, k, dtype=torch.bfloat16, device="cuda")
-    try:
-        dist.all_gather_into_tensor(gathered, a_shard)
-        gather_how = "all_gather_into_tensor"
-    except Exception:
-        parts = [torch.empty_like(a_shard) for _ in range(world)]
-        dist.all_gather(parts, a_shard)
-        gathered = torch.cat(parts)
-        gather_how = "all_gather (list; gloo has no all_gather_into_tensor)"
+    gather, gather_how = torch_all_gather(a_shard, world)
+    gathered = gather()
     ref = torch.matmul(gathered, b.t())
     err = ((c.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
     ag_ok = err < 2e-2
@@ -184,13 +206,7 @@ def main():
     t_ours = time_ms(ours, args.iters)
 
     def torch_unfused():
-        if gather_how == "all_gather_into_tensor":
-            dist.all_gather_into_tensor(gathered, a_shard)
-            torch.matmul(gathered, b.t())
-        else:
-            parts = [torch.empty_like(a_shard) for _ in range(world)]
-            dist.all_gather(parts, a_shard)
-            torch.matmul(torch.cat(parts), b.t())
+        torch.matmul(gather(), b.t())
 
     t_unfused = time_ms(torch_unfused, args.iters)
     t_mm = time_ms(lambda: torch.matmul(gathered, b.t()), args.iters)

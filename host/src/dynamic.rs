@@ -603,17 +603,7 @@ mod tests {
     }
 
     fn sig(params: &[(&str, &str, u32)]) -> Signature {
-        let params = params
-            .iter()
-            .map(|(n, t, s)| ParamInfo {
-                name: (*n).into(),
-                rust_type: (*t).into(),
-                c_type: String::new(),
-                size: *s,
-                align: *s,
-            })
-            .collect();
-        Signature::new(&KernelInfo::new("k", params, false))
+        Signature::new(&crate::launch::tests::info(params, false))
     }
 
     fn tensor(ptr: u64, dtype: Scalar) -> Arg {

@@ -56,6 +56,45 @@ fn to_py(e: Error) -> PyErr {
     }
 }
 
+/// A `#[pymethods]` block whose read-only properties are written as
+/// `get name -> Type = |s| expression;` (`s` is the object), followed by its
+/// other methods.
+/// A kernel's launch methods are written `name => cooperative;` in a
+/// `launchers { ... }` section after the properties.
+macro_rules! methods {
+    ($ty:ident { $($(#[doc = $doc:literal])* get $name:ident -> $ret:ty = |$s:ident| $e:expr;)* }
+     $(launchers { $($(#[doc = $ldoc:literal])* $launch:ident => $coop:literal;)* })?
+     $($rest:tt)*) => {
+        #[pymethods]
+        impl $ty {
+            $(
+                $(#[doc = $doc])*
+                #[getter]
+                fn $name(&self) -> $ret {
+                    let $s = self;
+                    $e
+                }
+            )*
+            $($(
+                $(#[doc = $ldoc])*
+                #[pyo3(signature = (grid, block, *args, stream=None, shared_mem=0))]
+                fn $launch(
+                    &self,
+                    py: Python<'_>,
+                    grid: &Bound<'_, PyAny>,
+                    block: &Bound<'_, PyAny>,
+                    args: &Bound<'_, PyTuple>,
+                    stream: Option<&Bound<'_, PyAny>>,
+                    shared_mem: u32,
+                ) -> PyResult<()> {
+                    self.launch(py, config(grid, block, shared_mem), args, stream, $coop)
+                }
+            )*)?
+            $($rest)*
+        }
+    };
+}
+
 thread_local! {
     /// This thread's runtime (NVSHMEM's host API belongs to one thread per PE).
     static CURRENT: RefCell<Option<Rc<Nvshmem>>> = const { RefCell::new(None) };
@@ -321,42 +360,22 @@ struct Runtime {
     nv: Rc<Nvshmem>,
 }
 
-#[pymethods]
-impl Runtime {
-    /// This PE's number.
-    #[getter]
-    fn my_pe(&self) -> u32 {
-        self.nv.my_pe().index()
-    }
-    /// The PE count.
-    #[getter]
-    fn n_pes(&self) -> u32 {
-        self.nv.n_pes()
-    }
-    /// The CUDA device ordinal.
-    #[getter]
-    fn gpu(&self) -> usize {
-        self.nv.gpu()
-    }
-    /// The host library's NVSHMEM version.
-    #[getter]
-    fn nvshmem_version(&self) -> String {
-        self.nv.version().to_string()
-    }
-    /// The host library's file.
-    #[getter]
-    fn library(&self) -> PathBuf {
-        self.nv.library_path().to_path_buf()
-    }
-    /// Whether NVSHMEM belongs to another component (PyTorch), which finalizes it.
-    #[getter]
-    fn attached(&self) -> bool {
-        self.nv.is_attached()
-    }
-    /// Whether PEs share this GPU without CUDA MPS (NVSHMEM then supports only part of its API).
-    #[getter]
-    fn limited_mpg(&self) -> bool {
-        self.nv.limited_mpg()
+methods! {
+    Runtime {
+        /// This PE's number.
+        get my_pe -> u32 = |s| s.nv.my_pe().index();
+        /// The PE count.
+        get n_pes -> u32 = |s| s.nv.n_pes();
+        /// The CUDA device ordinal.
+        get gpu -> usize = |s| s.nv.gpu();
+        /// The host library's NVSHMEM version.
+        get nvshmem_version -> String = |s| s.nv.version().to_string();
+        /// The host library's file.
+        get library -> PathBuf = |s| s.nv.library_path().to_path_buf();
+        /// Whether NVSHMEM belongs to another component (PyTorch), which finalizes it.
+        get attached -> bool = |s| s.nv.is_attached();
+        /// Whether PEs share this GPU without CUDA MPS (NVSHMEM then supports only part of its API).
+        get limited_mpg -> bool = |s| s.nv.limited_mpg();
     }
 
     /// Loads and registers the module of kernel crate `crate` in folder
@@ -523,8 +542,18 @@ struct Module {
     path: PathBuf,
 }
 
-#[pymethods]
-impl Module {
+methods! {
+    Module {
+        /// The kernels' names.
+        get kernels -> Vec<String> = |s| s.module.kernel_names().iter().map(|n| n.to_string()).collect();
+        /// The NVSHMEM version its device code was linked against.
+        get nvshmem_version -> String = |s| s.module.manifest().nvshmem_version.clone();
+        /// The GPU architecture it was built for.
+        get arch -> String = |s| s.module.manifest().arch.clone();
+        /// The manifest file.
+        get manifest_path -> PathBuf = |s| s.path.clone();
+    }
+
     /// The kernel `name`.
     fn kernel(&self, name: &str) -> PyResult<Kernel> {
         let kernel = self.module.kernel(name).map_err(|e| match e {
@@ -542,34 +571,6 @@ impl Module {
 
     fn __getitem__(&self, name: &str) -> PyResult<Kernel> {
         self.kernel(name)
-    }
-
-    /// The kernels' names.
-    #[getter]
-    fn kernels(&self) -> Vec<String> {
-        self.module
-            .kernel_names()
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
-    }
-
-    /// The NVSHMEM version its device code was linked against.
-    #[getter]
-    fn nvshmem_version(&self) -> String {
-        self.module.manifest().nvshmem_version.clone()
-    }
-
-    /// The GPU architecture it was built for.
-    #[getter]
-    fn arch(&self) -> String {
-        self.module.manifest().arch.clone()
-    }
-
-    /// The manifest file.
-    #[getter]
-    fn manifest_path(&self) -> PathBuf {
-        self.path.clone()
     }
 
     fn __repr__(&self) -> String {
@@ -688,38 +689,25 @@ fn capture_note(e: Error, stream: sys::CUstream) -> PyErr {
     }
 }
 
-#[pymethods]
-impl Kernel {
-    /// Launches `grid` blocks of `block` threads with `args` on `stream`
-    /// (default: torch's current stream), with `shared_mem` bytes of
-    /// dynamic shared memory. Arguments are checked against the manifest
-    /// first (TypeError / ValueError naming the parameter and the fix).
-    #[pyo3(signature = (grid, block, *args, stream=None, shared_mem=0))]
-    fn __call__(
-        &self,
-        py: Python<'_>,
-        grid: &Bound<'_, PyAny>,
-        block: &Bound<'_, PyAny>,
-        args: &Bound<'_, PyTuple>,
-        stream: Option<&Bound<'_, PyAny>>,
-        shared_mem: u32,
-    ) -> PyResult<()> {
-        self.launch(py, config(grid, block, shared_mem), args, stream, false)
+methods! {
+    Kernel {
+        /// The kernel's name.
+        get name -> String = |s| s.kernel.name().to_string();
+        /// Whether it needs `launch_collective`.
+        get collective -> bool = |s| s.kernel.is_collective();
+        /// `name(param: Type, ...)`.
+        get signature -> String = |s| s.signature.describe();
     }
 
-    /// [`Kernel::__call__`] as a cooperative launch (every block resident at
-    /// once), as kernels that call NVSHMEM barriers or collectives need.
-    #[pyo3(signature = (grid, block, *args, stream=None, shared_mem=0))]
-    fn launch_collective(
-        &self,
-        py: Python<'_>,
-        grid: &Bound<'_, PyAny>,
-        block: &Bound<'_, PyAny>,
-        args: &Bound<'_, PyTuple>,
-        stream: Option<&Bound<'_, PyAny>>,
-        shared_mem: u32,
-    ) -> PyResult<()> {
-        self.launch(py, config(grid, block, shared_mem), args, stream, true)
+    launchers {
+        /// Launches `grid` blocks of `block` threads with `args` on `stream`
+        /// (default: torch's current stream), with `shared_mem` bytes of
+        /// dynamic shared memory. Arguments are checked against the manifest
+        /// first (TypeError / ValueError naming the parameter and the fix).
+        __call__ => false;
+        /// `k(...)` as a cooperative launch (every block resident at once), as
+        /// kernels that call NVSHMEM barriers or collectives need.
+        launch_collective => true;
     }
 
     /// Checks `args` as a launch would, without launching; returns each
@@ -784,24 +772,6 @@ impl Kernel {
         Ok(start.elapsed().as_secs_f64())
     }
 
-    /// The kernel's name.
-    #[getter]
-    fn name(&self) -> String {
-        self.kernel.name().to_string()
-    }
-
-    /// Whether it needs `launch_collective`.
-    #[getter]
-    fn collective(&self) -> bool {
-        self.kernel.is_collective()
-    }
-
-    /// `name(param: Type, ...)`.
-    #[getter]
-    fn signature(&self) -> String {
-        self.signature.describe()
-    }
-
     fn __repr__(&self) -> String {
         format!("Kernel({})", self.signature.describe())
     }
@@ -815,8 +785,20 @@ struct ManifestFile {
     path: PathBuf,
 }
 
-#[pymethods]
-impl ManifestFile {
+methods! {
+    ManifestFile {
+        /// The kernel crate's name.
+        get crate_name -> String = |s| s.manifest.crate_name.clone();
+        /// The NVSHMEM version linked against.
+        get nvshmem_version -> String = |s| s.manifest.nvshmem_version.clone();
+        /// The GPU architecture.
+        get arch -> String = |s| s.manifest.arch.clone();
+        /// The manifest file.
+        get path -> PathBuf = |s| s.path.clone();
+        /// The kernels' names.
+        get kernels -> Vec<String> = |s| s.manifest.kernels.iter().map(|k| k.name.clone()).collect();
+    }
+
     /// Reads the manifest `path`, or the one of kernel crate `crate_name` in folder `path`.
     #[new]
     #[pyo3(signature = (path, crate_name=None))]
@@ -824,36 +806,6 @@ impl ManifestFile {
         let path = nvshmem_host::find_manifest(&path, crate_name).map_err(to_py)?;
         let manifest = Manifest::read(&path).map_err(NvshmemError::new_err)?;
         Ok(ManifestFile { manifest, path })
-    }
-
-    /// The kernel crate's name.
-    #[getter]
-    fn crate_name(&self) -> String {
-        self.manifest.crate_name.clone()
-    }
-    /// The NVSHMEM version linked against.
-    #[getter]
-    fn nvshmem_version(&self) -> String {
-        self.manifest.nvshmem_version.clone()
-    }
-    /// The GPU architecture.
-    #[getter]
-    fn arch(&self) -> String {
-        self.manifest.arch.clone()
-    }
-    /// The manifest file.
-    #[getter]
-    fn path(&self) -> PathBuf {
-        self.path.clone()
-    }
-    /// The kernels' names.
-    #[getter]
-    fn kernels(&self) -> Vec<String> {
-        self.manifest
-            .kernels
-            .iter()
-            .map(|k| k.name.clone())
-            .collect()
     }
 
     /// The kernel `name`'s signature.
@@ -883,8 +835,17 @@ struct KernelSignature {
     collective: bool,
 }
 
-#[pymethods]
-impl KernelSignature {
+methods! {
+    KernelSignature {
+        /// The kernel's name.
+        get name -> String = |s| s.signature.kernel().to_string();
+        /// Whether it needs `launch_collective`.
+        get collective -> bool = |s| s.collective;
+        /// `(name, Rust type, kind)` of each parameter.
+        get params -> Vec<(String, String, String)> = |s| s.signature.params().iter()
+            .map(|(kind, p)| (p.name.clone(), p.rust_type.clone(), kind_name(*kind)))
+            .collect();
+    }
     /// Checks `args` as a launch would, with the GPU's facts given: this
     /// process's `device`, the PE count, and the symmetric heap as
     /// `(base, size)` ranges. Returns each argument's encoded value.
@@ -906,28 +867,6 @@ impl KernelSignature {
         };
         let buf = self.signature.encode(&converted, &ctx).map_err(to_py)?;
         Ok(buf.slots().to_vec())
-    }
-
-    /// The kernel's name.
-    #[getter]
-    fn name(&self) -> String {
-        self.signature.kernel().to_string()
-    }
-
-    /// Whether it needs `launch_collective`.
-    #[getter]
-    fn collective(&self) -> bool {
-        self.collective
-    }
-
-    /// `(name, Rust type, kind)` of each parameter.
-    #[getter]
-    fn params(&self) -> Vec<(String, String, String)> {
-        self.signature
-            .params()
-            .iter()
-            .map(|(kind, p)| (p.name.clone(), p.rust_type.clone(), kind_name(*kind)))
-            .collect()
     }
 
     fn __repr__(&self) -> String {
