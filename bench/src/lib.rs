@@ -6,24 +6,27 @@
 //! - [`measure`] runs on the GPU (every PE of an `nvshmem-run` job);
 //! - [`report`] turns the records into the table, the CSV and the plots, and
 //!   reads a CSV back (`nvshmem-bench render`), so the plots can be redrawn
-//!   without a GPU.
+//!   without a GPU;
+//! - [`doc`] makes the generated tables of `BENCHMARKS.md` from the committed
+//!   CSVs (`nvshmem-bench doc`).
 
 #![warn(missing_docs)]
 
+pub mod doc;
 pub mod gemm;
 pub mod measure;
 pub mod report;
 
-pub use nvshmem_rs::Res;
-pub use nvshmem_rs::measure::{human, median};
-pub use nvshmem_rs::patterns::{pattern as ar_pattern, pattern_byte};
+pub use example_cli::Res;
+pub use example_measure::{human, median};
+pub use example_patterns::{pattern as ar_pattern, pattern_byte};
 
 /// The folder of the benchmark's own kernels (`bench-kernels`):
 /// `NVSHMEM_RS_BENCH_PTX_DIR` at run time when set (a GPU machine with a
 /// copied build), else the one `build.rs` wrote. The all-reduce and GEMM
-/// kernels are the root package's: [`nvshmem_rs::ptx_dir`].
+/// kernels are the examples' ([`example_allreduce::ptx_dir`], ...).
 pub fn ptx_dir() -> std::path::PathBuf {
-    nvshmem_rs::kernel_dir("NVSHMEM_RS_BENCH_PTX_DIR", env!("NVSHMEM_RS_BENCH_PTX_DIR"))
+    example_cli::kernel_dir("NVSHMEM_RS_BENCH_PTX_DIR", env!("NVSHMEM_RS_BENCH_PTX_DIR"))
 }
 
 /// One measurement.
@@ -44,8 +47,12 @@ pub struct Record {
     pub value: f64,
     /// The unit of `value`.
     pub unit: String,
-    /// Whether the result was checked correct before timing.
+    /// Whether the result was checked correct before timing (true too for
+    /// a row that checks nothing: see `checked`).
     pub pass: bool,
+    /// Whether anything was checked: `false` for rows that only measure
+    /// (written `UNCHECKED` in the CSV and the table, never `PASS`).
+    pub checked: bool,
 }
 
 /// The sizes `from, from * step, ...` up to `to` (`to` included).

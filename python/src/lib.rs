@@ -63,7 +63,7 @@ fn to_py(e: Error) -> PyErr {
 /// `launchers { ... }` section after the properties.
 macro_rules! methods {
     ($ty:ident { $($(#[doc = $doc:literal])* get $name:ident -> $ret:ty = |$s:ident| $e:expr;)* }
-     $(launchers { $($(#[doc = $ldoc:literal])* $launch:ident => $coop:literal;)* })?
+     launchers { $($(#[doc = $ldoc:literal])* $launch:ident => $coop:literal;)* }
      $($rest:tt)*) => {
         #[pymethods]
         impl $ty {
@@ -75,7 +75,7 @@ macro_rules! methods {
                     $e
                 }
             )*
-            $($(
+            $(
                 $(#[doc = $ldoc])*
                 #[pyo3(signature = (grid, block, *args, stream=None, shared_mem=0))]
                 fn $launch(
@@ -89,9 +89,12 @@ macro_rules! methods {
                 ) -> PyResult<()> {
                     self.launch(py, config(grid, block, shared_mem), args, stream, $coop)
                 }
-            )*)?
+            )*
             $($rest)*
         }
+    };
+    ($ty:ident { $($getters:tt)* } $($rest:tt)*) => {
+        methods! { $ty { $($getters)* } launchers {} $($rest)* }
     };
 }
 

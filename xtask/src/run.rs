@@ -3,7 +3,9 @@
 //! `/tmp/gpu-out`); a PASS/FAIL/SKIPPED table comes last.
 //!
 //! Without a GPU every mode still runs as far as it can (programs start,
-//! find no GPU and say so): those rows read SKIPPED, never PASS.
+//! find no GPU and say so): those rows read SKIPPED, never PASS. A run that
+//! passed some parts and skipped others reads `PASS (N skipped: reason)`;
+//! one that printed neither marker reads UNCHECKED (see [`verdict`]).
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -75,7 +77,8 @@ pub struct Args {
     /// The modes to run (default: every mode of the pack's purpose).
     #[arg(value_enum)]
     modes: Vec<Mode>,
-    /// The pack (default: the folder above this program's bin/).
+    /// The pack (default: the folder above this program's bin/); a relative
+    /// path is relative to the current folder.
     #[arg(long)]
     pack: Option<PathBuf>,
 }
@@ -100,7 +103,8 @@ struct Runner {
 
 pub fn run(args: Args) -> Result<ExitCode, String> {
     let pack = match args.pack {
-        Some(p) => p,
+        // The runs start in other folders (`xtask` in the pack's src/).
+        Some(p) => std::path::absolute(&p).map_err(|e| format!("{}: {e}", p.display()))?,
         None => std::env::current_exe()
             .map_err(|e| e.to_string())?
             .parent()
@@ -136,7 +140,11 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         );
     }
     for mode in modes {
-        r.mode(mode)?;
+        // A mode that cannot even start is a FAIL row: the table still prints.
+        if let Err(e) = r.mode(mode) {
+            println!("    FAIL: {e}");
+            r.table.push((format!("{mode:?}"), format!("FAIL ({e})")));
+        }
     }
     println!("\n=== summary ({purpose} pack)");
     let mut failed = false;
@@ -471,14 +479,11 @@ impl Runner {
         Ok(())
     }
 
-    /// This pack's `xtask TASK`, run in the checkout above the pack (whose
-    /// CUDA C++ sources it builds).
+    /// This pack's `xtask TASK`, run in the pack's `src/`, which holds the
+    /// CUDA C++ sources it builds ([`CUDA_SOURCES`](crate::pack::CUDA_SOURCES)).
     fn xtask(&self, task: &str) -> Command {
         let mut c = Command::new(self.bin("xtask"));
-        c.arg(task);
-        if let Some(checkout) = self.pack.parent() {
-            c.current_dir(checkout);
-        }
+        c.arg(task).current_dir(self.pack.join("src"));
         c
     }
 
@@ -576,21 +581,60 @@ fn no_gpu_cpu_mapping() -> Option<String> {
     })
 }
 
-/// PASS, FAIL or SKIPPED from a run's exit status and output: a run in which
-/// nothing passed and something said it skipped, or found no GPU, is SKIPPED.
+/// The verdict of a run from its exit status and output, never hiding a skip:
+/// - `FAIL` when it exited with an error;
+/// - `PASS` when something passed (a `PASS` marker, or the harness's
+///   `N passed` with N > 0) and nothing was skipped;
+/// - `PASS (N skipped: reason)` when something passed and N lines say
+///   `SKIPPED` (or `no GPU:`);
+/// - `SKIPPED (N: reason)` when nothing passed and something skipped;
+/// - `UNCHECKED` when it exited 0 with neither marker (a measurement that
+///   checks nothing): not a pass.
 fn verdict(success: bool, text: &str, secs: u64) -> String {
-    let skipped = text.contains("SKIPPED") || text.contains("no GPU");
+    let skips: Vec<&str> = text.lines().filter_map(skip_reason).collect();
     let passed = text.lines().any(|l| {
         l.contains("PASS")
-            || l.split(" passed")
-                .next()
-                .is_some_and(|n| n.trim().parse::<u32>().is_ok_and(|n| n > 0))
+            || l.split(" passed").next().is_some_and(|head| {
+                l.contains(" passed")
+                    && head
+                        .rsplit(' ')
+                        .next()
+                        .and_then(|n| n.trim().parse::<u32>().ok())
+                        .is_some_and(|n| n > 0)
+            })
     });
-    match (success, skipped && !passed) {
-        (true, true) => format!("SKIPPED ({secs} s)"),
-        (true, false) => format!("PASS ({secs} s)"),
-        (false, _) => format!("FAIL ({secs} s)"),
+    let why = || {
+        let first = skips.first().copied().unwrap_or_default();
+        let first: String = first.chars().take(160).collect();
+        let others = skips.iter().filter(|s| **s != skips[0]).count();
+        match others {
+            0 => first,
+            k => format!("{first}; and {k} other(s), see the log"),
+        }
+    };
+    match (success, passed, skips.len()) {
+        (false, _, _) => format!("FAIL ({secs} s)"),
+        (true, true, 0) => format!("PASS ({secs} s)"),
+        (true, true, n) => format!("PASS ({n} skipped: {}) ({secs} s)", why()),
+        (true, false, 0) => {
+            format!("UNCHECKED ({secs} s; exit 0, but it printed no PASS and no SKIPPED)")
+        }
+        (true, false, n) => format!("SKIPPED ({n}: {}) ({secs} s)", why()),
     }
+}
+
+/// Why a line says something was skipped, if it does (`SKIPPED: why`,
+/// `SKIPPED why`, `no GPU: why`).
+fn skip_reason(line: &str) -> Option<&str> {
+    if let Some(i) = line.find("SKIPPED") {
+        let rest = line[i + "SKIPPED".len()..].trim_start_matches([':', ' ']);
+        return Some(if rest.is_empty() {
+            "no reason given"
+        } else {
+            rest
+        });
+    }
+    line.find("no GPU:").map(|i| &line[i..])
 }
 
 /// `LD_LIBRARY_PATH` with the folder of `libcublas.so.13` (which cudarc opens
@@ -616,9 +660,10 @@ fn prepend(dir: &Path) -> std::ffi::OsString {
     v
 }
 
-/// A running MPS control daemon, stopped on drop.
+/// A running MPS control daemon; stopped on drop when this run started it.
 pub(crate) struct Mps {
     on: Rc<Cell<bool>>,
+    started: bool,
 }
 
 impl Mps {
@@ -639,21 +684,34 @@ impl Mps {
         for (_, dir) in &Self::env()[..2] {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
-        // A run killed while MPS was up leaves its daemon on this pipe, and
-        // a second `-d` then fails ("already running"): stop it first.
-        if Self::env()[0].1.join("control").exists() {
-            Self::stop();
+        // A daemon already on this pipe (another run's, or one a killed run
+        // left) serves this run too, and is left running: a second `-d`
+        // would fail ("already running").
+        let started = !Self::running();
+        if started {
+            crate::check(
+                Command::new("nvidia-cuda-mps-control")
+                    .arg("-d")
+                    .envs(Self::env()),
+            )?;
         }
-        crate::check(
-            Command::new("nvidia-cuda-mps-control")
-                .arg("-d")
-                .envs(Self::env()),
-        )?;
         on.set(true);
-        Ok(Mps { on })
+        Ok(Mps { on, started })
     }
 
-    /// Asks the daemon on this pipe to quit, and gives it a second.
+    /// Whether a daemon answers on this pipe (quietly: none is no error).
+    fn running() -> bool {
+        Self::env()[0].1.join("control").exists()
+            && Command::new("sh")
+                .args(["-c", "echo get_server_list | nvidia-cuda-mps-control"])
+                .envs(Self::env())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+    }
+
+    /// Asks the daemon this run started to quit, and gives it a second.
     fn stop() {
         let stop = Command::new("sh")
             .args(["-c", "echo quit | nvidia-cuda-mps-control"])
@@ -669,7 +727,9 @@ impl Mps {
 impl Drop for Mps {
     fn drop(&mut self) {
         self.on.set(false);
-        Self::stop();
+        if self.started {
+            Self::stop();
+        }
     }
 }
 
@@ -679,17 +739,49 @@ mod tests {
 
     #[test]
     fn verdicts() {
-        assert!(
-            verdict(
-                true,
-                "test x [1 PE] ... SKIPPED: no GPU\n0 passed, 0 failed, 3 skipped",
-                1
-            )
-            .starts_with("SKIPPED")
+        let v = verdict(
+            true,
+            "test x [1 PE] ... SKIPPED: no GPU\ntest y [1 PE] ... SKIPPED: no GPU\n0 passed, 0 failed, 2 skipped",
+            1,
         );
-        assert!(verdict(true, "3 passed, 0 failed, 0 skipped", 1).starts_with("PASS"));
+        assert_eq!(v, "SKIPPED (2: no GPU) (1 s)");
+        assert!(verdict(true, "3 passed, 0 failed, 0 skipped", 1).starts_with("PASS (1 s)"));
         assert!(verdict(true, "ring: ... PASS; 0.9 us per hop", 1).starts_with("PASS"));
         assert!(verdict(false, "SKIPPED", 1).starts_with("FAIL"));
         assert!(verdict(true, "ring: no GPU: no CUDA driver", 1).starts_with("SKIPPED"));
+    }
+
+    #[test]
+    fn skips_beside_passes_are_shown() {
+        let text = "test a [2 PE] ... ok (0.1 s)\n\
+                    test a [4 PE] ... SKIPPED: 4 PEs on 1 GPU(s) need CUDA MPS\n\
+                    test b [4 PE] ... SKIPPED: 4 PEs on 1 GPU(s) need CUDA MPS\n\
+                    1 passed, 0 failed, 2 skipped";
+        assert_eq!(
+            verdict(true, text, 3),
+            "PASS (2 skipped: 4 PEs on 1 GPU(s) need CUDA MPS) (3 s)"
+        );
+        let text = "test g [1 PE] ... ok (1.0 s), part(s) SKIPPED: wgmma: not sm_90a\n\
+                    1 passed (1 with parts skipped), 0 failed, 0 skipped";
+        assert_eq!(
+            verdict(true, text, 1),
+            "PASS (1 skipped: wgmma: not sm_90a) (1 s)"
+        );
+        // mpirun: every rank's own summary.
+        let text = "[rank 0] test a [2 PE] ... ok (0.1 s)\n\
+                    [rank 0] test b [2 PE] ... SKIPPED: runs on [1] PEs, not on this job's 2\n\
+                    [rank 0] 1 passed, 0 failed, 1 skipped";
+        assert!(verdict(true, text, 1).starts_with("PASS (1 skipped: runs on [1] PEs"));
+    }
+
+    #[test]
+    fn no_marker_is_not_a_pass() {
+        let v = verdict(
+            true,
+            "PE 0/1: init 600.0 ms\nPE 0/1: plain launch: 3.2 us",
+            2,
+        );
+        assert!(v.starts_with("UNCHECKED"), "{v}");
+        assert!(verdict(true, "0 passed, 0 failed, 0 skipped", 2).starts_with("UNCHECKED"));
     }
 }
