@@ -12,6 +12,7 @@
 //! - `cpp-host`: the C++ drop-in host built with nvcc (from pip wheels when
 //!   no CUDA is installed) against a kernel crate's header, and run;
 //! - `init-cost`: NVSHMEM init, Rust against the same init in C++.
+//! - `python-test`: the Python package's tests that need no GPU (pytest).
 
 mod bench;
 mod candidates;
@@ -21,6 +22,7 @@ mod lint;
 mod nvcc;
 mod pack;
 mod ptx;
+mod python;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -49,6 +51,8 @@ enum Task {
     CppHost(cpp_host::Args),
     /// NVSHMEM init at 1 PE: Rust (runtime_costs --init-only) against C++ (bench/cpp/init.cu), alternating.
     InitCost(init_cost::Args),
+    /// The Python package's tests that need no GPU (python/tests/test_offline.py), with pytest.
+    PythonTest(python::Args),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +64,7 @@ fn main() -> ExitCode {
         Task::CppHost(args) => cpp_host::run(args),
         Task::Bench(args) => bench::run(args),
         Task::InitCost(args) => init_cost::run(args),
+        Task::PythonTest(args) => python::run(args),
     };
     match result {
         Ok(code) => code,

@@ -246,6 +246,7 @@ impl InitOptions {
                 context,
                 nvshmem,
             },
+            attached: false,
         })
     }
 }
