@@ -155,6 +155,7 @@ mod tests {
             value: 1.0,
             unit: "GB/s".into(),
             pass: true,
+            checked: true,
         }
     }
 

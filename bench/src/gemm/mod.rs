@@ -51,7 +51,7 @@ pub struct GemmOptions {
     pub samples: usize,
     /// Band height (tile rows) of the Rust GEMMs' grouped tile order.
     pub group: u32,
-    /// Also the candidate `mma.sync` kernels (`tensor::mma::CANDIDATES`).
+    /// Also the candidate `mma.sync` kernels (`tc_gemm::mma::CANDIDATES`).
     pub candidates: bool,
 }
 
