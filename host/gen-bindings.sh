@@ -32,6 +32,7 @@ root=$(cd "$here/.." && pwd)
 out=$here/src/sys/vendor
 # `nvshmem-<version>\t<root>` for the versions asked for (default: every supported one).
 setup_args=(--no-toolchain)
+[ $# -gt 0 ] || setup_args+=(--all)
 for v in "$@"; do setup_args+=(--nvshmem-version "$v"); done
 roots=$(cd "$root" && cargo run -q -p nvshmem-builder --features cli --bin nvshmem-build -- \
   setup "${setup_args[@]}" | grep '^nvshmem-')

@@ -484,6 +484,7 @@ fn unregistrable_module(pe: &mut TestPe) -> TestResult {
         ptx: "stripped.ptx".into(),
         cubin: None,
         device_link: None,
+        cuda_toolkit: None,
         kernels: Vec::new(),
     };
     match nv.load_module_image(ptx.as_bytes(), manifest) {

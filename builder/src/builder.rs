@@ -5,7 +5,7 @@ use crate::manifest::Manifest;
 use crate::settings::{self, ENV_VARS, Progress};
 use crate::toolchain::PINNED_TOOLCHAIN;
 use nvshmem_types::install::Installation;
-use nvshmem_types::{Arch, Version};
+use nvshmem_types::{Arch, CudaMajor, Version};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -118,6 +118,7 @@ pub struct Builder {
     pub(crate) crate_dir: PathBuf,
     arch: Option<String>,
     version: Option<Version>,
+    cuda: Option<CudaMajor>,
     home: Option<PathBuf>,
     pub(crate) out_dir: Option<PathBuf>,
     pub(crate) target_dir: Option<PathBuf>,
@@ -171,6 +172,7 @@ pub struct BuildOutput {
 pub(crate) struct Resolved {
     pub arch: Arch,
     pub version: Option<Version>,
+    pub cuda: Option<CudaMajor>,
     pub home: Option<PathBuf>,
     pub device_link: DeviceLink,
     pub ptx_only: bool,
@@ -199,6 +201,7 @@ impl Builder {
             crate_dir: crate_dir.into(),
             arch: None,
             version: None,
+            cuda: None,
             home: None,
             out_dir: None,
             target_dir: None,
@@ -220,6 +223,10 @@ impl Builder {
         /// Link against this NVSHMEM version. Unset: `NVSHMEM_RS_NVSHMEM_VERSION`,
         /// else the version of the installation found (downloading 3.4.5 when there is none).
         nvshmem_version(version: Version) => version = Some(version);
+        /// The CUDA major to build for: which NVSHMEM wheel (`-cu12`, `-cu13`),
+        /// `ptxas` and PTX ISA levels. Unset: `NVSHMEM_RS_CUDA_MAJOR`, else the
+        /// installation's (python3's package), else CUDA 13.
+        cuda_major(cuda: CudaMajor) => cuda = Some(cuda);
         /// Link against the NVSHMEM in this folder. Unset: `NVSHMEM_HOME`, else
         /// the search of [`Installation::find`].
         nvshmem_home(dir: impl Into<PathBuf>) => home = Some(dir.into());
@@ -295,6 +302,15 @@ impl Builder {
         {
             return Err(Error::UnsupportedVersion { version: v });
         }
+        let cuda = match (self.cuda, settings::var("NVSHMEM_RS_CUDA_MAJOR")) {
+            (Some(c), _) => Some(c),
+            (None, Some(v)) => Some(v.parse::<CudaMajor>().map_err(|e| Error::InvalidSetting {
+                name: "NVSHMEM_RS_CUDA_MAJOR".into(),
+                value: v.clone(),
+                expected: e.to_string(),
+            })?),
+            (None, None) => None,
+        };
         let device_link = match (self.device_link, settings::var("NVSHMEM_RS_DEVICE_LINK")) {
             (Some(m), _) => m,
             (None, Some(v)) => v.parse().map_err(|e: String| Error::InvalidSetting {
@@ -320,6 +336,7 @@ impl Builder {
         Ok(Resolved {
             arch,
             version,
+            cuda,
             home: self
                 .home
                 .clone()

@@ -67,6 +67,7 @@ mod cargo;
 mod header;
 #[doc(hidden)]
 pub mod ir;
+mod jitlink;
 mod libdevice;
 mod link;
 mod parallel;
@@ -83,6 +84,9 @@ pub use builder::{
 };
 pub use error::{Error, Result};
 pub use header::c_prefix;
-pub use nvshmem_types::{Arch, SUPPORTED_ARCHS, SUPPORTED_VERSIONS, Version, install, manifest};
+pub use nvshmem_types::{
+    Arch, CudaMajor, CudaVersion, SUPPORTED_ARCHS, SUPPORTED_VERSIONS, Version, install, manifest,
+};
 pub use parallel::build_all_from_build_script;
+pub use pipeline::ptx_folder;
 pub use settings::ENV_VARS;

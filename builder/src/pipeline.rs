@@ -19,10 +19,10 @@ use crate::error::{Error, Result, io_err};
 use crate::header::{self, CTypes};
 use crate::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
 use crate::reuse::{self, Key, write_if_changed};
-use crate::toolchain::{self, LlvmTools, Toolchain, run};
+use crate::toolchain::{self, DeviceLinker, LlvmTools, Toolchain, run};
 use crate::{assemble, ir, libdevice, link, ptx, shared_memory, signature, wheels};
 use nvshmem_types::install::{FindError, Installation, Query, Source};
-use nvshmem_types::{DEFAULT_VERSION, Version};
+use nvshmem_types::{CudaMajor, CudaVersion, DEFAULT_CUDA, DEFAULT_VERSION, Version};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -58,6 +58,12 @@ struct Prepared {
     libraries: Vec<PathBuf>,
     /// `None` for PTX-only output and for [`Builder::check`].
     ptxas: Option<PathBuf>,
+    /// The CUDA major of the NVSHMEM wheel and the tools.
+    cuda: CudaMajor,
+    /// The toolkit of `ptxas` (without one, the CUDA major's).
+    toolkit: CudaVersion,
+    /// How separate compilation links, when it can.
+    linker: Option<DeviceLinker>,
 }
 
 /// A kernel crate compiled to nvptx64 rlibs, with its work folder locked.
@@ -89,10 +95,43 @@ impl Builder {
         let tools = LlvmTools::new(&tc, self.llvm_tools_dir.as_deref())?;
         let meta = CrateMeta::read(&tc, &self.crate_dir)?;
         let nv = self.find_nvshmem(&settings)?;
+        let cuda = match (settings.cuda, nv.cuda) {
+            (Some(asked), Some(found)) if asked != found => {
+                return Err(Error::CudaMismatch {
+                    found: Box::new(nv),
+                    asked,
+                });
+            }
+            (asked, found) => asked.or(found).unwrap_or(DEFAULT_CUDA),
+        };
+        if !cuda.supports(settings.arch) {
+            return Err(Error::NotForCuda {
+                arch: settings.arch,
+                cuda,
+                why: format!(
+                    "it needs PTX ISA {}, and ptxas {} reads at most {}",
+                    isa(settings.arch.min_ptx_isa()),
+                    cuda.toolkit(),
+                    isa(cuda.max_ptx_isa())
+                ),
+            });
+        }
         let libraries = vec![nv.device_bitcode(settings.arch)?];
         let ptxas = match need_ptxas && !settings.ptx_only {
-            true => Some(toolchain::ptxas_or_fetch(settings.offline, self.progress)?),
+            true => Some(toolchain::ptxas_or_fetch(
+                cuda,
+                settings.offline,
+                self.progress,
+            )?),
             false => None,
+        };
+        let toolkit = ptxas
+            .as_deref()
+            .and_then(toolchain::ptxas_release)
+            .unwrap_or(cuda.toolkit());
+        let linker = match &ptxas {
+            Some(p) => toolchain::find_linker(p, cuda)?,
+            None => None,
         };
         laps.lap("checks");
         Ok(Prepared {
@@ -103,11 +142,15 @@ impl Builder {
             nv,
             libraries,
             ptxas,
+            cuda,
+            toolkit,
+            linker,
         })
     }
 
     /// NVSHMEM as [`Installation::find`] finds it, else downloaded into the
     /// per-user cache (the version asked for, else [`DEFAULT_VERSION`]).
+    /// Says once per process which version was chosen and why.
     fn find_nvshmem(&self, s: &Resolved) -> Result<Installation> {
         let mut query = Query::default().ignore_env();
         if let Some(home) = &s.home {
@@ -116,22 +159,39 @@ impl Builder {
         if let Some(v) = s.version {
             query = query.version(v);
         }
-        match Installation::find(&query) {
-            Err(e @ FindError::NotFound { .. }) if s.offline => Err(e.into()),
+        if let Some(c) = s.cuda {
+            query = query.cuda(c);
+        }
+        let nv = match Installation::find(&query) {
+            Err(e @ FindError::NotFound { .. }) if s.offline => return Err(e.into()),
             Err(FindError::NotFound { .. }) => {
                 let version = s.version.unwrap_or(DEFAULT_VERSION);
+                let cuda = s.cuda.unwrap_or(DEFAULT_CUDA);
                 let info = version
                     .info()
                     .ok_or(Error::UnsupportedVersion { version })?;
-                let what = format!("NVSHMEM {version}");
-                let dir = wheels::ensure_with(info.wheel, &what, false, self.progress)?;
-                Ok(Installation::at(
-                    &dir.join("nvidia/nvshmem"),
-                    Source::UserCache,
-                )?)
+                let what = format!("NVSHMEM {version} (CUDA {cuda})");
+                let wheel = info.wheel(cuda).to_string();
+                let dir = wheels::ensure_with(&wheel, &what, false, self.progress)?;
+                Installation::at(&dir.join("nvidia/nvshmem"), Source::UserCache)?
             }
-            other => Ok(other?),
+            other => other?,
+        };
+        if nv.version.info().is_none() {
+            return Err(Error::UnsupportedVersion {
+                version: nv.version,
+            });
         }
+        say_once(
+            self.progress,
+            format!(
+                "NVSHMEM {}: {} (NVSHMEM_RS_NVSHMEM_VERSION and NVSHMEM_RS_CUDA_MAJOR choose \
+                 another)",
+                nv.describe(),
+                nv.why(&query)
+            ),
+        );
+        Ok(nv)
     }
 
     /// Step 2: `cargo rustc` of the kernel crate for nvptx64, holding the
@@ -148,7 +208,7 @@ impl Builder {
         let work = target_dir
             .join("nvshmem-link")
             .join(&p.meta.name)
-            .join(format!("nvshmem-{}", p.nv.version))
+            .join(ptx_folder(p.nv.version, p.cuda))
             .join(p.settings.arch.to_string());
         std::fs::create_dir_all(&work).map_err(io_err(&work))?;
         // Concurrent builds of the same crate, version and arch (two build
@@ -158,8 +218,10 @@ impl Builder {
         lock.lock().map_err(io_err(&lock_path))?;
 
         let mut features = self.features.clone();
-        if p.meta.depends_on_device && p.nv.version >= Version::new(3, 8, 0) {
-            features.push("nvshmem-device/nvshmem-3-8".into());
+        if p.meta.depends_on_device
+            && let Some(f) = p.nv.version.info().and_then(|i| i.device_feature())
+        {
+            features.push(format!("nvshmem-device/{f}"));
         }
         let rlibs = cargo::build(&p.tc, &target_dir, &p.meta, &features, self.progress)?;
         // Read after the build, which has checked the attribute's arguments.
@@ -334,7 +396,7 @@ impl Builder {
                     .map(|d| PathBuf::from(d).join("ptx"))
                     .unwrap_or_else(|| c.target_dir.join("ptx"))
             })
-            .join(format!("nvshmem-{}", c.p.nv.version))
+            .join(ptx_folder(c.p.nv.version, c.p.cuda))
             .join(&arch);
         let ptxas = c.p.ptxas.clone();
         let mut watched = cargo::dep_info_sources(&c.target_dir, &c.p.meta, &c.p.tc);
@@ -380,6 +442,20 @@ impl Builder {
                 .unwrap_or(0)
                 .max(s.arch.min_ptx_isa())
         });
+        if ptx_isa > c.p.cuda.max_ptx_isa() {
+            return Err(Error::NotForCuda {
+                arch: s.arch,
+                cuda: c.p.cuda,
+                why: format!(
+                    "NVSHMEM {}'s bitcode (or the PTX ISA asked for) needs PTX ISA {}, and ptxas \
+                     {} reads at most {}",
+                    c.p.nv.version,
+                    isa(ptx_isa),
+                    c.p.cuda.toolkit(),
+                    isa(c.p.cuda.max_ptx_isa())
+                ),
+            });
+        }
         let retargeted = c.work.join("retargeted.ll");
         std::fs::write(&retargeted, self.rewrite_ir(&ll, &arch, ptx_isa)?)
             .map_err(io_err(&retargeted))?;
@@ -399,6 +475,7 @@ impl Builder {
                 let cubin = out_dir.join(format!("{}.cubin", c.p.meta.name));
                 let (figures, mode, warning) = assemble::assemble(
                     ptxas,
+                    c.p.linker.clone(),
                     &arch,
                     s.device_link,
                     &ptx,
@@ -508,6 +585,7 @@ impl Builder {
             ptx: file_name(a.ptx),
             cubin: a.cubin.map(file_name),
             device_link: a.device_link.map(|m| m.as_str().to_string()),
+            cuda_toolkit: Some(c.p.toolkit),
             kernels,
         };
         (manifest, ctypes.structs)
@@ -523,6 +601,7 @@ impl Builder {
             ("features", format!("{:?}", c.features)),
             ("ptx_only", s.ptx_only.to_string()),
             ("device_link", s.device_link.to_string()),
+            ("cuda", c.p.cuda.to_string()),
             ("max_threads", format!("{:?}", c.max_threads)),
         ]);
         let tools = &c.p.tools;
@@ -531,9 +610,9 @@ impl Builder {
         }
         if let Some(p) = ptxas {
             key.file(p)?;
-            if let Some(nvlink) = toolchain::find_nvlink(p)? {
-                key.file(&nvlink)?;
-            }
+        }
+        if let Some(linker) = &c.p.linker {
+            key.file(linker.path())?;
         }
         for lib in &c.p.libraries {
             key.file(lib)?;
@@ -596,6 +675,36 @@ fn verify_ptx(
         }
     }
     Ok(entries)
+}
+
+/// `8.8` for 88.
+fn isa(n: u32) -> String {
+    format!("{}.{}", n / 10, n % 10)
+}
+
+/// The output folder of a version and CUDA major: `nvshmem-3.4.5` for CUDA
+/// 13 (as before CUDA 12 builds existed), `nvshmem-3.4.5-cu12` for CUDA 12.
+///
+/// ```
+/// use nvshmem_builder::{CudaMajor, Version, ptx_folder};
+/// assert_eq!(ptx_folder(Version::new(3, 3, 20), CudaMajor::Cuda12), "nvshmem-3.3.20-cu12");
+/// assert_eq!(ptx_folder(Version::new(3, 4, 5), CudaMajor::Cuda13), "nvshmem-3.4.5");
+/// ```
+pub fn ptx_folder(version: Version, cuda: CudaMajor) -> String {
+    match cuda {
+        CudaMajor::Cuda13 => format!("nvshmem-{version}"),
+        CudaMajor::Cuda12 => format!("nvshmem-{version}-cu12"),
+    }
+}
+
+/// A progress line said once per process (several crates, one choice).
+fn say_once(progress: crate::settings::Progress, line: String) {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if !said.contains(&line) {
+        progress.say(&line);
+        said.push(line);
+    }
 }
 
 fn file_name(p: &Path) -> String {

@@ -141,7 +141,7 @@ pub mod lists;
 mod amo;
 mod coll;
 mod library;
-#[cfg(feature = "nvshmem-3-8")]
+#[cfg(feature = "nvshmem-3-5")]
 mod qp;
 mod rma;
 mod sync;
@@ -149,7 +149,7 @@ mod sync;
 pub use amo::*;
 pub use coll::*;
 pub use library::*;
-#[cfg(feature = "nvshmem-3-8")]
+#[cfg(feature = "nvshmem-3-5")]
 pub use qp::*;
 pub use rma::*;
 pub use sync::*;
