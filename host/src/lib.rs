@@ -85,7 +85,8 @@ pub use module::{Module, ModuleImage};
 pub use nvshmem::Nvshmem;
 pub use nvshmem_types::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
 pub use nvshmem_types::{
-    And, Cmp, Max, Min, Or, Pe, Prod, ReduceOp, SignalOp, Sum, SymPtr, Team, Version, Xor,
+    And, Cmp, CudaVersion, Max, Min, Or, Pe, Prod, ReduceOp, SignalOp, Sum, SymPtr, Team, Version,
+    Xor,
 };
 pub use team::{AsTeam, SplitTeam};
 pub use uniqueid::UniqueId;

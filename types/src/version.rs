@@ -221,6 +221,27 @@ impl CudaVersion {
         CudaVersion { major, minor }
     }
 
+    /// The first CUDA release whose driver JIT-compiles PTX of ISA `isa`
+    /// (`major.minor`): ISA 7.x is CUDA 11.x, 8.0-8.5 are 12.0-12.5, 8.6 is
+    /// 12.7, 8.7 12.8, 8.8 12.9, 9.0 13.0.
+    ///
+    /// ```
+    /// use nvshmem_types::CudaVersion;
+    /// assert_eq!(CudaVersion::for_ptx_isa(CudaVersion::new(8, 3)), CudaVersion::new(12, 3));
+    /// assert_eq!(CudaVersion::for_ptx_isa(CudaVersion::new(8, 8)), CudaVersion::new(12, 9));
+    /// assert_eq!(CudaVersion::for_ptx_isa(CudaVersion::new(9, 0)), CudaVersion::new(13, 0));
+    /// ```
+    pub const fn for_ptx_isa(isa: CudaVersion) -> CudaVersion {
+        match (isa.major, isa.minor) {
+            (0..=6, _) => CudaVersion::new(10, 0),
+            (7, m) => CudaVersion::new(11, m),
+            (8, m @ 0..=5) => CudaVersion::new(12, m),
+            (8, m) => CudaVersion::new(12, if m + 1 > 9 { 9 } else { m + 1 }),
+            (9, m) => CudaVersion::new(13, m),
+            (major, _) => CudaVersion::new(major + 4, 0),
+        }
+    }
+
     /// From `cuDriverGetVersion`'s `1000 * major + 10 * minor`.
     pub const fn from_driver(v: i32) -> Self {
         let v = if v < 0 { 0 } else { v as u32 };

@@ -8,7 +8,7 @@
 
 use crate::check;
 use nvshmem_builder::install::{Installation, Query};
-use nvshmem_builder::{Builder, DeviceLink, Version, wheels};
+use nvshmem_builder::{Builder, CudaMajor, DeviceLink, Version, ptx_folder, wheels};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
@@ -25,6 +25,9 @@ pub enum Purpose {
     Mpi,
     /// The GPU tests against NVSHMEM 3.8.0 (its host library in the pack), also over its UCX transport (the libucx wheel).
     Nvshmem38,
+    /// The GPU suites (gpu, collectives) against one NVSHMEM release for one CUDA major
+    /// (`--nvshmem-version`, `--cuda-major`): its host library and kernels in the pack.
+    Nvshmem,
 }
 
 impl Purpose {
@@ -35,6 +38,7 @@ impl Purpose {
             Purpose::Variants => "variants",
             Purpose::Mpi => "mpi",
             Purpose::Nvshmem38 => "nvshmem38",
+            Purpose::Nvshmem => "nvshmem",
         }
     }
 
@@ -44,6 +48,7 @@ impl Purpose {
             Purpose::Tests => &["gpu", "collectives", "bench_check"],
             Purpose::Compute => &["compute", "tensor"],
             Purpose::Variants | Purpose::Mpi | Purpose::Nvshmem38 => &["gpu"],
+            Purpose::Nvshmem => &["gpu", "collectives"],
         }
     }
 
@@ -69,6 +74,8 @@ impl Purpose {
             ],
             Purpose::Variants | Purpose::Nvshmem38 => &["runtime-kernels"],
             Purpose::Mpi => &["runtime-kernels", "ring-kernels", "allreduce-kernels"],
+            // Built for the release asked for instead ([`release_pack`]).
+            Purpose::Nvshmem => &[],
         }
     }
 
@@ -90,7 +97,7 @@ impl Purpose {
                 "examples/ag_gemm",
                 "examples/gemm_rs",
             ],
-            Purpose::Variants | Purpose::Nvshmem38 => &["nvshmem-run"],
+            Purpose::Variants | Purpose::Nvshmem38 | Purpose::Nvshmem => &["nvshmem-run"],
             Purpose::Mpi => &["nvshmem-run", "examples/ring", "examples/allreduce"],
         }
     }
@@ -104,6 +111,13 @@ pub struct Args {
     /// Skip the cargo build (use what target/release already has).
     #[arg(long)]
     no_build: bool,
+    /// For `nvshmem`: the NVSHMEM release (it must be in the per-user cache:
+    /// `nvshmem-build setup --nvshmem-version V --cuda-major M`).
+    #[arg(long)]
+    nvshmem_version: Option<Version>,
+    /// For `nvshmem`: the CUDA major of its wheel and of the kernels' ptxas.
+    #[arg(long)]
+    cuda_major: Option<CudaMajor>,
 }
 
 /// The NVSHMEM feature that forces its own RMA path in the typed layer.
@@ -112,6 +126,13 @@ const NVSHMEM_PATH_FEATURE: &str = "nvshmem-device/nvshmem-path";
 pub fn run(args: Args) -> Result<ExitCode, String> {
     let root = crate::repo_root();
     let pack = root.join(format!(".gpu-{}", args.purpose.name()));
+    let asked = match (args.purpose, args.nvshmem_version, args.cuda_major) {
+        (Purpose::Nvshmem, Some(v), Some(c)) => Some((v, c)),
+        (Purpose::Nvshmem, _, _) => {
+            return Err("gpu-pack nvshmem needs --nvshmem-version and --cuda-major".into());
+        }
+        _ => None,
+    };
     let built = if args.no_build {
         Built::find(&root, false)?
     } else {
@@ -159,6 +180,10 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             copy_tree(&data.join("etc"), &pack.join("openmpi/etc"))?;
         }
         Purpose::Nvshmem38 => nvshmem38(&pack)?,
+        Purpose::Nvshmem => {
+            let (v, c) = asked.expect("checked above");
+            release_pack(&root, &pack, v, c)?;
+        }
     }
     let commit = Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
@@ -166,11 +191,12 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
-    std::fs::write(
-        pack.join("PACK"),
-        format!("{} {commit}\n", args.purpose.name()),
-    )
-    .map_err(|e| e.to_string())?;
+    // `gpu-run` reads the purpose, then (for `nvshmem`) the release.
+    let what = match asked {
+        Some((v, c)) => format!("{} {v} {c}", args.purpose.name()),
+        None => args.purpose.name().to_string(),
+    };
+    std::fs::write(pack.join("PACK"), format!("{what} {commit}\n")).map_err(|e| e.to_string())?;
     let size = dir_size(&pack);
     println!(
         "{}: {:.1} MiB{}",
@@ -301,11 +327,67 @@ fn variants(root: &Path, pack: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The runtime and collectives kernels for NVSHMEM `v` built with CUDA
+/// `cuda`'s ptxas (`ptx/<nvshmem-V[-cu12]>/sm_90`), the runtime kernels for
+/// another version beside them (for the version-mismatch test), and that
+/// release's host library and bootstrap plugins.
+fn release_pack(root: &Path, pack: &Path, v: Version, cuda: CudaMajor) -> Result<(), String> {
+    let query = Query::default().ignore_env().version(v).cuda(cuda);
+    let nv = Installation::find(&query).map_err(|e| {
+        format!(
+            "{e}\nFix: `cargo run -p nvshmem-builder --features cli --bin nvshmem-build -- setup \
+             --no-toolchain --nvshmem-version {v} --cuda-major {cuda}`"
+        )
+    })?;
+    let other = match v == Version::new(3, 8, 0) {
+        true => Version::new(3, 4, 5),
+        false => Version::new(3, 8, 0),
+    };
+    let out = root.join("target/release-pack");
+    let _ = std::fs::remove_dir_all(&out);
+    let target = root.join("target/nvshmem-kernels");
+    for (krate, version, cuda) in [
+        ("runtime", v, cuda),
+        ("collectives", v, cuda),
+        ("runtime", other, CudaMajor::Cuda13),
+    ] {
+        let o = Builder::new(root.join("tests/kernels").join(krate))
+            .nvshmem_version(version)
+            .cuda_major(cuda)
+            .arch("sm_90")
+            .offline(true)
+            .target_dir(&target)
+            .out_dir(&out)
+            .build()
+            .map_err(|e| format!("{krate} kernels for NVSHMEM {version} (CUDA {cuda}): {e}"))?;
+        println!(
+            "{krate}-kernels: NVSHMEM {version} (CUDA {cuda}), {} kernels",
+            o.manifest.kernels.len()
+        );
+    }
+    copy_kernels(
+        &out,
+        &pack.join("ptx"),
+        &["runtime-kernels", "collectives-kernels"],
+    )?;
+    println!("kernels in ptx/{}/sm_90", ptx_folder(v, cuda));
+    host_library(pack, &nv, false)
+}
+
 /// NVSHMEM 3.8.0's host library, bootstrap and UCX transport plugins and
 /// version header, and UCX's libraries (debug info stripped).
 fn nvshmem38(pack: &Path) -> Result<(), String> {
     let v: Version = "3.8.0".parse().expect("a version");
     let nv = Installation::find(&Query::default().version(v)).map_err(|e| e.to_string())?;
+    host_library(pack, &nv, true)?;
+    ucx(pack)
+}
+
+/// An installation's host library (xz-compressed: 28-49 MiB otherwise, most
+/// of a pack; `gpu-run` unpacks it), bootstrap plugins (and with `ucx` its
+/// UCX transport) and version header, under `nvshmem/`.
+fn host_library(pack: &Path, nv: &Installation, ucx: bool) -> Result<(), String> {
+    let v = nv.version;
     let lib = pack.join("nvshmem/lib");
     std::fs::create_dir_all(&lib).map_err(|e| e.to_string())?;
     for f in std::fs::read_dir(nv.lib_dir())
@@ -315,7 +397,7 @@ fn nvshmem38(pack: &Path) -> Result<(), String> {
         let name = f.file_name().to_string_lossy().into_owned();
         let wanted = name.starts_with("libnvshmem_host.so")
             || name.starts_with("nvshmem_bootstrap_")
-            || name.starts_with("nvshmem_transport_ucx");
+            || (ucx && name.starts_with("nvshmem_transport_ucx"));
         if wanted {
             std::fs::copy(f.path(), lib.join(&name)).map_err(|e| e.to_string())?;
         }
@@ -329,6 +411,11 @@ fn nvshmem38(pack: &Path) -> Result<(), String> {
     std::fs::create_dir_all(pack.join("nvshmem/include/non_abi")).map_err(|e| e.to_string())?;
     std::fs::copy(nv.root.join(header), pack.join("nvshmem").join(header))
         .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// UCX's libraries (the libucx wheel), under `ucx/lib`.
+fn ucx(pack: &Path) -> Result<(), String> {
     let ucx = wheels::ensure(UCX_WHEEL, "UCX")
         .map_err(|e| e.to_string())?
         .join("libucx/lib");

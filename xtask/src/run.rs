@@ -42,6 +42,9 @@ pub enum Mode {
     Mpirun,
     /// tests/gpu.rs against NVSHMEM 3.8.0 (from the pack).
     Nvshmem38,
+    /// A `gpu-pack nvshmem` pack's release: tests/gpu.rs at 1 and 2 PEs without MPS and at 1, 2
+    /// and 4 under MPS (the driver-version error test among them), then tests/collectives.rs under MPS.
+    Release,
     /// tests/gpu.rs at 2 and 4 PEs over NVSHMEM 3.8.0's UCX transport, P2P off (SKIPPED without GDRCopy or driver R610+: the proxy's AMOs need them).
     Ucx,
     /// compute-sanitizer's memcheck and racecheck on the ring, the all-reduce and AG+GEMM at 2 PEs, without MPS (not a default).
@@ -62,6 +65,7 @@ impl Mode {
             "variants" => &[Info, NvshmemPath, Separate],
             "mpi" => &[Info, Mpirun],
             "nvshmem38" => &[Info, Nvshmem38, Ucx],
+            "nvshmem" => &[Info, Release],
             _ => &[Info],
         }
     }
@@ -93,6 +97,8 @@ struct Runner {
     /// Whether CUDA MPS runs now (the commands then get its variables).
     mps_on: Rc<Cell<bool>>,
     table: Vec<(String, String)>,
+    /// A `nvshmem` pack's release: `(version, CUDA major)` as written in `PACK`.
+    release: Option<(String, String)>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, String> {
@@ -107,11 +113,12 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     };
     let purpose = std::fs::read_to_string(pack.join("PACK"))
         .map_err(|e| format!("{} is not a pack (no PACK file): {e}", pack.display()))?;
-    let purpose = purpose
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string();
+    let words: Vec<&str> = purpose.split_whitespace().collect();
+    let release = match words.as_slice() {
+        ["nvshmem", v, c, ..] => Some((v.to_string(), c.to_string())),
+        _ => None,
+    };
+    let purpose = words.first().copied().unwrap_or_default().to_string();
     let modes = if args.modes.is_empty() {
         Mode::defaults(&purpose).to_vec()
     } else {
@@ -126,6 +133,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         gpu,
         mps_on: Rc::default(),
         table: Vec::new(),
+        release,
     };
     if !gpu {
         println!(
@@ -363,17 +371,32 @@ impl Runner {
                     .arg(self.out.join("bench"));
                 self.record("bench", c);
             }
+            Mode::Release => {
+                let Some((v, c)) = self.release.clone() else {
+                    return Err("mode release needs a `gpu-pack nvshmem` pack".into());
+                };
+                let nv = self.unpack_host()?;
+                let folder = match c.as_str() {
+                    "12" => format!("nvshmem-{v}-cu12"),
+                    _ => format!("nvshmem-{v}"),
+                };
+                let ptx = self.pack.join("ptx").join(folder).join("sm_90");
+                let name = format!("{v}-cu{c}");
+                let mut c = self.command(&test_gpu, &ptx);
+                c.env_remove("NVSHMEM_RS_REQUIRE_GPU")
+                    .env("NVSHMEM_HOME", &nv);
+                self.record(&format!("gpu-{name}-no-mps"), c);
+                let _mps = self.mps()?;
+                let mut c = self.command(&test_gpu, &ptx);
+                c.env("NVSHMEM_HOME", &nv);
+                self.record(&format!("gpu-{name}-mps"), c);
+                let mut c = self.command(&self.bin("test-collectives"), &ptx);
+                c.env("NVSHMEM_HOME", &nv)
+                    .env("NVSHMEM_RS_TEST_TIMEOUT", "300");
+                self.record(&format!("collectives-{name}-mps"), c);
+            }
             Mode::Nvshmem38 | Mode::Ucx => {
-                let nv = self.pack.join("nvshmem");
-                // The pack carries the host library compressed.
-                let host = nv.join("lib/libnvshmem_host.so.3");
-                if !host.exists() && host.with_extension("3.xz").exists() {
-                    crate::check(
-                        Command::new("xz")
-                            .args(["-dk"])
-                            .arg(host.with_extension("3.xz")),
-                    )?;
-                }
+                let nv = self.unpack_host()?;
                 let ptx38 = self.ptx("ptx", "3.8.0");
                 if mode == Mode::Ucx
                     && self.gpu
@@ -405,6 +428,21 @@ impl Runner {
             }
         }
         Ok(())
+    }
+
+    /// The pack's NVSHMEM (`nvshmem/`), its host library unpacked (the pack
+    /// carries it xz-compressed).
+    fn unpack_host(&self) -> Result<PathBuf, String> {
+        let nv = self.pack.join("nvshmem");
+        let host = nv.join("lib/libnvshmem_host.so.3");
+        if !host.exists() && host.with_extension("3.xz").exists() {
+            crate::check(
+                Command::new("xz")
+                    .args(["-dk"])
+                    .arg(host.with_extension("3.xz")),
+            )?;
+        }
+        Ok(nv)
     }
 
     /// This pack's `xtask TASK`, run in the checkout above the pack (whose
