@@ -14,9 +14,9 @@ pub(crate) type Figures = BTreeMap<String, ptx::PtxasFigures>;
 /// Runs ptxas (and the device linker when compiling separately) on the PTX in
 /// `ptx_path`; returns every kernel's figures, the mode used, and a warning
 /// for the build's output when the result is worse than it should be.
+/// `tools` is `ptxas` and the device linker, if one was found.
 pub(crate) fn assemble(
-    ptxas: &Path,
-    nvlink: Option<DeviceLinker>,
+    tools: (&Path, Option<DeviceLinker>),
     arch: &str,
     mode: DeviceLink,
     ptx: &str,
@@ -24,6 +24,7 @@ pub(crate) fn assemble(
     cubin: &Path,
     work: &Path,
 ) -> Result<(Figures, DeviceLink, Option<String>)> {
+    let (ptxas, nvlink) = tools;
     let funcs = ptx::ptx_functions(ptx);
     let large_transport = transport_lines(&funcs) > AUTO_SEPARATE_TRANSPORT_ABOVE_LINES;
     let mode = match mode {

@@ -474,8 +474,7 @@ impl Builder {
             Some(ptxas) => {
                 let cubin = out_dir.join(format!("{}.cubin", c.p.meta.name));
                 let (figures, mode, warning) = assemble::assemble(
-                    ptxas,
-                    c.p.linker.clone(),
+                    (ptxas, c.p.linker.clone()),
                     &arch,
                     s.device_link,
                     &ptx,

@@ -183,6 +183,11 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         Purpose::Nvshmem => {
             let (v, c) = asked.expect("checked above");
             release_pack(&root, &pack, v, c)?;
+            // CUDA 12 host libraries are large (137-182 MB, 40+ MiB xz): the
+            // test binaries go compressed too; `gpu-run` unpacks `bin/*.xz`.
+            for t in args.purpose.tests() {
+                check(Command::new("xz").args(["-T0", "-6"]).arg(bin.join(format!("test-{t}"))))?;
+            }
         }
     }
     let commit = Command::new("git")

@@ -376,6 +376,12 @@ impl Runner {
                     return Err("mode release needs a `gpu-pack nvshmem` pack".into());
                 };
                 let nv = self.unpack_host()?;
+                for t in ["test-gpu", "test-collectives"] {
+                    let packed = self.bin(&format!("{t}.xz"));
+                    if !self.bin(t).exists() && packed.exists() {
+                        crate::check(Command::new("xz").arg("-dk").arg(&packed))?;
+                    }
+                }
                 let folder = match c.as_str() {
                     "12" => format!("nvshmem-{v}-cu12"),
                     _ => format!("nvshmem-{v}"),
