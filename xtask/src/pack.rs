@@ -186,7 +186,11 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             // CUDA 12 host libraries are large (137-182 MB, 40+ MiB xz): the
             // test binaries go compressed too; `gpu-run` unpacks `bin/*.xz`.
             for t in args.purpose.tests() {
-                check(Command::new("xz").args(["-T0", "-6"]).arg(bin.join(format!("test-{t}"))))?;
+                check(
+                    Command::new("xz")
+                        .args(["-T0", "-6"])
+                        .arg(bin.join(format!("test-{t}"))),
+                )?;
             }
         }
     }

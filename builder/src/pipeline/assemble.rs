@@ -126,7 +126,7 @@ pub(crate) fn assemble(
         })?,
         DeviceLinker::NvJitLink(lib) => {
             let objects: Vec<&Path> = objects.iter().map(|o| o.as_path()).collect();
-            crate::jitlink::link(lib, arch, &objects, cubin)?
+            crate::toolchain::jitlink::link(lib, arch, &objects, cubin)?
         }
     };
     let linked = ptx::nvlink_figures(&log);
