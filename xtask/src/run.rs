@@ -76,7 +76,8 @@ pub struct Args {
     /// The modes to run (default: every mode of the pack's purpose).
     #[arg(value_enum)]
     modes: Vec<Mode>,
-    /// The pack (default: the folder above this program's bin/).
+    /// The pack (default: the folder above this program's bin/); a relative
+    /// path is relative to the current folder.
     #[arg(long)]
     pack: Option<PathBuf>,
 }
@@ -103,7 +104,8 @@ struct Runner {
 
 pub fn run(args: Args) -> Result<ExitCode, String> {
     let pack = match args.pack {
-        Some(p) => p,
+        // The runs start in other folders (`xtask` in the pack's src/).
+        Some(p) => std::path::absolute(&p).map_err(|e| format!("{}: {e}", p.display()))?,
         None => std::env::current_exe()
             .map_err(|e| e.to_string())?
             .parent()
@@ -141,7 +143,11 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         );
     }
     for mode in modes {
-        r.mode(mode)?;
+        // A mode that cannot even start is a FAIL row: the table still prints.
+        if let Err(e) = r.mode(mode) {
+            println!("    FAIL: {e}");
+            r.table.push((format!("{mode:?}"), format!("FAIL ({e})")));
+        }
     }
     println!("\n=== summary ({purpose} pack)");
     let mut failed = false;
@@ -451,14 +457,11 @@ impl Runner {
         Ok(nv)
     }
 
-    /// This pack's `xtask TASK`, run in the checkout above the pack (whose
-    /// CUDA C++ sources it builds).
+    /// This pack's `xtask TASK`, run in the pack's `src/`, which holds the
+    /// CUDA C++ sources it builds ([`CUDA_SOURCES`](crate::pack::CUDA_SOURCES)).
     fn xtask(&self, task: &str) -> Command {
         let mut c = Command::new(self.bin("xtask"));
-        c.arg(task);
-        if let Some(checkout) = self.pack.parent() {
-            c.current_dir(checkout);
-        }
+        c.arg(task).current_dir(self.pack.join("src"));
         c
     }
 
@@ -596,9 +599,10 @@ fn prepend(dir: &Path) -> std::ffi::OsString {
     v
 }
 
-/// A running MPS control daemon, stopped on drop.
+/// A running MPS control daemon; stopped on drop when this run started it.
 pub(crate) struct Mps {
     on: Rc<Cell<bool>>,
+    started: bool,
 }
 
 impl Mps {
@@ -619,21 +623,34 @@ impl Mps {
         for (_, dir) in &Self::env()[..2] {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
-        // A run killed while MPS was up leaves its daemon on this pipe, and
-        // a second `-d` then fails ("already running"): stop it first.
-        if Self::env()[0].1.join("control").exists() {
-            Self::stop();
+        // A daemon already on this pipe (another run's, or one a killed run
+        // left) serves this run too, and is left running: a second `-d`
+        // would fail ("already running").
+        let started = !Self::running();
+        if started {
+            crate::check(
+                Command::new("nvidia-cuda-mps-control")
+                    .arg("-d")
+                    .envs(Self::env()),
+            )?;
         }
-        crate::check(
-            Command::new("nvidia-cuda-mps-control")
-                .arg("-d")
-                .envs(Self::env()),
-        )?;
         on.set(true);
-        Ok(Mps { on })
+        Ok(Mps { on, started })
     }
 
-    /// Asks the daemon on this pipe to quit, and gives it a second.
+    /// Whether a daemon answers on this pipe (quietly: none is no error).
+    fn running() -> bool {
+        Self::env()[0].1.join("control").exists()
+            && Command::new("sh")
+                .args(["-c", "echo get_server_list | nvidia-cuda-mps-control"])
+                .envs(Self::env())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+    }
+
+    /// Asks the daemon this run started to quit, and gives it a second.
     fn stop() {
         let stop = Command::new("sh")
             .args(["-c", "echo quit | nvidia-cuda-mps-control"])
@@ -649,7 +666,9 @@ impl Mps {
 impl Drop for Mps {
     fn drop(&mut self) {
         self.on.set(false);
-        Self::stop();
+        if self.started {
+            Self::stop();
+        }
     }
 }
 
