@@ -513,7 +513,8 @@ fn driver_too_old(pe: &mut TestPe) -> TestResult {
     let Some(cubin) = manifest.cubin.clone() else {
         return Err(format!("{} names no cubin", path.display()).into());
     };
-    let image = std::fs::read(pe.ptx_dir().join(cubin))?;
+    let image = std::fs::read(pe.ptx_dir().join(&cubin))
+        .map_err(|e| format!("cannot read {cubin}: {e}"))?;
     manifest.cuda_toolkit = Some(nvshmem_host::CudaVersion::new(99, 0));
     match nv.load_module_image(&image, manifest) {
         Err(e @ Error::DriverTooOld { .. }) => {
