@@ -12,6 +12,7 @@
 
 pub mod gemm;
 pub mod measure;
+pub mod moe;
 pub mod report;
 
 pub use nvshmem_rs::Res;

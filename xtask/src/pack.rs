@@ -25,6 +25,8 @@ pub enum Purpose {
     Mpi,
     /// The GPU tests against NVSHMEM 3.8.0 (its host library in the pack), also over its UCX transport (the libucx wheel).
     Nvshmem38,
+    /// MoE dispatch and combine: their GPU tests, the MoE layer example and `nvshmem-bench moe` (binaries xz-compressed).
+    Moe,
 }
 
 impl Purpose {
@@ -35,6 +37,7 @@ impl Purpose {
             Purpose::Variants => "variants",
             Purpose::Mpi => "mpi",
             Purpose::Nvshmem38 => "nvshmem38",
+            Purpose::Moe => "moe",
         }
     }
 
@@ -44,6 +47,7 @@ impl Purpose {
             Purpose::Tests => &["gpu", "collectives", "bench_check"],
             Purpose::Compute => &["compute", "tensor"],
             Purpose::Variants | Purpose::Mpi | Purpose::Nvshmem38 => &["gpu"],
+            Purpose::Moe => &["moe"],
         }
     }
 
@@ -69,6 +73,8 @@ impl Purpose {
             ],
             Purpose::Variants | Purpose::Nvshmem38 => &["runtime-kernels"],
             Purpose::Mpi => &["runtime-kernels", "ring-kernels", "allreduce-kernels"],
+            // The example's grouped GEMM; the MoE kernels come from the moe crate's build.
+            Purpose::Moe => &["tc-gemm-kernels"],
         }
     }
 
@@ -92,6 +98,7 @@ impl Purpose {
             ],
             Purpose::Variants | Purpose::Nvshmem38 => &["nvshmem-run"],
             Purpose::Mpi => &["nvshmem-run", "examples/ring", "examples/allreduce"],
+            Purpose::Moe => &["nvshmem-run", "nvshmem-bench", "examples/moe"],
         }
     }
 }
@@ -159,6 +166,10 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             copy_tree(&data.join("etc"), &pack.join("openmpi/etc"))?;
         }
         Purpose::Nvshmem38 => nvshmem38(&pack)?,
+        Purpose::Moe => {
+            copy_kernels(&built.moe_ptx, &pack.join("ptx-moe"), &["moe-kernels"])?;
+            compress_binaries(&bin)?;
+        }
     }
     let commit = Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
@@ -200,6 +211,7 @@ struct Built {
     tests: Vec<(String, PathBuf)>,
     root_ptx: PathBuf,
     bench_ptx: PathBuf,
+    moe_ptx: PathBuf,
 }
 
 impl Built {
@@ -222,7 +234,7 @@ impl Built {
             return Err("cargo test --no-run failed".into());
         }
         let mut tests = Vec::new();
-        let (mut root_ptx, mut bench_ptx) = (None, None);
+        let (mut root_ptx, mut bench_ptx, mut moe_ptx) = (None, None, None);
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             let Ok(m) = serde_json::from_str::<serde_json::Value>(line) else {
                 continue;
@@ -241,6 +253,7 @@ impl Built {
                     match package_name(id) {
                         "nvshmem-bench" => bench_ptx = out_dir,
                         "nvshmem-rs" => root_ptx = out_dir,
+                        "moe" => moe_ptx = out_dir,
                         _ => {}
                     }
                 }
@@ -251,6 +264,7 @@ impl Built {
             tests,
             root_ptx: root_ptx.ok_or("the build of nvshmem-rs reported no OUT_DIR")?,
             bench_ptx: bench_ptx.ok_or("the build of nvshmem-bench reported no OUT_DIR")?,
+            moe_ptx: moe_ptx.ok_or("the build of moe reported no OUT_DIR")?,
         })
     }
 }
@@ -263,6 +277,18 @@ fn package_name(id: &str) -> &str {
         Some((name, _)) => name,
         None => path.rsplit('/').next().unwrap_or(path),
     }
+}
+
+/// Compresses every program in `bin` but this tool with xz (`gpu-run`
+/// unpacks them): the MoE pack's test, benchmark and example binaries are
+/// large and compress about fourfold.
+fn compress_binaries(bin: &Path) -> Result<(), String> {
+    for f in std::fs::read_dir(bin).map_err(|e| e.to_string())?.flatten() {
+        if f.file_name() != "xtask" {
+            check(Command::new("xz").args(["-T0", "-6"]).arg(f.path()))?;
+        }
+    }
+    Ok(())
 }
 
 /// The runtime test kernels again, with NVSHMEM's own RMA path forced, and

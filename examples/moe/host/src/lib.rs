@@ -27,12 +27,10 @@
 //! tells every peer, so no PE waits for it; peers see it in [`Moe::status`].
 
 use half::bf16;
-use moe_kernels::plan::{
-    self, BAD_EXPERT_BIT, MAX_LOCAL_EXPERTS, MAX_PES, MAX_TOPK, MAX_UNITS, THREADS,
-};
-pub use moe_kernels::{Plan, RowSrc, num};
+use moe_kernels::plan::{BAD_EXPERT_BIT, MAX_LOCAL_EXPERTS, MAX_PES, MAX_TOPK, MAX_UNITS, THREADS};
+pub use moe_kernels::{Plan, RowSrc, num, plan};
 use nvshmem_host::exchange::WordExchange;
-use nvshmem_host::{DevicePtr, Kernel, LaunchConfig, Nvshmem, SymBuffer};
+use nvshmem_host::{DevicePtr, Kernel, LaunchConfig, Nvshmem, SymBuffer, Team};
 use std::cell::Cell;
 use std::path::PathBuf;
 
@@ -239,7 +237,7 @@ pub struct Layout {
 pub struct Moe<'a> {
     nv: &'a Nvshmem,
     cfg: Config,
-    kernels: [Kernel; 4],
+    kernels: [Kernel; 6],
     plan: Plan,
     plan_buf: SymBuffer<Plan>,
     received: Received,
@@ -247,16 +245,22 @@ pub struct Moe<'a> {
     counts: SymBuffer<u32>,
     offsets: SymBuffer<u32>,
     status: SymBuffer<u64>,
+    stage: SymBuffer<u8>,
+    count_in: SymBuffer<u8>,
+    /// The unfused baseline's `(base_send, base_counts)`.
+    base: Option<(SymBuffer<u8>, SymBuffer<u8>)>,
     _state: Vec<SymBuffer<u8>>,
     grid: u32,
     tokens: Cell<Option<u32>>,
 }
 
-const KERNELS: [&str; 4] = [
+const KERNELS: [&str; 6] = [
     "moe_dispatch_send",
     "moe_dispatch_recv",
     "moe_combine_send",
     "moe_combine_recv",
+    "moe_base_pack",
+    "moe_base_unpack",
 ];
 
 impl<'a> Moe<'a> {
@@ -265,6 +269,17 @@ impl<'a> Moe<'a> {
     /// configuration wrong (or different) on any PE is an [`Error::Config`]
     /// on every PE.
     pub fn new(nv: &'a Nvshmem, cfg: Config) -> Result<Moe<'a>> {
+        Self::build(nv, cfg, false)
+    }
+
+    /// [`Moe::new`] with the buffers of the unfused baseline too
+    /// ([`baseline_dispatch`](Self::baseline_dispatch)): normal mode only.
+    /// **Collective.**
+    pub fn with_baseline(nv: &'a Nvshmem, cfg: Config) -> Result<Moe<'a>> {
+        Self::build(nv, cfg, true)
+    }
+
+    fn build(nv: &'a Nvshmem, cfg: Config, baseline: bool) -> Result<Moe<'a>> {
         // A module that fails to load here must not leave the peers waiting
         // in the exchange below: it is part of this PE's verdict.
         let module = nv.load_module_in(ptx_dir(), "moe-kernels");
@@ -274,7 +289,10 @@ impl<'a> Moe<'a> {
         });
         let n_pes = nv.n_pes();
         let ex = WordExchange::new(nv, 3)?;
-        let local = cfg.check(n_pes);
+        let local = cfg.check(n_pes).and_then(|()| match (baseline, cfg.mode) {
+            (true, Mode::LowLatency) => Err("the unfused baseline needs normal mode".to_string()),
+            _ => Ok(()),
+        });
         let cap = kernels
             .iter()
             .map(|k| match k {
@@ -314,10 +332,16 @@ impl<'a> Moe<'a> {
             Mode::LowLatency => agreed.max_grid,
         }
         .max(1);
-        Self::allocate(nv, cfg, kernels, grid)
+        Self::allocate(nv, cfg, kernels, grid, baseline)
     }
 
-    fn allocate(nv: &'a Nvshmem, cfg: Config, kernels: [Kernel; 4], grid: u32) -> Result<Moe<'a>> {
+    fn allocate(
+        nv: &'a Nvshmem,
+        cfg: Config,
+        kernels: [Kernel; 6],
+        grid: u32,
+        baseline: bool,
+    ) -> Result<Moe<'a>> {
         let n_pes = nv.n_pes();
         let (p, h, k, t) = (n_pes as usize, cfg.hidden, cfg.topk, cfg.max_tokens);
         let local = cfg.experts / p;
@@ -333,8 +357,9 @@ impl<'a> Moe<'a> {
             state.push(b);
             Ok(addr)
         };
-        let stage = bytes(units * t * msg)?;
-        let count_in = bytes(units * count_words * 4)?;
+        let stage_buf = nv.alloc_zeroed::<u8>(units * t * msg)?;
+        let count_in_buf = nv.alloc_zeroed::<u8>(units * count_words * 4)?;
+        let (stage, count_in) = (stage_buf.sym_ptr().addr(), count_in_buf.sym_ptr().addr());
         let cnt_sig = bytes(units * 8)?;
         let data_sig = bytes(units * 8)?;
         let comb = bytes(t * k * h * 2)?;
@@ -361,6 +386,18 @@ impl<'a> Moe<'a> {
             Received::Bf16(x) => (x.device_ptr().addr(), 0),
             Received::Fp8 { x, scales } => (x.device_ptr().addr(), scales.device_ptr().addr()),
         };
+        let base = if baseline {
+            Some((
+                nv.alloc_zeroed::<u8>(p * t * msg)?,
+                nv.alloc_zeroed::<u8>(p * count_words * 4)?,
+            ))
+        } else {
+            None
+        };
+        let (base_send, base_counts) = match &base {
+            Some((s, c)) => (s.device_ptr().addr(), c.device_ptr().addr()),
+            None => (0, 0),
+        };
         let plan = Plan {
             stage,
             count_in,
@@ -380,6 +417,8 @@ impl<'a> Moe<'a> {
             seen,
             expect_rows,
             done,
+            base_send,
+            base_counts,
             hidden: h as u32,
             experts: cfg.experts as u32,
             topk: k as u32,
@@ -411,6 +450,9 @@ impl<'a> Moe<'a> {
             counts,
             offsets,
             status,
+            stage: stage_buf,
+            count_in: count_in_buf,
+            base,
             _state: state,
             grid,
             tokens: Cell::new(None),
@@ -582,6 +624,52 @@ impl<'a> Moe<'a> {
             }
         }
         why.map_or(Ok(()), |w| Err(Error::Refused(w)))
+    }
+
+    /// The unfused baseline of [`dispatch`](Self::dispatch), for the
+    /// benchmark: a local permutation kernel into per-destination blocks,
+    /// NVSHMEM's `alltoall` collective (of the counts, then of blocks sized
+    /// for `max_tokens`), and a local permutation into the same per-expert
+    /// rows. **Collective** (the alltoalls), and refused in limited MPG
+    /// (several PEs per GPU without MPS). Needs [`Moe::with_baseline`]; do
+    /// not mix it with `dispatch` on one handle.
+    pub fn baseline_dispatch(
+        &self,
+        x: &SymBuffer<bf16>,
+        idx: &SymBuffer<i32>,
+        w: &SymBuffer<f32>,
+        tokens: usize,
+    ) -> Result<()> {
+        let Some((send, counts)) = &self.base else {
+            return Err(Error::Refused(
+                "made without the baseline: use Moe::with_baseline".into(),
+            ));
+        };
+        let k = self.cfg.topk;
+        // Wrong here: send nothing, but still take part in the collectives.
+        let ok = tokens <= self.cfg.max_tokens
+            && x.len() >= tokens * self.cfg.hidden
+            && idx.len() >= tokens * k
+            && w.len() >= tokens * k;
+        let plan = self.plan_ptr();
+        let t = if ok { tokens as u32 } else { 0 };
+        self.launch(
+            4,
+            (plan, x.device_ptr(), idx.device_ptr(), w.device_ptr(), t),
+        )?;
+        let s = self.nv.stream();
+        self.nv
+            .alltoall_on_stream(s, Team::WORLD, &self.count_in, counts)?;
+        self.nv
+            .alltoall_on_stream(s, Team::WORLD, &self.stage, send)?;
+        self.launch(5, (plan,))?;
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::Refused(format!(
+                "baseline dispatch of {tokens} tokens: wrong sizes"
+            )))
+        }
     }
 
     /// Waits for this PE's stream, then reads where the last dispatch put

@@ -60,11 +60,32 @@ pub fn inputs(
     routing: Routing,
     seed: u64,
 ) -> Inputs {
-    let (h, k, e) = (cfg.hidden, cfg.topk, cfg.experts);
+    let x = (0..tokens).flat_map(|t| x_row(cfg, pe, t, seed)).collect();
+    let (idx, w) = route(cfg, n_pes, pe, tokens, routing, seed);
+    Inputs { x, idx, w, tokens }
+}
+
+/// Token `t` of PE `pe` in round `seed` (the `x` of [`inputs`]).
+pub fn x_row(cfg: &Config, pe: u32, t: usize, seed: u64) -> Vec<bf16> {
+    let h = cfg.hidden;
     let key = seed.wrapping_mul(1000) + pe as u64;
-    let x = (0..tokens * h)
+    (t * h..(t + 1) * h)
         .map(|i| bf16::from_f32(unit(key, 1, i as u64) * 2.0 - 1.0))
-        .collect();
+        .collect()
+}
+
+/// The expert ids and weights of [`inputs`] (`tokens × topk` each), without
+/// the activations.
+pub fn route(
+    cfg: &Config,
+    n_pes: u32,
+    pe: u32,
+    tokens: usize,
+    routing: Routing,
+    seed: u64,
+) -> (Vec<i32>, Vec<f32>) {
+    let (k, e) = (cfg.topk, cfg.experts);
+    let key = seed.wrapping_mul(1000) + pe as u64;
     let local = e / n_pes as usize;
     let mut idx = vec![-1i32; tokens * k];
     for t in 0..tokens {
@@ -104,7 +125,7 @@ pub fn inputs(
     let w = (0..tokens * k)
         .map(|i| unit(key, 3, i as u64) + 0.25)
         .collect();
-    Inputs { x, idx, w, tokens }
+    (idx, w)
 }
 
 /// Each local expert's expected row sources on PE `me`, sorted, from every

@@ -245,9 +245,46 @@ pub unsafe fn moe_dispatch_send(
     tokens: u32,
     refused: u32,
 ) {
+    // SAFETY: the caller's.
+    unsafe { send(&*plan, x, idx, w, tokens, refused, false) }
+}
+
+/// The unfused baseline's first step, a local permutation: what
+/// [`moe_dispatch_send`] would send (normal mode) goes into this PE's
+/// [`Plan::base_send`] (`[n_pes][max_tokens]` messages) and
+/// [`Plan::base_counts`] (`[n_pes][count_words]`), for NVSHMEM's `alltoall`
+/// into the peers' `stage` and `count_in`.
+///
+/// # Safety
+/// As [`moe_dispatch_send`], on a normal-mode plan with the baseline buffers.
+#[kernel(max_threads = 256)]
+pub unsafe fn moe_base_pack(
+    plan: *const Plan,
+    x: *const u16,
+    idx: *const i32,
+    w: *const f32,
+    tokens: u32,
+) {
+    // SAFETY: the caller's.
+    unsafe { send(&*plan, x, idx, w, tokens, 0, true) }
+}
+
+/// The body of [`moe_dispatch_send`] (`base`: [`moe_base_pack`]).
+///
+/// # Safety
+/// As [`moe_dispatch_send`].
+#[inline(always)]
+unsafe fn send(
+    p: &Plan,
+    x: *const u16,
+    idx: *const i32,
+    w: *const f32,
+    tokens: u32,
+    refused: u32,
+    base: bool,
+) {
     // SAFETY (whole body): the host's plan and buffers.
     unsafe {
-        let p = &*plan;
         let tokens = if refused != 0 { 0 } else { tokens };
         let me = nvshmem_device::my_pe().index();
         let (np, l, cw) = (p.n_pes, p.local_experts, p.count_words);
@@ -282,7 +319,14 @@ pub unsafe fn moe_dispatch_send(
             let flag = if refused != 0 { REFUSED_BIT } else { 0 };
             let count_in = sym::<u32>(p.count_in);
             let pe = Pe::new(q);
-            if p.low_latency != 0 {
+            if base {
+                let v = local::<u32>(p.base_counts).add((q * cw) as usize);
+                let mut j = tid;
+                while j <= l {
+                    *v.add(if j == l { 0 } else { 1 + j as usize }) = *hist.add(j as usize);
+                    j += THREADS;
+                }
+            } else if p.low_latency != 0 {
                 // Bucket j's count: its messages (rows of expert j).
                 let mut j = tid;
                 while j < l {
@@ -348,10 +392,14 @@ pub unsafe fn moe_dispatch_send(
                     slot = atomic::fetch_add(fill.add(fill_at as usize), 1, Relaxed, Gpu);
                 }
                 let slot = warp::shfl(slot, 0);
-                let dst = stage.add(((unit * p.max_tokens + slot) as usize) * (mb / 16) as usize);
+                let at = ((unit * p.max_tokens + slot) as usize) * (mb / 16) as usize;
+                if base {
+                    warp_copy(local::<u8>(p.base_send).add(16 * at), msg, mb);
+                    return;
+                }
                 let sig = sym::<u64>(p.data_sig).add(unit as usize);
                 nvshmem_device::put_signal_pod_warp(
-                    dst,
+                    stage.add(at),
                     msg as *const V4,
                     (mb / 16) as usize,
                     sig,
@@ -382,7 +430,8 @@ pub unsafe fn moe_dispatch_send(
                 while mask != 0 {
                     let q = mask.trailing_zeros();
                     mask &= mask - 1;
-                    put(me, q, q);
+                    // The baseline's blocks are by destination.
+                    put(if base { q } else { me }, q, q);
                 }
             }
             t += nw;
@@ -406,9 +455,31 @@ pub unsafe fn moe_dispatch_send(
 /// As [`moe_dispatch_send`], after it on this PE's stream.
 #[kernel(max_threads = 256)]
 pub unsafe fn moe_dispatch_recv(plan: *const Plan) {
+    // SAFETY: the caller's.
+    unsafe { recv(&*plan, true) }
+}
+
+/// The unfused baseline's last step, a local permutation: the messages and
+/// counts NVSHMEM's `alltoall` put into `stage` and `count_in` into the
+/// per-expert rows, as [`moe_dispatch_recv`] (which waits for signals
+/// instead).
+///
+/// # Safety
+/// As [`moe_dispatch_recv`], after the alltoalls on this PE's stream.
+#[kernel(max_threads = 256)]
+pub unsafe fn moe_base_unpack(plan: *const Plan) {
+    // SAFETY: the caller's.
+    unsafe { recv(&*plan, false) }
+}
+
+/// The body of [`moe_dispatch_recv`] (`wait = false`: [`moe_base_unpack`]).
+///
+/// # Safety
+/// As [`moe_dispatch_recv`].
+#[inline(always)]
+unsafe fn recv(p: &Plan, wait: bool) {
     // SAFETY (whole body): the host's plan and buffers.
     unsafe {
-        let p = &*plan;
         let me = nvshmem_device::my_pe().index();
         let (np, l, cw, tid) = (p.n_pes, p.local_experts, p.count_words, thread_idx_x());
         let units = p.buckets * np;
@@ -420,18 +491,22 @@ pub unsafe fn moe_dispatch_recv(plan: *const Plan) {
         // 1. Each unit's count, then its messages.
         let mut u = tid;
         while u < units {
-            let c = *seen_cnt.add(u as usize) + 1;
-            nvshmem_device::signal_wait_until(cnt_sig.add(u as usize), Cmp::Ge, c);
-            atomic::fence(AcqRel, Sys);
+            if wait {
+                let c = *seen_cnt.add(u as usize) + 1;
+                nvshmem_device::signal_wait_until(cnt_sig.add(u as usize), Cmp::Ge, c);
+                atomic::fence(AcqRel, Sys);
+            }
             let word = core::ptr::read_volatile(count_in.add((u * cw) as usize));
             if word & REFUSED_BIT != 0 && block_idx_x() == 0 {
                 flag_status(p, 1 << (u % np));
             }
             let n = word & !REFUSED_BIT;
             *prefix.add(u as usize + 1) = n;
-            let d = *seen_data.add(u as usize) + n as u64;
-            nvshmem_device::signal_wait_until(data_sig.add(u as usize), Cmp::Ge, d);
-            atomic::fence(AcqRel, Sys);
+            if wait {
+                let d = *seen_data.add(u as usize) + n as u64;
+                nvshmem_device::signal_wait_until(data_sig.add(u as usize), Cmp::Ge, d);
+                atomic::fence(AcqRel, Sys);
+            }
             u += THREADS;
         }
         sync_threads();
@@ -548,7 +623,7 @@ pub unsafe fn moe_dispatch_recv(plan: *const Plan) {
             m += nw;
         }
         if last_block(local::<u32>(p.done).add(1)) {
-            let mut u = tid;
+            let mut u = if wait { tid } else { units };
             while u < units {
                 *seen_cnt.add(u as usize) += 1;
                 *seen_data.add(u as usize) +=

@@ -64,6 +64,10 @@ pub struct Plan {
     pub expect_rows: u64,
     /// Local: `[4]` u32 "last block" counters, one per kernel.
     pub done: u64,
+    /// Local, the unfused baseline only (else 0): `[n_pes][max_tokens]` messages by destination.
+    pub base_send: u64,
+    /// Local, the unfused baseline only (else 0): `[n_pes][count_words]` u32 count messages by destination.
+    pub base_counts: u64,
     /// Channels per token.
     pub hidden: u32,
     /// Experts in the job.
