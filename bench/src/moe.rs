@@ -357,7 +357,7 @@ fn check_combine(
         for c in 0..h {
             let want = sum * x[c].to_f32();
             let got = out[t * h + c].to_f32();
-            if !((got - want).abs() <= want.abs() / 64.0 + 1e-4) {
+            if (got - want).abs() > want.abs() / 64.0 + 1e-4 || got.is_nan() {
                 problems.push(format!(
                     "combine token {t} channel {c}: {got}, expected {want}"
                 ));

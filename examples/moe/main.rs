@@ -185,7 +185,7 @@ fn run(nv: &Nvshmem, o: &Opts) -> Res<bool> {
             let err = (g - want[n]).abs();
             let limit = tol[n] + want[n].abs() / 128.0 + 1e-4;
             worst = worst.max(err / limit);
-            if !(err <= limit) && ok {
+            if (err > limit || g.is_nan()) && ok {
                 println!(
                     "moe PE {me}: token {t} channel {n}: {g}, expected {} (limit {limit:e})",
                     want[n]

@@ -410,7 +410,8 @@ impl Runner {
             }
             Mode::MoeBench => {
                 let bench = self.bin("nvshmem-bench");
-                let csv = |n: &str| self.out.join(format!("moe-pe{n}.csv"));
+                let out = self.out.clone();
+                let csv = |n: &str| out.join(format!("moe-pe{n}.csv"));
                 let mut c = self.command(&bench, &ptx);
                 c.args(["moe", "--csv"]).arg(csv("1"));
                 self.record("moe-bench-1", c);

@@ -107,13 +107,13 @@ impl Config {
         if n_pes == 0 || n_pes > MAX_PES {
             return bad(format!("{n_pes} PEs: at most {MAX_PES}"));
         }
-        if self.hidden == 0 || self.hidden % 128 != 0 || self.hidden > 1 << 20 {
+        if self.hidden == 0 || !self.hidden.is_multiple_of(128) || self.hidden > 1 << 20 {
             return bad(format!(
                 "hidden {}: use a multiple of 128 up to 2^20",
                 self.hidden
             ));
         }
-        if self.experts == 0 || self.experts % p != 0 {
+        if self.experts == 0 || !self.experts.is_multiple_of(p) {
             return bad(format!(
                 "{} experts: use a positive multiple of the {p} PEs",
                 self.experts

@@ -26,7 +26,7 @@ pub fn f32_to_e4m3(x: f32) -> u8 {
     let bits = x.to_bits();
     let sign = ((bits >> 24) & 0x80) as u8;
     let a = f32::from_bits(bits & 0x7fff_ffff);
-    if a != a {
+    if a.is_nan() {
         return sign | 0x7f;
     }
     if a >= E4M3_MAX {
