@@ -56,26 +56,18 @@
 #![warn(missing_docs)]
 
 mod error;
-mod settings;
 pub mod testing;
 pub mod toolchain;
-pub mod wheels;
 
-mod assemble;
 mod builder;
-mod cargo;
-mod header;
-#[doc(hidden)]
-pub mod ir;
-mod libdevice;
-mod link;
 mod parallel;
 mod pipeline;
-mod ptx;
-mod reuse;
-mod shared_memory;
-mod signature;
-mod transport;
+
+#[doc(hidden)]
+pub use pipeline::ir;
+use pipeline::{header, ptx, reuse, signature, transport};
+pub use toolchain::wheels;
+use toolchain::{libdevice, settings};
 
 pub use builder::{
     AUTO_SEPARATE_ABOVE_LINES, AUTO_SEPARATE_TRANSPORT_ABOVE_LINES, BuildOutput, Builder,

@@ -2,27 +2,37 @@
 //!
 //! [`Builder::build`] runs these steps, each a method or module below:
 //! 1. [`prepare`](Builder::prepare): settings, NVSHMEM, the toolchain, ptxas;
-//! 2. [`compile`](Builder::compile): `cargo rustc` of the kernel crate for nvptx64 ([`cargo`](crate::cargo));
-//! 3. [`link_step`](Builder::link_step): `llvm-link` with the device libraries ([`link`](crate::link));
+//! 2. [`compile`](Builder::compile): `cargo rustc` of the kernel crate for nvptx64 ([`cargo`](self::cargo));
+//! 3. [`link_step`](Builder::link_step): `llvm-link` with the device libraries ([`link`](self::link));
 //! 4. [`rewrite_ir`](Builder::rewrite_ir): textual IR rewrites (retargeting to the arch and PTX ISA);
 //! 5. [`optimize`](Builder::optimize) and [`codegen`](Builder::codegen): `opt`, `llc`;
 //! 6. [`verify_ptx`]: nothing unresolved, every kernel an `.entry`;
-//! 7. `ptxas` ([`assemble`](crate::assemble)), unless PTX-only;
+//! 7. `ptxas` ([`assemble`](self::assemble)), unless PTX-only;
 //! 8. [`describe`](Builder::describe): the manifest and the C header.
 //!
 //! When none of the inputs of steps 3-8 changed since the last build, their
-//! outputs are reused ([`reuse`](crate::reuse)).
+//! outputs are reused ([`reuse`](self::reuse)).
+
+pub(crate) mod assemble;
+pub(crate) mod cargo;
+pub(crate) mod header;
+pub mod ir;
+pub(crate) mod link;
+pub(crate) mod ptx;
+pub(crate) mod reuse;
+pub(crate) mod shared_memory;
+pub(crate) mod signature;
+pub(crate) mod transport;
 
 use crate::builder::{BuildOutput, Builder, CheckOutput, DeviceLink, Resolved};
-use crate::cargo::{self, CrateMeta};
 use crate::error::{Error, Result, io_err};
-use crate::header::{self, CTypes};
 use crate::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
-use crate::reuse::{self, Key, write_if_changed};
-use crate::toolchain::{self, LlvmTools, Toolchain, run};
-use crate::{assemble, ir, libdevice, link, ptx, shared_memory, signature, wheels};
+use crate::toolchain::{self, LlvmTools, Toolchain, libdevice, run, wheels};
+use cargo::CrateMeta;
+use header::CTypes;
 use nvshmem_types::install::{FindError, Installation, Query, Source};
 use nvshmem_types::{DEFAULT_VERSION, Version};
+use reuse::{Key, write_if_changed};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -3,9 +3,16 @@
 //!   [`PINNED_TOOLCHAIN`] and installed through rustup when it is missing;
 //! - its LLVM tools (`llvm-link`, `opt`, `llc`, ...);
 //! - CUDA's `ptxas` and `nvlink`.
+//!
+//! and, in this folder, the pip [`wheels`] they and NVSHMEM come from, the
+//! `settings` read from the environment, and `libdevice`.
+
+pub(crate) mod libdevice;
+pub(crate) mod settings;
+pub mod wheels;
 
 use crate::error::{Error, Result, io_err, not_runnable};
-use crate::settings::{self, Progress};
+use settings::Progress;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 

@@ -31,6 +31,10 @@
 //! As in cudarc: [`sys`] (bindgen's raw FFI: one function table, loaded at
 //! run time, and what differs per NVSHMEM version) → [`library`] (finding
 //! and loading the library) → the safe typed layer re-exported here.
+//! The source folders follow this: `sys/`, the runtime (`runtime/`: driver,
+//! library, memory, modules and kernels, operations, teams, collectives), and
+//! the job's set-up above it (`job/`: how the PEs start and find each other,
+//! [`bootstrap`], [`launcher`], the test [`harness`], initialization).
 //!
 //! # The rules that NVSHMEM imposes
 //! - **Collective calls** ([`Nvshmem::init`], [`Nvshmem::alloc`] and the
@@ -48,29 +52,17 @@
 //!   `mpirun`, `srun`, MPICH's `mpiexec` or `torchrun`: see [`bootstrap`].
 #![warn(missing_docs)]
 
-pub mod bootstrap;
-mod collectives;
-mod driver;
 mod env;
 mod error;
-pub mod exchange;
-pub mod harness;
-mod heap;
-mod image;
-mod init;
-mod kernel;
-pub mod launch;
-pub mod launcher;
-pub mod library;
-pub mod memory;
-mod module;
-mod nvshmem;
-mod ops;
-mod rendezvous;
 pub mod sys;
-mod team;
-pub mod tensor_map;
-mod uniqueid;
+
+mod job;
+mod runtime;
+
+pub use job::{bootstrap, harness, launcher};
+use job::{init, rendezvous, uniqueid};
+use runtime::{driver, heap, image, kernel, module, nvshmem, ops, team};
+pub use runtime::{exchange, launch, library, memory, tensor_map};
 
 pub use bootstrap::Bootstrap;
 pub use cudarc;
