@@ -1,40 +1,30 @@
-//! Builds the kernel crates that this package's programs load (the demo, the
-//! examples, the GPU tests) into `$OUT_DIR/ptx`, with `nvshmem-builder`.
+//! Builds the kernel crates of the GPU tests (`tests/kernels/*`) into
+//! `$OUT_DIR/ptx`, with `nvshmem-builder`. (Each example's build script
+//! builds its own.)
 //!
 //! Settings (environment): `NVSHMEM_RS_ARCH` (default `sm_90`),
 //! `NVSHMEM_RS_NVSHMEM_VERSION` (default: the builder's, 3.4.5),
 //! `NVSHMEM_RS_DEVICE_LINK` (`auto`, `whole-program` or `separate`; default
-//! `auto`), `NVSHMEM_HOME`. The programs find the outputs through
+//! `auto`), `NVSHMEM_HOME`. The tests find the outputs through
 //! `NVSHMEM_RS_PTX_DIR`, set here at compile time and overridable at run time.
 //! Per-crate step times go to `$OUT_DIR/build-times.txt`. Every kernel crate
 //! of the workspace, for CUDA C++ hosts, goes to `ptx/` with `cargo xtask ptx`.
 
 use nvshmem_builder::install::{Installation, Query};
-use nvshmem_builder::{Builder, DeviceLink, Version, build_all_from_build_script};
+use nvshmem_builder::{Builder, Version, build_all_from_build_script};
 use std::path::PathBuf;
 
-/// The kernel crates this package's programs load, relative to this folder.
+/// The kernel crates of the GPU tests, relative to this folder.
 const KERNEL_CRATES: &[&str] = &[
     "tests/kernels/runtime",
     "tests/kernels/collectives",
     "tests/kernels/compute",
-    "examples/ring/kernel",
-    "examples/allreduce/kernel",
-    "examples/ag_gemm/kernel",
 ];
 
-/// Kernel crates whose Hopper kernels (`wgmma`, `setmaxnreg`) sit behind
-/// their `sm90a` feature. When the arch is `sm_90` they are built for
-/// `sm_90a` with that feature, into the `sm_90a` folder beside the others
-/// (ptxas refuses those instructions for plain `sm_90`; the cubin runs on any
-/// H100/H200); for other archs, as they are, into the arch's folder. Hosts
-/// find them with `nvshmem_rs::tensor_ptx_dir()`.
-const HOPPER_CRATES: &[&str] = &[
-    "tests/kernels/tensor",
-    "examples/tc_gemm/kernel",
-    "examples/ag_gemm/kernel_tc",
-    "examples/gemm_rs/kernel",
-];
+/// The test kernel crates whose Hopper kernels (`wgmma`, `setmaxnreg`) sit
+/// behind their `sm90a` feature (see `example_build::builder`); the tests
+/// find them with `example_cli::hopper_dir`.
+const HOPPER_CRATES: &[&str] = &["tests/kernels/tensor"];
 
 /// Also built against the other NVSHMEM version, when it is installed, so
 /// that the GPU tests can check that the host refuses a mismatched module.
@@ -42,31 +32,14 @@ const MISMATCH_CRATE: &str = "tests/kernels/runtime";
 const OTHER_VERSIONS: &[&str] = &["3.8.0", "3.4.5"];
 
 fn main() {
-    println!("cargo:rerun-if-env-changed=NVSHMEM_RS_ARCH");
     println!("cargo:rerun-if-env-changed=NVSHMEM_RS_NVSHMEM_VERSION");
-    println!("cargo:rerun-if-env-changed=NVSHMEM_RS_DEVICE_LINK");
-    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
-    let arch = std::env::var("NVSHMEM_RS_ARCH").unwrap_or_else(|_| "sm_90".into());
     let version = std::env::var("NVSHMEM_RS_NVSHMEM_VERSION").ok().map(|v| {
         v.parse::<Version>()
             .unwrap_or_else(|e| fail("NVSHMEM_RS_NVSHMEM_VERSION", e))
     });
-    let device_link = match std::env::var("NVSHMEM_RS_DEVICE_LINK") {
-        Ok(v) => v
-            .parse::<DeviceLink>()
-            .unwrap_or_else(|e| fail("NVSHMEM_RS_DEVICE_LINK", e)),
-        Err(_) => DeviceLink::Auto,
-    };
     let builder = |krate: &str, version: Option<Version>, hopper: bool| {
-        let hopper = hopper && (arch == "sm_90" || arch == "sm_90a");
-        let mut b = Builder::new(root.join(krate))
-            .arch(if hopper { "sm_90a" } else { arch.as_str() })
-            .device_link(device_link)
-            .out_dir(out_dir.join("ptx"));
-        if hopper {
-            b = b.feature("sm90a");
-        }
+        let b = example_build::builder(krate, hopper);
         match version {
             Some(v) => b.nvshmem_version(v),
             None => b,

@@ -1,7 +1,7 @@
 //! Builds the benchmark's own Rust kernels (`bench/kernel`) into
 //! `$OUT_DIR/ptx`; the benchmark finds them through `NVSHMEM_RS_BENCH_PTX_DIR`,
 //! set here at compile time and overridable at run time. The all-reduce and
-//! GEMM kernels it also times are the root package's (`nvshmem_rs::ptx_dir`).
+//! GEMM kernels it also times are the examples' (`example_allreduce::ptx_dir`, ...).
 //! Settings: as every build script of nvshmem-builder (`NVSHMEM_RS_ARCH`, ...).
 
 use nvshmem_builder::Builder;

@@ -2,7 +2,7 @@
 //! tma, wgmma}`) and of the bf16 GEMM kernels built on them, one PE each:
 //! every register or byte a primitive produces is checked against a CPU
 //! model (`tests/kernels/tensor`, `examples/tc_gemm/kernel`). The Hopper
-//! kernels come from `nvshmem_rs::tensor_ptx_dir()` (built for `sm_90a`).
+//! kernels come from `tc_gemm::ptx_dir()` (built for `sm_90a`).
 //!
 //! Without a GPU every test prints `SKIPPED`; `NVSHMEM_RS_REQUIRE_GPU=1`
 //! makes that a failure.
@@ -11,18 +11,18 @@
 mod common;
 use bytemuck::Pod;
 use common::ONE;
+use example_cli::KernelSet;
 use half::{bf16, f16};
 use nvshmem_device::mma::{FragA, FragB, M16N8K16};
 use nvshmem_host::harness::{Failure, TestPe, TestResult, check_eq, ensure};
 use nvshmem_host::tensor_map::{self, TmaSwizzle, swizzle128_offset};
 use nvshmem_host::{DevicePtr, Kernel, KernelArgs, LaunchConfig, Module, Nvshmem};
-use nvshmem_rs::KernelSet;
-use nvshmem_rs::tensor::{self, DeviceMaps, Gemm, wgmma};
+use tc_gemm::{self as tensor, DeviceMaps, Gemm, wgmma};
 
 /// The Hopper (`sm_90a`) folder beside the harness's, as `tensor_ptx_dir()` picks it.
 fn tensor_module(pe: &TestPe, name: &str) -> nvshmem_host::Result<Module> {
     pe.nvshmem()
-        .load_module_in(nvshmem_rs::hopper_dir(pe.ptx_dir()), name)
+        .load_module_in(example_cli::hopper_dir(pe.ptx_dir()), name)
 }
 
 /// Small integers (exact in bf16, f16, tf32 and in their f32 sums).
@@ -404,14 +404,13 @@ fn check_gemm(
 /// a thinner last band.
 fn gemm_kernels(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
-    let gemm =
-        Gemm::from_module(&tensor_module(pe, "tc-gemm-kernels")?).map_err(|e| e.to_string())?;
+    let gemm = Gemm::load(nv).map_err(|e| e.to_string())?;
     let (m, n, k) = (384usize, 512usize, 320usize);
     let dims = (m, n, k);
     let (a, b) = (data(m * k, 1), data(n * k, 2));
     let (da, db) = (nv.alloc_from(&a)?, nv.alloc_from(&b)?);
     // Runs `launch` into a zeroed C and checks C.
-    let check = |name: &str, launch: &dyn Fn(DevicePtr<bf16>) -> nvshmem_rs::Res<()>| {
+    let check = |name: &str, launch: &dyn Fn(DevicePtr<bf16>) -> example_cli::Res<()>| {
         let c = nv.alloc_zeroed::<bf16>(m * n)?;
         launch(c.device_ptr()).map_err(|e| e.to_string())?;
         sync(nv)?;

@@ -15,16 +15,16 @@ pub mod measure;
 pub mod moe;
 pub mod report;
 
-pub use nvshmem_rs::Res;
-pub use nvshmem_rs::measure::{human, median};
-pub use nvshmem_rs::patterns::{pattern as ar_pattern, pattern_byte};
+pub use example_cli::Res;
+pub use example_measure::{human, median};
+pub use example_patterns::{pattern as ar_pattern, pattern_byte};
 
 /// The folder of the benchmark's own kernels (`bench-kernels`):
 /// `NVSHMEM_RS_BENCH_PTX_DIR` at run time when set (a GPU machine with a
 /// copied build), else the one `build.rs` wrote. The all-reduce and GEMM
-/// kernels are the root package's: [`nvshmem_rs::ptx_dir`].
+/// kernels are the examples' ([`example_allreduce::ptx_dir`], ...).
 pub fn ptx_dir() -> std::path::PathBuf {
-    nvshmem_rs::kernel_dir("NVSHMEM_RS_BENCH_PTX_DIR", env!("NVSHMEM_RS_BENCH_PTX_DIR"))
+    example_cli::kernel_dir("NVSHMEM_RS_BENCH_PTX_DIR", env!("NVSHMEM_RS_BENCH_PTX_DIR"))
 }
 
 /// One measurement.

@@ -13,11 +13,11 @@
 //! `no GPU: ...` and exit 0.
 
 use clap::{Args, Parser, Subcommand};
+use example_cli::{at_least_one, multiple_of};
 use nvshmem_bench::gemm::{self, GemmOptions};
 use nvshmem_bench::measure::{Bench, Options, Res};
 use nvshmem_bench::moe::{self, MoeOptions};
 use nvshmem_bench::report;
-use nvshmem_rs::cli::{at_least_one, multiple_of};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -162,7 +162,7 @@ fn cpp_impl(s: &str) -> Result<(String, PathBuf), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    nvshmem_rs::exit_code(match cli.command {
+    example_cli::exit_code(match cli.command {
         None => run(cli.run),
         Some(Command::Run(args)) => run(args),
         Some(Command::Render(args)) => render(args),
@@ -185,7 +185,7 @@ fn run(args: RunArgs) -> Res<bool> {
     let Output { csv, plots } = args.out;
     let check = opts.check;
     let nv =
-        nvshmem_rs::init_with_or_exit(nvshmem_host::Nvshmem::options().symmetric_size(if check {
+        example_cli::init_with_or_exit(nvshmem_host::Nvshmem::options().symmetric_size(if check {
             256 << 20
         } else {
             2 << 30
@@ -267,7 +267,7 @@ fn gemm(args: GemmArgs) -> Res<bool> {
     let largest = o.sizes.iter().copied().max().unwrap_or(0) as u64;
     // A, B, C, the gathered A and the f32 partials of the largest size, twice over.
     let heap = (largest * largest * 16).max(256 << 20) + (256 << 20);
-    let nv = nvshmem_rs::init_with_or_exit(
+    let nv = example_cli::init_with_or_exit(
         nvshmem_host::Nvshmem::options().symmetric_size(heap as usize),
     );
     let lead = nv.my_pe().index() == 0;
@@ -317,7 +317,7 @@ fn moe(args: MoeArgs) -> Res<bool> {
     };
     // The PE count is known only after init: size the heap for 4 PEs (the
     // most a one-GPU run has), which covers fewer.
-    let nv = nvshmem_rs::init_with_or_exit(
+    let nv = example_cli::init_with_or_exit(
         nvshmem_host::Nvshmem::options().symmetric_size(moe::heap_bytes(4, &o)),
     );
     let lead = nv.my_pe().index() == 0;

@@ -19,11 +19,11 @@
 //! shares the same HBM, so these are not NVLink figures.
 
 use crate::{Record, Res};
+use example_measure::{Timer, median};
 use half::bf16;
 use moe::reference::{self, Routing};
 use moe::{Config, Mode, Moe};
 use nvshmem_host::Nvshmem;
-use nvshmem_rs::measure::{Timer, median};
 
 /// Options of `nvshmem-bench moe`.
 #[derive(Clone, Debug)]

@@ -13,8 +13,8 @@
 //! Every PE prints its own line; init time is the slowest PE's that matters.
 
 use clap::Parser;
+use example_cli::Res;
 use nvshmem_host::ModuleImage;
-use nvshmem_rs::Res;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 /// Set CUDA_CACHE_DISABLE=1 to keep the driver's JIT cache from hiding the
 /// PTX compile time.
 #[derive(Parser)]
-#[command(name = "runtime_costs", after_help = nvshmem_rs::cli::after_help("runtime_costs"))]
+#[command(name = "runtime_costs", after_help = example_cli::after_help("runtime_costs"))]
 struct Args {}
 
 const MODULE: &str = "runtime-kernels";
@@ -47,9 +47,9 @@ fn us(d: Duration) -> f64 {
 fn main() -> ExitCode {
     Args::parse();
     let started = Instant::now();
-    let nv = nvshmem_rs::init_or_exit();
+    let nv = example_cli::init_or_exit();
     let init = started.elapsed();
-    nvshmem_rs::exit_code(run(&nv, init).map(|()| true))
+    example_cli::exit_code(run(&nv, init).map(|()| true))
 }
 
 fn run(nv: &nvshmem_host::Nvshmem, init: Duration) -> Res<()> {
@@ -57,8 +57,8 @@ fn run(nv: &nvshmem_host::Nvshmem, init: Duration) -> Res<()> {
     let tag = format!("PE {me}/{n}");
     println!("{tag}: init {:.1} ms", init.as_secs_f64() * 1e3);
 
-    let manifest = nvshmem_rs::ptx_dir().join(format!("{MODULE}.json"));
-    let ptx_bytes = std::fs::metadata(nvshmem_rs::ptx_dir().join(format!("{MODULE}.ptx")))
+    let manifest = nvshmem_gpu_tests::ptx_dir().join(format!("{MODULE}.json"));
+    let ptx_bytes = std::fs::metadata(nvshmem_gpu_tests::ptx_dir().join(format!("{MODULE}.ptx")))
         .map(|m| m.len())
         .unwrap_or(0);
     for (what, image) in [

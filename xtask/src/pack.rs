@@ -3,8 +3,10 @@
 //! most 64 MiB of untracked files, so each purpose has a pack of its own.
 //!
 //! Every pack has `bin/` (stripped binaries, this tool among them), the
-//! kernels its programs load, and a `PACK` file naming the purpose and the
-//! commit. On the GPU machine: `.gpu-<purpose>/bin/xtask gpu-run [MODE...]`.
+//! kernels its programs load, the CUDA C++ sources that `gpu-run cpp-host`
+//! and `gpu-run bench` build with the GPU machine's nvcc ([`CUDA_SOURCES`],
+//! in `src/`), and a `PACK` file naming the purpose and the commit. On the
+//! GPU machine: `.gpu-<purpose>/bin/xtask gpu-run [MODE...]`, from anywhere.
 
 use crate::check;
 use nvshmem_builder::install::{Installation, Query};
@@ -51,8 +53,9 @@ impl Purpose {
         }
     }
 
-    /// The kernel crates (manifest names) its programs load, from the root
-    /// package's build; every version and arch folder of each is copied.
+    /// The kernel crates (manifest names) its programs load, from the build
+    /// scripts of the examples and the GPU tests; every version and arch
+    /// folder of each is copied.
     fn kernels(self) -> &'static [&'static str] {
         match self {
             Purpose::Tests => &[
@@ -73,8 +76,8 @@ impl Purpose {
             ],
             Purpose::Variants | Purpose::Nvshmem38 => &["runtime-kernels"],
             Purpose::Mpi => &["runtime-kernels", "ring-kernels", "allreduce-kernels"],
-            // The example's grouped GEMM; the MoE kernels come from the moe crate's build.
-            Purpose::Moe => &["tc-gemm-kernels"],
+            // The MoE kernels, and the MoE layer program's grouped GEMM.
+            Purpose::Moe => &["moe-kernels", "tc-gemm-kernels"],
         }
     }
 
@@ -85,20 +88,15 @@ impl Purpose {
                 "nvshmem-run",
                 "demo",
                 "nvshmem-bench",
-                "examples/ring",
-                "examples/allreduce",
-                "examples/ag_gemm",
+                "ring",
+                "allreduce",
+                "ag_gemm",
                 "examples/runtime_costs",
             ],
-            Purpose::Compute => &[
-                "nvshmem-run",
-                "nvshmem-bench",
-                "examples/ag_gemm",
-                "examples/gemm_rs",
-            ],
+            Purpose::Compute => &["nvshmem-run", "nvshmem-bench", "ag_gemm", "gemm_rs"],
             Purpose::Variants | Purpose::Nvshmem38 => &["nvshmem-run"],
-            Purpose::Mpi => &["nvshmem-run", "examples/ring", "examples/allreduce"],
-            Purpose::Moe => &["nvshmem-run", "nvshmem-bench", "examples/moe"],
+            Purpose::Mpi => &["nvshmem-run", "ring", "allreduce"],
+            Purpose::Moe => &["nvshmem-run", "nvshmem-bench", "moe_layer"],
         }
     }
 }
@@ -112,6 +110,11 @@ pub struct Args {
     #[arg(long)]
     no_build: bool,
 }
+
+/// The CUDA C++ sources that `xtask cpp-host` and `xtask bench` build, by
+/// their paths in the checkout; a pack carries them in `src/`, where
+/// `gpu-run` runs those tasks.
+pub const CUDA_SOURCES: &[&str] = &["examples/cpp_host/main.cu", "bench/cpp/kernels.cu"];
 
 /// The NVSHMEM feature that forces its own RMA path in the typed layer.
 const NVSHMEM_PATH_FEATURE: &str = "nvshmem-device/nvshmem-path";
@@ -148,7 +151,11 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             .arg(release.join("xtask"))
             .arg(bin.join("xtask")),
     )?;
-    copy_kernels(&built.root_ptx, &pack.join("ptx"), args.purpose.kernels())?;
+    // Every package's kernels in one folder, which the programs find
+    // through NVSHMEM_RS_PTX_DIR (`gpu-run` sets it).
+    for dir in &built.kernel_dirs {
+        copy_kernels(dir, &pack.join("ptx"), args.purpose.kernels())?;
+    }
     match args.purpose {
         Purpose::Tests => copy_kernels(
             &built.bench_ptx,
@@ -167,9 +174,13 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         }
         Purpose::Nvshmem38 => nvshmem38(&pack)?,
         Purpose::Moe => {
-            copy_kernels(&built.moe_ptx, &pack.join("ptx-moe"), &["moe-kernels"])?;
             compress_binaries(&bin)?;
         }
+    }
+    for source in CUDA_SOURCES {
+        let to = pack.join("src").join(source);
+        std::fs::create_dir_all(to.parent().expect("a folder")).map_err(|e| e.to_string())?;
+        std::fs::copy(root.join(source), &to).map_err(|e| format!("{source}: {e}"))?;
     }
     let commit = Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
@@ -209,9 +220,10 @@ pub const UCX_WHEEL: &str = "libucx-cu13==1.22.0";
 /// the build scripts wrote.
 struct Built {
     tests: Vec<(String, PathBuf)>,
-    root_ptx: PathBuf,
+    /// `$OUT_DIR/ptx` of every package whose build script built kernels, but
+    /// the benchmark's.
+    kernel_dirs: Vec<PathBuf>,
     bench_ptx: PathBuf,
-    moe_ptx: PathBuf,
 }
 
 impl Built {
@@ -234,7 +246,7 @@ impl Built {
             return Err("cargo test --no-run failed".into());
         }
         let mut tests = Vec::new();
-        let (mut root_ptx, mut bench_ptx, mut moe_ptx) = (None, None, None);
+        let (mut kernel_dirs, mut bench_ptx) = (Vec::new(), None);
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             let Ok(m) = serde_json::from_str::<serde_json::Value>(line) else {
                 continue;
@@ -250,10 +262,9 @@ impl Built {
                 Some("build-script-executed") => {
                     let id = m["package_id"].as_str().unwrap_or_default();
                     let out_dir = m["out_dir"].as_str().map(|d| Path::new(d).join("ptx"));
-                    match package_name(id) {
-                        "nvshmem-bench" => bench_ptx = out_dir,
-                        "nvshmem-rs" => root_ptx = out_dir,
-                        "moe" => moe_ptx = out_dir,
+                    match (package_name(id), out_dir) {
+                        ("nvshmem-bench", out_dir) => bench_ptx = out_dir,
+                        (_, Some(dir)) if dir.is_dir() => kernel_dirs.push(dir),
                         _ => {}
                     }
                 }
@@ -262,9 +273,8 @@ impl Built {
         }
         Ok(Built {
             tests,
-            root_ptx: root_ptx.ok_or("the build of nvshmem-rs reported no OUT_DIR")?,
+            kernel_dirs,
             bench_ptx: bench_ptx.ok_or("the build of nvshmem-bench reported no OUT_DIR")?,
-            moe_ptx: moe_ptx.ok_or("the build of moe reported no OUT_DIR")?,
         })
     }
 }

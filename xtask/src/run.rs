@@ -50,7 +50,7 @@ pub enum Mode {
     CppHost,
     /// The benchmark: the C++ twins built with this machine's nvcc, SASS, 1 and 2 PEs; results in $OUT/bench (not a default).
     Bench,
-    /// The MoE tests (examples/moe/host/tests) at 1 and 2 PEs without MPS, then at 1, 2 and 4 under MPS.
+    /// The MoE tests (examples/moe/tests) at 1 and 2 PEs without MPS, then at 1, 2 and 4 under MPS.
     MoeTests,
     /// The MoE layer example (dispatch, grouped GEMM, combine) at 1 PE, then at 2 and 4 under MPS.
     MoeExample,
@@ -79,7 +79,8 @@ pub struct Args {
     /// The modes to run (default: every mode of the pack's purpose).
     #[arg(value_enum)]
     modes: Vec<Mode>,
-    /// The pack (default: the folder above this program's bin/).
+    /// The pack (default: the folder above this program's bin/); a relative
+    /// path is relative to the current folder.
     #[arg(long)]
     pack: Option<PathBuf>,
 }
@@ -104,7 +105,8 @@ struct Runner {
 
 pub fn run(args: Args) -> Result<ExitCode, String> {
     let pack = match args.pack {
-        Some(p) => p,
+        // The runs start in other folders (`xtask` in the pack's src/).
+        Some(p) => std::path::absolute(&p).map_err(|e| format!("{}: {e}", p.display()))?,
         None => std::env::current_exe()
             .map_err(|e| e.to_string())?
             .parent()
@@ -141,7 +143,11 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     }
     r.unpack_binaries()?;
     for mode in modes {
-        r.mode(mode)?;
+        // A mode that cannot even start is a FAIL row: the table still prints.
+        if let Err(e) = r.mode(mode) {
+            println!("    FAIL: {e}");
+            r.table.push((format!("{mode:?}"), format!("FAIL ({e})")));
+        }
     }
     println!("\n=== summary ({purpose} pack)");
     let mut failed = false;
@@ -188,7 +194,7 @@ impl Runner {
         let mut c = Command::new(program);
         c.envs(BASE_ENV.iter().copied())
             .env("NVSHMEM_RS_PTX_DIR", ptx)
-            .env("MOE_PTX_DIR", self.ptx("ptx-moe", "3.4.5"))
+            .env("MOE_PTX_DIR", ptx)
             .env("OUT", &self.out);
         if self.gpu {
             c.env("NVSHMEM_RS_REQUIRE_GPU", "1");
@@ -398,13 +404,13 @@ impl Runner {
                 self.record("moe-tests-mps", c);
             }
             Mode::MoeExample => {
-                let c = self.command(&self.bin("moe"), &ptx);
+                let c = self.command(&self.bin("moe_layer"), &ptx);
                 self.record("moe-example-1", c);
                 let _mps = self.mps()?;
                 for n in ["2", "4"] {
                     let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
                     c.args(["-n", n, "--timeout", "300", "--"])
-                        .arg(self.bin("moe"));
+                        .arg(self.bin("moe_layer"));
                     self.record(&format!("moe-example-{n}-mps"), c);
                 }
             }
@@ -469,14 +475,11 @@ impl Runner {
         Ok(())
     }
 
-    /// This pack's `xtask TASK`, run in the checkout above the pack (whose
-    /// CUDA C++ sources it builds).
+    /// This pack's `xtask TASK`, run in the pack's `src/`, which holds the
+    /// CUDA C++ sources it builds ([`CUDA_SOURCES`](crate::pack::CUDA_SOURCES)).
     fn xtask(&self, task: &str) -> Command {
         let mut c = Command::new(self.bin("xtask"));
-        c.arg(task);
-        if let Some(checkout) = self.pack.parent() {
-            c.current_dir(checkout);
-        }
+        c.arg(task).current_dir(self.pack.join("src"));
         c
     }
 
@@ -614,9 +617,10 @@ fn prepend(dir: &Path) -> std::ffi::OsString {
     v
 }
 
-/// A running MPS control daemon, stopped on drop.
+/// A running MPS control daemon; stopped on drop when this run started it.
 pub(crate) struct Mps {
     on: Rc<Cell<bool>>,
+    started: bool,
 }
 
 impl Mps {
@@ -637,21 +641,34 @@ impl Mps {
         for (_, dir) in &Self::env()[..2] {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
-        // A run killed while MPS was up leaves its daemon on this pipe, and
-        // a second `-d` then fails ("already running"): stop it first.
-        if Self::env()[0].1.join("control").exists() {
-            Self::stop();
+        // A daemon already on this pipe (another run's, or one a killed run
+        // left) serves this run too, and is left running: a second `-d`
+        // would fail ("already running").
+        let started = !Self::running();
+        if started {
+            crate::check(
+                Command::new("nvidia-cuda-mps-control")
+                    .arg("-d")
+                    .envs(Self::env()),
+            )?;
         }
-        crate::check(
-            Command::new("nvidia-cuda-mps-control")
-                .arg("-d")
-                .envs(Self::env()),
-        )?;
         on.set(true);
-        Ok(Mps { on })
+        Ok(Mps { on, started })
     }
 
-    /// Asks the daemon on this pipe to quit, and gives it a second.
+    /// Whether a daemon answers on this pipe (quietly: none is no error).
+    fn running() -> bool {
+        Self::env()[0].1.join("control").exists()
+            && Command::new("sh")
+                .args(["-c", "echo get_server_list | nvidia-cuda-mps-control"])
+                .envs(Self::env())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+    }
+
+    /// Asks the daemon this run started to quit, and gives it a second.
     fn stop() {
         let stop = Command::new("sh")
             .args(["-c", "echo quit | nvidia-cuda-mps-control"])
@@ -667,7 +684,9 @@ impl Mps {
 impl Drop for Mps {
     fn drop(&mut self) {
         self.on.set(false);
-        Self::stop();
+        if self.started {
+            Self::stop();
+        }
     }
 }
 

@@ -19,13 +19,14 @@
 //! `nvidia/cu13/lib` there); without it those rows are skipped with a message.
 
 use crate::{Record, Res};
+use example_ag_gemm::{AgGemm, AgGemmKernels, PANEL};
+use example_cli::KernelSet;
+use example_gemm_rs::{GemmRs, GemmRsKernels};
+use example_measure::{Samples, Timer, max_abs_diff};
 use half::bf16;
 use nvshmem_host::Nvshmem;
 use nvshmem_host::exchange::WordExchange;
-use nvshmem_rs::KernelSet;
-use nvshmem_rs::measure::{Samples, Timer, max_abs_diff};
-use nvshmem_rs::tensor::{self, AgGemm, AgGemmKernels, DeviceMaps, GemmRs, Shape};
-use nvshmem_rs::tensor::{GemmRsKernels, Tc, wgmma};
+use tc_gemm::{self as tensor, DeviceMaps, Shape, Tc, wgmma};
 
 mod cublas;
 mod report;
@@ -290,7 +291,7 @@ impl Run<'_> {
         let nv = self.nv;
         let (me, np) = (nv.my_pe().index() as usize, nv.n_pes() as usize);
         let m_loc = s / np;
-        if m_loc == 0 || !m_loc.is_multiple_of(tensor::PANEL) {
+        if m_loc == 0 || !m_loc.is_multiple_of(PANEL) {
             return Ok(());
         }
         let shape = Shape {

@@ -1,7 +1,7 @@
 //! The all-reduce cases: the example's kernels against NCCL, on every PE.
 
 use super::*;
-use nvshmem_rs::allreduce::{Algo, THREADS};
+use example_allreduce::{Algo, THREADS};
 
 impl Bench<'_> {
     /// Three rounds of fill, all-reduce with `call`, and check (on the

@@ -17,13 +17,13 @@
 pub use crate::Res;
 use crate::{Record, human, median, sizes};
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
+use example_allreduce::{AllReduce, AllReduceKernels, oneshot_threshold};
+use example_cli::KernelSet;
 use nvshmem_host::cudarc;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::{
     DevicePtr, Kernel, KernelArgs, Manifest, Module, Nvshmem, Pe, SymBuffer, SymPtr,
 };
-use nvshmem_rs::KernelSet;
-use nvshmem_rs::allreduce::{AllReduce, AllReduceKernels, oneshot_threshold};
 use std::cell::Cell;
 use std::path::PathBuf;
 
@@ -169,7 +169,7 @@ impl<'a> Bench<'a> {
     /// Loads every implementation and allocates every buffer. Collective.
     pub fn new(nv: &'a Nvshmem, opts: Options) -> Res<Bench<'a>> {
         let rust_bench = nv.load_module_in(crate::ptx_dir(), "bench-kernels")?;
-        let rust_ar = nv.load_module_in(nvshmem_rs::ptx_dir(), "allreduce-kernels")?;
+        let rust_ar = nv.load_module_in(example_allreduce::ptx_dir(), "allreduce-kernels")?;
         let ar_kernels = AllReduceKernels::from_module(&rust_ar)?;
         let mut impls = vec![Impl {
             name: "rust".into(),
@@ -347,7 +347,7 @@ impl<'a> Bench<'a> {
     /// Times `reps` calls of `f` between CUDA events after `warmup` more;
     /// the median in seconds.
     fn time(&self, f: impl FnMut() -> Res<()>) -> Res<f64> {
-        nvshmem_rs::measure::back_to_back(self.nv, self.opts.warmup, self.opts.reps, f)
+        example_measure::back_to_back(self.nv, self.opts.warmup, self.opts.reps, f)
     }
 
     /// Every PE's `wrong` count summed, and the slowest PE's `t`. Collective.

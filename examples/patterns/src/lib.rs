@@ -1,7 +1,7 @@
 //! The deterministic test patterns that kernels write and hosts check, in one
 //! `no_std` place so that both sides use the same function: a kernel crate
 //! depends on this crate as it is (it builds for `nvptx64`), and the host
-//! programs through `nvshmem_rs::patterns`.
+//! programs through `example_patterns`.
 //!
 //! The CUDA C++ twins in `bench/cpp/kernels.cu` repeat [`pattern_byte`];
 //! change both together.

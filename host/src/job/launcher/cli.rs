@@ -52,7 +52,7 @@ found, 126 if it cannot be executed; 1 if CUDA MPS could not be started.
 More than two PEs on one GPU need CUDA MPS: --mps starts it around the job.
 
 Examples:
-  nvshmem-run -n 2 -- ./target/release/examples/ring
+  nvshmem-run -n 2 -- ./target/release/ring
   nvshmem-run -n 4 --gpus 0 --mps --timeout 600 -- ./bench --size 1G
   nvshmem-run --mps -- cargo test --release --test gpu    (MPS only, no PEs)";
 

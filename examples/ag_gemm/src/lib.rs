@@ -2,29 +2,36 @@
 //! half and `nvshmem-bench gemm`): `C = A · Bᵀ`, A (`M × k`) gathered from
 //! every PE's row shard, B (`n × k`) this PE's weight shard in `Linear`
 //! layout, C bf16 with f32 accumulation.
+//!
+//! This package's kernels, which its build script builds: `kernel` (the f32
+//! half of the example, in [`ptx_dir`]) and `kernel_tc` (these, in
+//! [`tc_ptx_dir`]).
 
-use super::Shape;
-use super::{DeviceMaps, GROUP_M, Gemm, NO_WGMMA, bf16_tolerance, bf16_value, wgmma};
-use super::{launch_tc, mma_persistent, tile_grid};
-use crate::KernelSet;
-use crate::cli::Res;
-use crate::measure::{Sampled, Samples};
+#![warn(missing_docs)]
+
+use example_cli::{KernelSet, Res, sms};
+use example_measure::{Sampled, Samples};
 use half::bf16;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::{Kernel, Nvshmem, SymBuffer};
 use std::cell::Cell;
+use std::path::PathBuf;
+use tc_gemm::{DeviceMaps, GROUP_M, Gemm, NO_WGMMA, Shape, Tc, bf16_tolerance, bf16_value, wgmma};
+use tc_gemm::{launch_tc, mma_persistent, tile_grid};
+
+/// The folder of the f32 kernels (`ag-gemm-kernels`).
+pub fn ptx_dir() -> PathBuf {
+    example_cli::ptx_dir!()
+}
+
+/// The folder of the tensor-core kernels (`ag-gemm-tc-kernels`): built for
+/// `sm_90a` when the arch is `sm_90` ([`example_cli::hopper_dir`]).
+pub fn tc_ptx_dir() -> PathBuf {
+    example_cli::hopper_dir(&ptx_dir())
+}
 
 /// Rows per all-gather panel (`ag_gemm_tc_kernels::PANEL`).
 pub const PANEL: usize = 128;
-
-/// Which GEMM kernels: `mma.sync` (any sm_80+) or `wgmma` + TMA (sm_90a).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Tc {
-    /// `mma.sync` tiles ([`mma`](super::mma)).
-    Mma,
-    /// `wgmma` + TMA tiles ([`wgmma`]).
-    Wgmma,
-}
 
 /// The kernels: `ag-gemm-tc-kernels` (the push all-gather and the fused
 /// kernels) and `tc-gemm-kernels` (the standalone GEMMs of the unfused path).
@@ -38,9 +45,9 @@ pub struct AgGemmKernels {
 }
 
 impl AgGemmKernels {
-    /// Loads them from [`tensor_ptx_dir`](crate::tensor_ptx_dir).
+    /// Loads them from [`tc_ptx_dir`] (the standalone GEMMs from [`tc_gemm::ptx_dir`]).
     pub fn load(nv: &Nvshmem) -> Res<AgGemmKernels> {
-        let ag = nv.load_module_in(crate::tensor_ptx_dir(), "ag-gemm-tc-kernels")?;
+        let ag = nv.load_module_in(tc_ptx_dir(), "ag-gemm-tc-kernels")?;
         Ok(AgGemmKernels {
             push: ag.kernel("ag_push")?,
             fused_mma: ag.kernel("ag_gemm_mma_fused")?,
@@ -138,7 +145,7 @@ impl<'a> AgGemm<'a> {
             b,
             c,
             maps,
-            push_grid: ((m_loc / PANEL) * np).min(super::sms(nv)?).max(1) as u32,
+            push_grid: ((m_loc / PANEL) * np).min(sms(nv)?).max(1) as u32,
             pushers: (np as u32 - 1).clamp(1, 8) * 2,
             mma_grid,
             wgmma_grids,

@@ -3,10 +3,10 @@
 //! cores, checked and timed against the unfused GEMM then reduce-scatter.
 //!
 //! ```text
-//! cargo build --release --example gemm_rs && cargo build --release -p nvshmem-host --bin nvshmem-run
-//! target/release/examples/gemm_rs                                  # 1 PE
-//! target/release/nvshmem-run -n 2 -- target/release/examples/gemm_rs
-//! target/release/examples/gemm_rs --m-per-pe 2048 --k-per-pe 4096 --n 4096 --iters 20
+//! cargo build --release --bin gemm_rs && cargo build --release -p nvshmem-host --bin nvshmem-run
+//! target/release/gemm_rs                                  # 1 PE
+//! target/release/nvshmem-run -n 2 -- target/release/gemm_rs
+//! target/release/gemm_rs --m-per-pe 2048 --k-per-pe 4096 --n 4096 --iters 20
 //! ```
 //!
 //! # The problem
@@ -28,7 +28,7 @@
 //! or the same GPU); the example says so and exits otherwise. The wgmma
 //! kernels need the `sm_90a` build.
 //!
-//! The launches and buffers are [`nvshmem_rs::tensor::GemmRs`], which the
+//! The launches and buffers are [`example_gemm_rs::GemmRs`], which the
 //! benchmark uses too.
 //!
 //! # Output and checks
@@ -40,19 +40,20 @@
 //! its kernels), and exits with status 1 on a mismatch.
 
 use clap::Parser;
+use example_cli::KernelSet;
+use example_cli::Res;
+use example_cli::{Timing, multiple_of};
+use example_gemm_rs::{GemmRs, GemmRsKernels};
+use example_measure::max_abs_diff;
 use nvshmem_host::Nvshmem;
 use nvshmem_host::exchange::WordExchange;
-use nvshmem_rs::KernelSet;
-use nvshmem_rs::Res;
-use nvshmem_rs::cli::{Timing, multiple_of};
-use nvshmem_rs::measure::max_abs_diff;
-use nvshmem_rs::tensor::{self, GemmRs, GemmRsKernels, Shape, Variants};
 use std::process::ExitCode;
+use tc_gemm::{self as tensor, Shape, Variants};
 
 /// gemm_rs: GEMM + reduce-scatter fused in one NVSHMEM kernel (bf16 tensor
 /// cores), against the unfused version.
 #[derive(Parser, Debug)]
-#[command(name = "gemm_rs", after_help = nvshmem_rs::cli::after_help("gemm_rs"))]
+#[command(name = "gemm_rs", after_help = example_cli::after_help("gemm_rs"))]
 struct Opts {
     /// Rows of C each PE ends with, a multiple of 128; M = n_pes * ROWS.
     #[arg(long, value_name = "ROWS", default_value_t = 1024, value_parser = multiple_of(128))]
@@ -72,8 +73,8 @@ struct Opts {
 
 fn main() -> ExitCode {
     let opts = Opts::parse();
-    let nv = nvshmem_rs::init_or_exit();
-    nvshmem_rs::exit_code(run(&nv, &opts))
+    let nv = example_cli::init_or_exit();
+    example_cli::exit_code(run(&nv, &opts))
 }
 
 fn run(nv: &Nvshmem, o: &Opts) -> Res<bool> {

@@ -3,8 +3,8 @@
 //! then timed.
 
 use super::Tc;
-use crate::cli::{Res, Timing};
-use crate::measure::{Sampled, Timer};
+use example_cli::{Res, Timing};
+use example_measure::{Sampled, Timer};
 use nvshmem_host::Nvshmem;
 
 /// A named run of a fused-kernel example: `unfused mma`, `fused wgmma`, ...

@@ -2,28 +2,29 @@
 //! (bf16 part) and `gemm_rs` examples, the benchmark and the GPU tests: the
 //! kernels' tile shapes and launch figures (which must match
 //! `examples/tc_gemm/tiles`), their TMA tensor maps, the persistent-grid
-//! size that keeps every PE's blocks co-resident, and the launches of the
-//! fused kernels with their buffers ([`AgGemm`], [`GemmRs`]).
+//! size that keeps every PE's blocks co-resident, and the standalone GEMMs
+//! of `tc-gemm-kernels` ([`Gemm`], built by this package's build script).
 
-use crate::KernelSet;
-use crate::cli::Res;
+#![warn(missing_docs)]
+
+use example_cli::{KernelSet, Res};
 use half::bf16;
-use nvshmem_host::cudarc::driver::sys::CUdevice_attribute;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::tensor_map::{self, TensorMap, TmaSwizzle};
 use nvshmem_host::{DevicePtr, Kernel, KernelArgs, LaunchConfig, Module, Nvshmem, SymBuffer};
 use std::path::PathBuf;
 
-mod ag_gemm;
-mod gemm_rs;
 mod variants;
 
-pub use ag_gemm::{AgGemm, AgGemmKernels, PANEL, Tc};
-pub use gemm_rs::{GemmRs, GemmRsKernels};
+/// The folder of this package's kernels (`tc-gemm-kernels`): built for
+/// `sm_90a` when the arch is `sm_90` ([`example_cli::hopper_dir`]).
+pub fn ptx_dir() -> PathBuf {
+    example_cli::hopper_dir(&example_cli::ptx_dir!())
+}
 
-/// The sizes of a fused GEMM: all-gather + GEMM ([`AgGemm`]: A `m_per_pe × k`
-/// on each PE, gathered; `m_per_pe` a multiple of [`PANEL`]) or GEMM +
-/// reduce-scatter ([`GemmRs`]: `k` is each PE's share of the inner
+/// The sizes of a fused GEMM: all-gather + GEMM (`example_ag_gemm::AgGemm`:
+/// A `m_per_pe × k` on each PE, gathered; `m_per_pe` a multiple of its
+/// `PANEL`) or GEMM + reduce-scatter (`example_gemm_rs::GemmRs`: `k` is each PE's share of the inner
 /// dimension, `m_per_pe` the rows of C each PE ends with, a multiple of 128).
 /// `n` is a multiple of [`mma::BN`] (of [`wgmma::BN`] for the wgmma kernels),
 /// `k` of [`wgmma::BK`].
@@ -39,7 +40,7 @@ pub struct Shape {
 
 impl Shape {
     /// `(m_per_pe, n, k, m)` as the fused kernels take them, `m` the full M.
-    fn kernel_dims(&self, m: usize) -> (u32, u32, u32, u32) {
+    pub fn kernel_dims(&self, m: usize) -> (u32, u32, u32, u32) {
         (self.m_per_pe as u32, self.n as u32, self.k as u32, m as u32)
     }
 }
@@ -188,17 +189,19 @@ pub fn bf16_value(seed: u64, i: u64) -> bf16 {
 /// `mag` = `Σ|a·b|`).
 ///
 /// ```
-/// assert!(nvshmem_rs::tensor::bf16_tolerance(128.0, 10.0, 64) > 1.0);
+/// assert!(tc_gemm::bf16_tolerance(128.0, 10.0, 64) > 1.0);
 /// ```
 pub fn bf16_tolerance(want: f64, mag: f64, k: usize) -> f64 {
     want.abs() / 128.0 + k as f64 * f32::EPSILON as f64 * mag + 1e-6
 }
 
-/// The GPU's number of SMs.
-pub fn sms(nv: &Nvshmem) -> Res<usize> {
-    Ok(nv
-        .context()
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as usize)
+/// Which GEMM kernels: `mma.sync` (any sm_80+) or `wgmma` + TMA (sm_90a).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tc {
+    /// `mma.sync` tiles ([`mma`]).
+    Mma,
+    /// `wgmma` + TMA tiles ([`wgmma`]).
+    Wgmma,
 }
 
 /// The standalone GEMMs of `tc-gemm-kernels`: `C (m × n) = A (m × k) · Bᵀ`
@@ -215,7 +218,7 @@ impl KernelSet for Gemm {
     const CRATE: &'static str = "tc-gemm-kernels";
 
     fn dir() -> PathBuf {
-        crate::tensor_ptx_dir()
+        ptx_dir()
     }
 
     fn from_module(module: &Module) -> Res<Gemm> {
@@ -299,7 +302,8 @@ pub fn mma_config(m: usize, n: usize) -> LaunchConfig {
 }
 
 /// The error of a wgmma call where the kernels are missing.
-const NO_WGMMA: &str = "the wgmma kernels are not in this build (or n is not a multiple of 256)";
+pub const NO_WGMMA: &str =
+    "the wgmma kernels are not in this build (or n is not a multiple of 256)";
 
 /// Launches the `wgmma` form of a kernel pair (the kernel and its grid, when
 /// there) with `wgmma_args`, or the `mma.sync` form (the kernel and its
@@ -307,7 +311,7 @@ const NO_WGMMA: &str = "the wgmma kernels are not in this build (or n is not a m
 ///
 /// # Safety
 /// Each form's arguments are valid for its kernel (see the kernel's docs).
-pub(crate) unsafe fn launch_tc<W: KernelArgs, M: KernelArgs>(
+pub unsafe fn launch_tc<W: KernelArgs, M: KernelArgs>(
     nv: &Nvshmem,
     tc: Tc,
     (wgmma, wgmma_args): (Option<(&Kernel, u32)>, W),

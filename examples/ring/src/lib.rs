@@ -4,8 +4,17 @@
 //! Each PE waits for its signal, adds one to the token and puts it to the
 //! next PE with a signal. After `laps` laps PE 0 must hold `laps * n_pes`.
 
+#![warn(missing_docs)]
+
 use nvshmem_host::{Nvshmem, Result};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+/// The folder of this package's kernels (`ring-kernels`), which its build
+/// script builds.
+pub fn ptx_dir() -> PathBuf {
+    example_cli::ptx_dir!()
+}
 
 /// What one run of the ring gave on this PE.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -39,7 +48,7 @@ impl RingOutcome {
     /// PE 0's report line (`None` on the other PEs).
     ///
     /// ```
-    /// use nvshmem_rs::ring::RingOutcome;
+    /// use example_ring::RingOutcome;
     /// let o = RingOutcome { n_pes: 2, laps: 10, token: Some(20), elapsed: Default::default() };
     /// assert!(o.summary().unwrap().starts_with("ring: 2 PE(s), 10 laps: token = 20 (expected 20) PASS"));
     /// ```
@@ -58,7 +67,7 @@ impl RingOutcome {
 
 /// Runs the ring ([`run`]), prints PE 0's [`summary`](RingOutcome::summary)
 /// and says whether it passed. **Collective.**
-pub fn run_and_report(nv: &Nvshmem, laps: u64) -> crate::Res<bool> {
+pub fn run_and_report(nv: &Nvshmem, laps: u64) -> example_cli::Res<bool> {
     let outcome = run(nv, laps)?;
     if let Some(line) = outcome.summary() {
         println!("{line}");
@@ -70,7 +79,7 @@ pub fn run_and_report(nv: &Nvshmem, laps: u64) -> crate::Res<bool> {
 ///
 /// ```no_run
 /// let nv = nvshmem_host::Nvshmem::init()?;
-/// let outcome = nvshmem_rs::ring::run(&nv, 1000)?;
+/// let outcome = example_ring::run(&nv, 1000)?;
 /// assert!(outcome.passed());
 /// # Ok::<(), nvshmem_host::Error>(())
 /// ```
@@ -80,7 +89,7 @@ pub fn run(nv: &Nvshmem, laps: u64) -> Result<RingOutcome> {
     let send = nv.alloc_zeroed::<u64>(1)?;
     let signal = nv.alloc_zeroed::<u64>(1)?;
     let out = nv.alloc_zeroed::<u64>(1)?;
-    let module = nv.load_module_in(crate::ptx_dir(), "ring-kernels")?;
+    let module = nv.load_module_in(ptx_dir(), "ring-kernels")?;
     let ring = module.kernel("ring_pass")?;
     let args = (
         token.sym_ptr(),

@@ -5,10 +5,10 @@
 //! token's row with its top-k weights. Checked against an f64 CPU reference.
 //!
 //! ```text
-//! cargo build --release --example moe && cargo build --release -p nvshmem-host --bin nvshmem-run
-//! target/release/examples/moe                                     # 1 PE
-//! target/release/nvshmem-run -n 2 -- target/release/examples/moe
-//! target/release/nvshmem-run --mps -n 4 -- target/release/examples/moe --tokens 512
+//! cargo build --release -p moe --bin moe_layer && cargo build --release -p nvshmem-host --bin nvshmem-run
+//! target/release/moe_layer                                     # 1 PE
+//! target/release/nvshmem-run -n 2 -- target/release/moe_layer
+//! target/release/nvshmem-run --mps -n 4 -- target/release/moe_layer --tokens 512
 //! ```
 //!
 //! Expert `e` is `y = x · W_eᵀ` (`W_e`: `hidden × hidden` bf16). Dispatch
@@ -19,25 +19,24 @@
 //! roundings (GEMM output, combine output) and f32 accumulation.
 
 use clap::Parser;
+use example_cli::{KernelSet, Res};
 use half::bf16;
 use moe::reference::{self, Routing};
 use moe::{Config, Mode, Moe};
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::{DevicePtr, Nvshmem};
-use nvshmem_rs::KernelSet;
-use nvshmem_rs::Res;
-use nvshmem_rs::tensor::{DeviceMaps, GROUP_M, Gemm, bf16_value, wgmma};
 use std::process::ExitCode;
+use tc_gemm::{DeviceMaps, GROUP_M, Gemm, bf16_value, wgmma};
 
 /// moe: dispatch → grouped bf16 GEMM per expert → combine, on every PE.
 #[derive(Parser, Debug)]
-#[command(name = "moe", after_help = nvshmem_rs::cli::after_help("moe"))]
+#[command(name = "moe_layer", after_help = example_cli::after_help("moe_layer"))]
 struct Opts {
     /// Tokens per PE.
     #[arg(long, default_value_t = 256)]
     tokens: usize,
     /// Channels per token (GEMM K and N), a multiple of 256.
-    #[arg(long, default_value_t = 1024, value_parser = nvshmem_rs::cli::multiple_of(256))]
+    #[arg(long, default_value_t = 1024, value_parser = example_cli::multiple_of(256))]
     hidden: usize,
     /// Experts in the job, a multiple of the PE count.
     #[arg(long, default_value_t = 16)]
@@ -52,8 +51,8 @@ struct Opts {
 
 fn main() -> ExitCode {
     let opts = Opts::parse();
-    let nv = nvshmem_rs::init_or_exit();
-    nvshmem_rs::exit_code(run(&nv, &opts))
+    let nv = example_cli::init_or_exit();
+    example_cli::exit_code(run(&nv, &opts))
 }
 
 fn run(nv: &Nvshmem, o: &Opts) -> Res<bool> {

@@ -3,17 +3,16 @@
 //! (`n × k_loc`, `Linear` layout); `C = Σ_p A_p · B_pᵀ` (`M × n`, f32), of
 //! which PE `q` ends with rows `q · m_per_pe ..`.
 
-use super::Shape;
-use super::ag_gemm::Tc;
-use super::{DeviceMaps, bf16_value, wgmma};
-use super::{launch_tc, mma_config, mma_persistent, tile_grid};
-use crate::KernelSet;
-use crate::cli::Res;
-use crate::measure::{Sampled, Samples};
+#![warn(missing_docs)]
+
+use example_cli::{KernelSet, Res, sms};
+use example_measure::{Sampled, Samples};
 use half::bf16;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::{Kernel, KernelArgs, KernelParam, Module, Nvshmem, Pe, SymBuffer};
 use std::path::PathBuf;
+use tc_gemm::{DeviceMaps, Shape, Tc, bf16_value, wgmma};
+use tc_gemm::{launch_tc, mma_config, mma_persistent, tile_grid};
 
 /// The kernels of `gemm-rs-kernels`.
 pub struct GemmRsKernels {
@@ -28,7 +27,7 @@ impl KernelSet for GemmRsKernels {
     const CRATE: &'static str = "gemm-rs-kernels";
 
     fn dir() -> PathBuf {
-        crate::tensor_ptx_dir()
+        example_cli::hopper_dir(&example_cli::ptx_dir!())
     }
 
     fn from_module(module: &Module) -> Res<GemmRsKernels> {
@@ -112,7 +111,7 @@ impl<'a> GemmRs<'a> {
             maps,
             mma_grid,
             wgmma_grid,
-            sum_grid: ((m_loc * n / 4).div_ceil(256)).min(4 * super::sms(nv)?) as u32,
+            sum_grid: ((m_loc * n / 4).div_ceil(256)).min(4 * sms(nv)?) as u32,
         })
     }
 

@@ -3,11 +3,11 @@
 //! computation overlapped, checked and timed against the unfused version.
 //!
 //! ```text
-//! cargo build --release --example ag_gemm && cargo build --release -p nvshmem-host --bin nvshmem-run
-//! target/release/examples/ag_gemm                              # 1 PE
-//! target/release/nvshmem-run -n 2 -- target/release/examples/ag_gemm
-//! target/release/nvshmem-run -n 4 -- target/release/examples/ag_gemm   # one GPU: needs CUDA MPS
-//! target/release/examples/ag_gemm --m-per-pe 4096 --k 4096 --n 4096 --iters 20
+//! cargo build --release --bin ag_gemm && cargo build --release -p nvshmem-host --bin nvshmem-run
+//! target/release/ag_gemm                              # 1 PE
+//! target/release/nvshmem-run -n 2 -- target/release/ag_gemm
+//! target/release/nvshmem-run -n 4 -- target/release/ag_gemm   # one GPU: needs CUDA MPS
+//! target/release/ag_gemm --m-per-pe 4096 --k 4096 --n 4096 --iters 20
 //! ```
 //!
 //! # The problem
@@ -60,10 +60,10 @@
 //! as `n` grows: try a small `--n` (e.g. 256) to make communication matter.
 
 use clap::{Parser, ValueEnum};
+use example_cli::Res;
+use example_cli::{Timing, multiple_of};
+use example_measure::{Samples, Timer, max_abs_diff, max_nan, median, splitmix};
 use nvshmem_host::{LaunchConfig, Nvshmem, Pe};
-use nvshmem_rs::Res;
-use nvshmem_rs::cli::{Timing, multiple_of};
-use nvshmem_rs::measure::{Samples, Timer, max_abs_diff, max_nan, median, splitmix};
 use std::cell::Cell;
 use std::process::ExitCode;
 
@@ -85,7 +85,7 @@ const AG_ROWS: usize = 8;
 
 /// ag_gemm: all-gather + GEMM fused in one NVSHMEM kernel, against the unfused version.
 #[derive(Parser, Debug)]
-#[command(name = "ag_gemm", after_help = nvshmem_rs::cli::after_help("ag_gemm"))]
+#[command(name = "ag_gemm", after_help = example_cli::after_help("ag_gemm"))]
 struct Opts {
     /// f32 (CUDA cores), bf16 (tensor cores: mma.sync, and wgmma + TMA on sm_90) or both.
     #[arg(long, value_enum, value_name = "D", default_value_t = Dtype::Both)]
@@ -119,8 +119,8 @@ enum Dtype {
 
 fn main() -> ExitCode {
     let opts = Opts::parse();
-    let nv = nvshmem_rs::init_or_exit();
-    nvshmem_rs::exit_code(run(&nv, &opts))
+    let nv = example_cli::init_or_exit();
+    example_cli::exit_code(run(&nv, &opts))
 }
 
 /// Runs the requested halves; `Ok(false)` when a check failed.
@@ -157,13 +157,13 @@ fn run_f32(nv: &Nvshmem, o: &Opts) -> Res<bool> {
     let b = nv.alloc_from(&b_host)?;
     let c = nv.alloc::<f32>(m * n)?;
 
-    let module = nv.load_module_in(nvshmem_rs::ptx_dir(), "ag-gemm-kernels")?;
+    let module = nv.load_module_in(example_ag_gemm::ptx_dir(), "ag-gemm-kernels")?;
     let allgather = module.kernel("ag_allgather")?;
     let gemm = module.kernel("gemm")?;
     let fused = module.kernel("ag_gemm_fused")?;
     let fused_p2p = module.kernel("ag_gemm_fused_p2p")?;
 
-    let sms = nvshmem_rs::tensor::sms(nv)?;
+    let sms = example_cli::sms(nv)?;
     let ag_blocks = (m / AG_ROWS).min(4 * sms) as u32;
     let tiles = (m / BM) * (n / BN);
     let gemm_cfg =

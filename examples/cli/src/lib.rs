@@ -1,10 +1,14 @@
 //! What every program of the project (the demo, the examples, the benchmark)
-//! does the same way at its edges: start NVSHMEM or say plainly that there is
-//! no GPU, turn a run's outcome into an exit status, and parse the values of
-//! its command line (with `clap`, whose derive gives `--help` and errors that
-//! name the flag).
+//! does the same way at its edges: find the kernels its build script built,
+//! start NVSHMEM or say plainly that there is no GPU, turn a run's outcome
+//! into an exit status, and parse the values of its command line (with
+//! `clap`, whose derive gives `--help` and errors that name the flag).
 
+#![warn(missing_docs)]
+
+use nvshmem_host::cudarc::driver::sys::CUdevice_attribute;
 use nvshmem_host::{Error, InitOptions, Nvshmem};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// The result of a run: `Ok(true)` when every check passed.
@@ -81,7 +85,7 @@ fn program() -> String {
 /// them, and what its exit status means.
 ///
 /// ```
-/// assert!(nvshmem_rs::cli::after_help("ring").contains("nvshmem-run -n N -- ring"));
+/// assert!(example_cli::after_help("ring").contains("nvshmem-run -n N -- ring"));
 /// ```
 pub fn after_help(program: &str) -> String {
     format!(
@@ -99,7 +103,7 @@ fn first_line(s: &str) -> &str {
 /// `u32` (the kernels' sizes): `--k 4096`.
 ///
 /// ```
-/// let p = nvshmem_rs::cli::multiple_of(128);
+/// let p = example_cli::multiple_of(128);
 /// assert_eq!(p("256"), Ok(256));
 /// assert!(p("100").unwrap_err().contains("multiple of 128"));
 /// assert!(p("0").is_err() && p("x").is_err());
@@ -120,8 +124,8 @@ pub fn multiple_of(step: usize) -> impl Fn(&str) -> Result<usize, String> + Clon
 /// A `clap` value parser for a count of at least 1 (`--iters`, `--reps`).
 ///
 /// ```
-/// assert_eq!(nvshmem_rs::cli::at_least_one("3"), Ok(3));
-/// assert!(nvshmem_rs::cli::at_least_one("0").is_err());
+/// assert_eq!(example_cli::at_least_one("3"), Ok(3));
+/// assert!(example_cli::at_least_one("0").is_err());
 /// ```
 pub fn at_least_one(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
@@ -134,7 +138,7 @@ pub fn at_least_one(s: &str) -> Result<usize, String> {
 /// A byte count: `4096`, `4K`, `16M`, `1G` (also `KB`, `KiB`, ...).
 ///
 /// ```
-/// use nvshmem_rs::cli::bytes;
+/// use example_cli::bytes;
 /// assert_eq!(bytes("64KiB"), Ok(64 << 10));
 /// assert_eq!(bytes("256M"), Ok(256 << 20));
 /// assert!(bytes("1X").is_err());
@@ -167,4 +171,68 @@ pub struct Timing {
     /// Untimed runs per variant first.
     #[arg(long, value_name = "W", default_value_t = 2)]
     pub warmup: usize,
+}
+
+/// The folder of the kernels that the calling package's build script built
+/// (`example_build` sets `NVSHMEM_RS_PTX_DIR` at compile time): the
+/// run-time variable of that name when set (a GPU machine with a copied
+/// build, where every package's kernels share one folder), else that one.
+#[macro_export]
+macro_rules! ptx_dir {
+    () => {
+        $crate::kernel_dir("NVSHMEM_RS_PTX_DIR", env!("NVSHMEM_RS_PTX_DIR"))
+    };
+}
+
+/// The kernels a host program takes from one kernel crate's module.
+pub trait KernelSet: Sized {
+    /// The kernel crate (and module) name: `allreduce-kernels`, ...
+    const CRATE: &'static str;
+
+    /// The folder the crate is built into (its package's [`ptx_dir!`]).
+    fn dir() -> PathBuf;
+
+    /// Takes them from a loaded module of [`CRATE`](Self::CRATE).
+    fn from_module(module: &nvshmem_host::Module) -> Res<Self>;
+
+    /// Loads the module from [`dir`](Self::dir) and takes them.
+    fn load(nv: &nvshmem_host::Nvshmem) -> Res<Self> {
+        Self::from_module(&nv.load_module_in(Self::dir(), Self::CRATE)?)
+    }
+}
+
+/// A folder of built kernels: the run-time environment variable `var` when it
+/// is set (a GPU machine with a copied build), else `built_in` (the folder a
+/// build script wrote, passed in with `env!`).
+///
+/// ```
+/// let d = example_cli::kernel_dir("NVSHMEM_RS_UNSET_FOR_THIS_TEST", "/built/in");
+/// assert_eq!(d, std::path::Path::new("/built/in"));
+/// ```
+pub fn kernel_dir(var: &str, built_in: &str) -> PathBuf {
+    std::env::var_os(var)
+        .map(Into::into)
+        .unwrap_or_else(|| built_in.into())
+}
+
+/// The folder of the Hopper-only kernel crates beside the kernel folder
+/// `dir`: its `sm_90a` sibling when `dir` is an `sm_90` folder, else `dir`.
+///
+/// ```
+/// use std::path::Path;
+/// assert_eq!(example_cli::hopper_dir(Path::new("p/sm_90")), Path::new("p/sm_90a"));
+/// assert_eq!(example_cli::hopper_dir(Path::new("p/sm_100")), Path::new("p/sm_100"));
+/// ```
+pub fn hopper_dir(dir: &Path) -> PathBuf {
+    match dir.file_name().and_then(|n| n.to_str()) {
+        Some("sm_90") => dir.with_file_name("sm_90a"),
+        _ => dir.to_path_buf(),
+    }
+}
+
+/// The GPU's number of SMs.
+pub fn sms(nv: &Nvshmem) -> Res<usize> {
+    Ok(nv
+        .context()
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as usize)
 }

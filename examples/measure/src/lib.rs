@@ -2,7 +2,9 @@
 //! events around runs that start together on every PE, medians, and results
 //! compared with an f64 CPU reference on sampled entries.
 
-use crate::cli::Res;
+#![warn(missing_docs)]
+
+use example_cli::Res;
 use nvshmem_host::Nvshmem;
 use nvshmem_host::cudarc::driver::CudaEvent;
 use nvshmem_host::cudarc::driver::sys::CUevent_flags;
@@ -10,8 +12,8 @@ use nvshmem_host::cudarc::driver::sys::CUevent_flags;
 /// The median of `v` (sorted in place); `NaN` when it is empty.
 ///
 /// ```
-/// assert_eq!(nvshmem_rs::measure::median(&mut [3.0, 1.0, 2.0, 10.0]), 2.5);
-/// assert!(nvshmem_rs::measure::median(&mut []).is_nan());
+/// assert_eq!(example_measure::median(&mut [3.0, 1.0, 2.0, 10.0]), 2.5);
+/// assert!(example_measure::median(&mut []).is_nan());
 /// ```
 pub fn median(v: &mut [f64]) -> f64 {
     if v.is_empty() {
@@ -29,7 +31,7 @@ pub fn median(v: &mut [f64]) -> f64 {
 /// A byte count for people: `8 B`, `4 KiB`, `64 MiB`, `682.7 KiB`.
 ///
 /// ```
-/// use nvshmem_rs::measure::human;
+/// use example_measure::human;
 /// assert_eq!((human(8), human(4096), human(64 << 20)), ("8 B".into(), "4 KiB".into(), "64 MiB".into()));
 /// assert_eq!(human((2 << 20) / 3), "682.7 KiB");
 /// ```
@@ -50,7 +52,7 @@ pub fn human(bytes: u64) -> String {
 /// with a `NaN` in it is never "within tolerance").
 ///
 /// ```
-/// use nvshmem_rs::measure::max_nan;
+/// use example_measure::max_nan;
 /// assert_eq!(max_nan(1.0, 2.0), 2.0);
 /// assert!(max_nan(f64::NAN, 2.0).is_nan() && max_nan(1.0, f64::NAN).is_nan());
 /// ```
@@ -65,7 +67,7 @@ pub fn max_nan(worst: f64, err: f64) -> f64 {
 /// The largest `|a[i] - b[i]|`, `NaN` when any difference is.
 ///
 /// ```
-/// use nvshmem_rs::measure::max_abs_diff;
+/// use example_measure::max_abs_diff;
 /// assert_eq!(max_abs_diff(&[1.0f32, 5.0], &[1.0, 2.0]), 3.0);
 /// assert!(max_abs_diff(&[f32::NAN], &[1.0]).is_nan());
 /// ```
@@ -113,7 +115,7 @@ impl Samples {
     /// `b(j, kk)`), within `tolerance(dot, Σ|a·b|)`.
     ///
     /// ```
-    /// use nvshmem_rs::measure::Samples;
+    /// use example_measure::Samples;
     /// let s = Samples { count: 16, seed: 1, rows: 4, cols: 4, k: 3 };
     /// let exact = s.check(|i, kk| (i + kk) as f64, |j, kk| (j * kk) as f64,
     ///     |i, j| (0..3).map(|kk| ((i + kk) * j * kk) as f64).sum(), |_, _| 0.0);
@@ -155,7 +157,7 @@ impl Samples {
 /// SplitMix64's step: a well-mixed 64-bit hash of `x`.
 ///
 /// ```
-/// assert_ne!(nvshmem_rs::measure::splitmix(1), nvshmem_rs::measure::splitmix(2));
+/// assert_ne!(example_measure::splitmix(1), example_measure::splitmix(2));
 /// ```
 pub fn splitmix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);

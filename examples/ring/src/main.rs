@@ -1,12 +1,12 @@
 //! The smallest complete program: a token passed around every PE with
 //! put-with-signal and `signal_wait_until`, in one kernel. The host side is
-//! [`nvshmem_rs::ring::run`] (`src/ring.rs`), the kernel `examples/ring/kernel`.
+//! [`example_ring::run`] (`src/lib.rs`), the kernel `kernel/`.
 //!
 //! ```text
-//! cargo run --release --example ring -- [LAPS]             # 1 PE
-//! nvshmem-run -n 2 -- target/release/examples/ring          # 2 PEs
-//! nvshmem-run -n 4 -- target/release/examples/ring          # 4 PEs (one GPU: needs CUDA MPS, see README)
-//! mpirun -n 2 target/release/examples/ring                  # the bootstrap is detected
+//! cargo run --release --bin ring -- [LAPS]             # 1 PE
+//! nvshmem-run -n 2 -- target/release/ring          # 2 PEs
+//! nvshmem-run -n 4 -- target/release/ring          # 4 PEs (one GPU: needs CUDA MPS, see README)
+//! mpirun -n 2 target/release/ring                  # the bootstrap is detected
 //! ```
 //!
 //! After `LAPS` laps (default 1000) PE 0 must hold `LAPS * n_pes`; the
@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 /// A token passed around every PE with put-with-signal; PE 0 checks it.
 #[derive(Parser)]
-#[command(name = "ring", after_help = nvshmem_rs::cli::after_help("ring"))]
+#[command(name = "ring", after_help = example_cli::after_help("ring"))]
 struct Args {
     /// Laps around the ring.
     #[arg(value_name = "LAPS", default_value_t = 1000)]
@@ -27,6 +27,6 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let nv = nvshmem_rs::init_or_exit();
-    nvshmem_rs::exit_code(nvshmem_rs::ring::run_and_report(&nv, args.laps))
+    let nv = example_cli::init_or_exit();
+    example_cli::exit_code(example_ring::run_and_report(&nv, args.laps))
 }

@@ -3,12 +3,13 @@
 //! benchmark: the launch figures, the buffers and signal words, the per-call
 //! epoch, and the fill and check rounds with the test [`pattern`].
 //!
-//! See `examples/allreduce/main.rs` for the algorithms and the argument that
-//! calls can follow each other with no reset.
+//! See `examples/allreduce/src/main.rs` for the algorithms and the argument
+//! that calls can follow each other with no reset.
 
-use crate::KernelSet;
-use crate::cli::Res;
-use crate::patterns::pattern;
+#![warn(missing_docs)]
+
+use example_cli::{KernelSet, Res, sms};
+use example_patterns::pattern;
 use nvshmem_host::exchange::{GridAgreement, WordExchange};
 use nvshmem_host::{DevicePtr, Kernel, KernelArgs, Module, Nvshmem, SymBuffer};
 use std::cell::Cell;
@@ -56,10 +57,16 @@ impl Algo {
 /// The largest one-shot size in bytes by default: `2 MiB / max(n_pes, 2)`.
 ///
 /// ```
-/// assert_eq!(nvshmem_rs::allreduce::oneshot_threshold(4), 512 << 10);
+/// assert_eq!(example_allreduce::oneshot_threshold(4), 512 << 10);
 /// ```
 pub fn oneshot_threshold(n_pes: u32) -> usize {
     (2 << 20) / n_pes.max(2) as usize
+}
+
+/// The folder of this package's kernels (`allreduce-kernels`), which its
+/// build script builds.
+pub fn ptx_dir() -> PathBuf {
+    example_cli::ptx_dir!()
 }
 
 /// The kernels of `allreduce-kernels`.
@@ -76,7 +83,7 @@ impl KernelSet for AllReduceKernels {
     const CRATE: &'static str = "allreduce-kernels";
 
     fn dir() -> PathBuf {
-        crate::ptx_dir()
+        ptx_dir()
     }
 
     fn from_module(module: &Module) -> Res<AllReduceKernels> {
@@ -135,7 +142,7 @@ impl<'a> AllReduce<'a> {
         max_n: usize,
         oneshot_n: usize,
     ) -> Res<AllReduce<'a>> {
-        let sms = crate::tensor::sms(nv)? as u32;
+        let sms = sms(nv)? as u32;
         let mut cap = 2 * sms;
         for kernel in [&k.oneshot, &k.rs_ag]
             .into_iter()

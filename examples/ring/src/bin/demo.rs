@@ -31,11 +31,11 @@ struct Args {
 fn main() -> ExitCode {
     if std::env::var_os(WORKER).is_some() {
         // One PE of the demo.
-        let nv = nvshmem_rs::init_or_exit();
-        return nvshmem_rs::exit_code(nvshmem_rs::ring::run_and_report(&nv, LAPS));
+        let nv = example_cli::init_or_exit();
+        return example_cli::exit_code(example_ring::run_and_report(&nv, LAPS));
     }
     let args = Args::parse();
-    let ptx_dir = nvshmem_rs::ptx_dir();
+    let ptx_dir = example_ring::ptx_dir();
     if let Err(e) = print_summary(&ptx_dir) {
         eprintln!("demo: {e}");
         return ExitCode::FAILURE;

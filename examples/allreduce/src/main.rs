@@ -5,12 +5,12 @@
 //! no host collective is involved.
 //!
 //! ```text
-//! cargo build --release --example allreduce
-//! target/release/examples/allreduce                           # 1 PE
-//! nvshmem-run -n 2 -- target/release/examples/allreduce       # 2 PEs
-//! nvshmem-run -n 4 -- target/release/examples/allreduce       # 4 PEs (one GPU: CUDA MPS, below)
-//! mpirun -n 2 target/release/examples/allreduce               # the bootstrap is detected
-//! target/release/examples/allreduce --quick --algo both       # both algorithms, small sizes
+//! cargo build --release --bin allreduce
+//! target/release/allreduce                           # 1 PE
+//! nvshmem-run -n 2 -- target/release/allreduce       # 2 PEs
+//! nvshmem-run -n 4 -- target/release/allreduce       # 4 PEs (one GPU: CUDA MPS, below)
+//! mpirun -n 2 target/release/allreduce               # the bootstrap is detected
+//! target/release/allreduce --quick --algo both       # both algorithms, small sizes
 //! ```
 //!
 //! # Algorithms
@@ -25,7 +25,7 @@
 //!   larger than L2 stream through at memory speed.
 //!
 //! The host side (buffers, signal words, epochs, fill and check rounds) is
-//! [`nvshmem_rs::allreduce`], which the benchmark uses too.
+//! [`example_allreduce`], which the benchmark uses too.
 //!
 //! The choice is by size: one-shot up to `2 MiB / max(n_pes, 2)` (1 MiB for
 //! 2 PEs, 512 KiB for 4, 256 KiB for 8), rs+ag above. That threshold comes
@@ -72,17 +72,17 @@
 //! mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
 //! nvidia-cuda-mps-control -d
 //! export NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1
-//! nvshmem-run -n 4 -- target/release/examples/allreduce
+//! nvshmem-run -n 4 -- target/release/allreduce
 //! echo quit | nvidia-cuda-mps-control
 //! ```
 
 use clap::{Parser, ValueEnum};
+use example_allreduce::{self as allreduce, Algo, AllReduce, AllReduceKernels};
+use example_cli::KernelSet;
+use example_cli::Res;
+use example_measure::human;
 use nvshmem_host::Nvshmem;
 use nvshmem_host::exchange::WordExchange;
-use nvshmem_rs::KernelSet;
-use nvshmem_rs::Res;
-use nvshmem_rs::allreduce::{self, Algo, AllReduce, AllReduceKernels};
-use nvshmem_rs::measure::human;
 use std::process::ExitCode;
 
 /// Rounds of fill, all-reduce and device check before the timing.
@@ -90,7 +90,7 @@ const VERIFY_ROUNDS: usize = 3;
 
 /// In-kernel f32 sum all-reduce over every PE, checked and timed.
 #[derive(Parser, Debug)]
-#[command(name = "allreduce", after_help = nvshmem_rs::cli::after_help("allreduce"))]
+#[command(name = "allreduce", after_help = example_cli::after_help("allreduce"))]
 struct Args {
     /// Buffer sizes in bytes, comma-separated, with K/M/G suffixes
     /// (positive multiples of 4).
@@ -101,7 +101,7 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Timed calls per size.
-    #[arg(long, value_name = "N", default_value_t = 20, value_parser = nvshmem_rs::cli::at_least_one)]
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = example_cli::at_least_one)]
     iters: usize,
     /// Untimed calls per size first.
     #[arg(long, value_name = "N", default_value_t = 5)]
@@ -110,7 +110,7 @@ struct Args {
     #[arg(long, value_enum, value_name = "A", default_value_t = Choice::Auto)]
     algo: Choice,
     /// The largest one-shot size for `auto` (default 2M / max(n_pes, 2)).
-    #[arg(long, value_name = "BYTES", value_parser = nvshmem_rs::cli::bytes)]
+    #[arg(long, value_name = "BYTES", value_parser = example_cli::bytes)]
     threshold: Option<usize>,
     /// Launch the all-reduce kernels without cuLaunchCooperativeKernel.
     #[arg(long)]
@@ -134,7 +134,7 @@ enum Choice {
 
 /// A buffer size: a positive multiple of 4 bytes (f32).
 fn f32_bytes(s: &str) -> Result<usize, String> {
-    match nvshmem_rs::cli::bytes(s)? {
+    match example_cli::bytes(s)? {
         b if b > 0 && b % 4 == 0 => Ok(b),
         _ => Err(format!(
             "size `{s}`: must be a positive multiple of 4 bytes (f32)"
@@ -147,8 +147,8 @@ fn main() -> ExitCode {
     if args.quick {
         args.sizes = vec![4 << 10, 64 << 10, 1 << 20];
     }
-    let nv = nvshmem_rs::init_or_exit();
-    nvshmem_rs::exit_code(run(&nv, &args))
+    let nv = example_cli::init_or_exit();
+    example_cli::exit_code(run(&nv, &args))
 }
 
 /// One size's outcome on this PE.
@@ -174,8 +174,7 @@ fn measure(ar: &AllReduce, nv: &Nvshmem, algo: Algo, bytes: usize, args: &Args) 
 
     // Timing: back-to-back calls on the same buffer, as nccl-tests does
     // (the values grow; the sums stay finite or become inf, never NaN).
-    let median_s =
-        nvshmem_rs::measure::back_to_back(nv, args.warmup, args.iters, || ar.call(algo, n))?;
+    let median_s = example_measure::back_to_back(nv, args.warmup, args.iters, || ar.call(algo, n))?;
 
     // The final round, checked on the device and element by element here.
     let seed = ar.fill(n)?;

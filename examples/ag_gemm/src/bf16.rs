@@ -5,7 +5,7 @@
 //! `mma.sync` and `wgmma` + TMA kernels) and `examples/tc_gemm/kernel` (the
 //! standalone GEMMs of the unfused path).
 //!
-//! The launches and buffers are [`nvshmem_rs::tensor::AgGemm`], which the
+//! The launches and buffers are [`example_ag_gemm::AgGemm`], which the
 //! benchmark uses too. Variants, each checked against an f64 CPU dot product
 //! on `--samples` entries (bf16 tolerance: `|dot|/128 + k·ε·Σ|a·b|`) and timed:
 //! - `unfused mma` / `unfused wgmma`: `ag_push` (every panel to every PE,
@@ -18,10 +18,11 @@
 //! skipped with a message.
 
 use crate::Opts;
+use example_ag_gemm::{AgGemm, AgGemmKernels};
+use example_cli::Res;
 use nvshmem_host::Nvshmem;
 use nvshmem_host::exchange::WordExchange;
-use nvshmem_rs::Res;
-use nvshmem_rs::tensor::{self, AgGemm, AgGemmKernels, Shape, Variants, wgmma};
+use tc_gemm::{self as tensor, Shape, Variants, wgmma};
 
 /// Runs the bf16 variants; `Ok(false)` when a check failed.
 pub fn run(nv: &Nvshmem, o: &Opts) -> Res<bool> {
