@@ -267,6 +267,7 @@ fn run_case(nv: &Nvshmem, o: &MoeOptions, case: &Case, res: &mut MoeResult) -> R
             value: bytes as f64 / (us * 1e3),
             unit: "GB/s".into(),
             pass,
+            checked: true,
         });
     };
     push("moe_dispatch", disp_bytes, &mut td);
