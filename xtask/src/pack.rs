@@ -29,6 +29,8 @@ pub enum Purpose {
     Nvshmem38,
     /// MoE dispatch and combine: their GPU tests, the MoE layer example and `nvshmem-bench moe` (binaries xz-compressed).
     Moe,
+    /// The Python package on the machine's PyTorch: its wheel, tests and test kernels (NVSHMEM 3.4.5 and 3.8.0), pytest, the torch example with the AG+GEMM and all-reduce kernels, and the launch benchmark.
+    Torch,
 }
 
 impl Purpose {
@@ -40,6 +42,7 @@ impl Purpose {
             Purpose::Mpi => "mpi",
             Purpose::Nvshmem38 => "nvshmem38",
             Purpose::Moe => "moe",
+            Purpose::Torch => "torch",
         }
     }
 
@@ -50,6 +53,7 @@ impl Purpose {
             Purpose::Compute => &["compute", "tensor"],
             Purpose::Variants | Purpose::Mpi | Purpose::Nvshmem38 => &["gpu"],
             Purpose::Moe => &["moe"],
+            Purpose::Torch => &[],
         }
     }
 
@@ -78,6 +82,7 @@ impl Purpose {
             Purpose::Mpi => &["runtime-kernels", "ring-kernels", "allreduce-kernels"],
             // The MoE kernels, and the MoE layer program's grouped GEMM.
             Purpose::Moe => &["moe-kernels", "tc-gemm-kernels"],
+            Purpose::Torch => &["allreduce-kernels", "ag-gemm-tc-kernels"],
         }
     }
 
@@ -97,6 +102,7 @@ impl Purpose {
             Purpose::Variants | Purpose::Nvshmem38 => &["nvshmem-run"],
             Purpose::Mpi => &["nvshmem-run", "ring", "allreduce"],
             Purpose::Moe => &["nvshmem-run", "nvshmem-bench", "moe_layer"],
+            Purpose::Torch => &[],
         }
     }
 }
@@ -176,6 +182,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         Purpose::Moe => {
             compress_binaries(&bin)?;
         }
+        Purpose::Torch => torch(&root, &pack)?,
     }
     for source in CUDA_SOURCES {
         let to = pack.join("src").join(source);
@@ -333,6 +340,42 @@ fn variants(root: &Path, pack: &Path) -> Result<(), String> {
             &pack.join(name).join("nvshmem-3.8.0"),
             &["runtime-kernels"],
         )?;
+    }
+    Ok(())
+}
+
+/// The Python package's wheel; its test kernels against both NVSHMEM
+/// versions (the mismatch test loads the one the machine's torch does not
+/// run); pytest (unpacked wheels); the tests, the example and the benchmark.
+fn torch(root: &Path, pack: &Path) -> Result<(), String> {
+    let wheel = crate::python::build_wheel(root, &pack.join("wheel"))?;
+    println!("wheel: {}", wheel.display());
+    let target = root.join("target/nvshmem-kernels");
+    let out = root.join("target/pytest-kernels");
+    for info in nvshmem_builder::SUPPORTED_VERSIONS {
+        Builder::new(root.join("python/tests/kernels"))
+            .nvshmem_version(info.version)
+            .target_dir(&target)
+            .out_dir(&out)
+            .build()
+            .map_err(|e| format!("pytest-kernels for NVSHMEM {}: {e}", info.version))?;
+    }
+    copy_kernels(&out, &pack.join("ptx-pytest"), &["pytest-kernels"])?;
+    for dir in crate::python::pytest_path()? {
+        copy_tree(&dir, &pack.join("pylib"))?;
+    }
+    for (from, to) in [
+        ("python/tests", "python-tests"),
+        ("examples/torch", "examples-torch"),
+    ] {
+        let to = pack.join(to);
+        std::fs::create_dir_all(&to).map_err(|e| e.to_string())?;
+        let scripts = std::fs::read_dir(root.join(from)).map_err(|e| format!("{from}: {e}"))?;
+        for f in scripts.flatten() {
+            if f.path().extension().is_some_and(|x| x == "py") {
+                std::fs::copy(f.path(), to.join(f.file_name())).map_err(|e| e.to_string())?;
+            }
+        }
     }
     Ok(())
 }
