@@ -95,8 +95,8 @@ impl<'a> CTypes<'a> {
         if let Some(c) = ty.map(c_type).filter(|c| !c.is_empty()) {
             return c;
         }
-        let aggregate = ptx.ty == "b8" && ptx.size != 1;
-        if !aggregate {
+        // A byte array (`.b8 name[N]`) is a struct by value, even of one byte.
+        if ptx.ty != "b8" {
             return scalar_c_type(ptx);
         }
         if let Some(c) = ty.and_then(|t| self.named_struct(t, 0)) {
@@ -104,6 +104,9 @@ impl<'a> CTypes<'a> {
                 s.layout.get_or_insert((ptx.size, ptx.align));
             }
             return c;
+        }
+        if ptx.size == 1 {
+            return scalar_c_type(ptx);
         }
         let opaque = format!("{}_{kernel}_{name}_t", self.prefix);
         if !self.structs.iter().any(|s| s.name == opaque) {
