@@ -527,6 +527,9 @@ fn every_parameter_kind_and_position_is_described() {
         "sizeof(fixture_params_affine_t) == 24",
         "NVSHMEM_RS_ALIGNOF(fixture_params_affine_t) == 8",
         "CUstream stream, double* out, fixture_params_affine_t s)",
+        // `f` is also the helper's own CUfunction parameter.
+        "int32_t e, uint32_t f_, int64_t g",
+        "(void*)&e, (void*)&f_, (void*)&g",
         "CUstream stream, fixture_params_affine_t s, double* out)",
         "CUstream stream, double* out, fixture_params_affine_t s, uint32_t n)",
     ] {

@@ -301,13 +301,17 @@ pub(crate) fn render(m: &Manifest, structs: &[CStruct]) -> String {
          typedef struct {{ unsigned x, y, z; }} dim3_t;\n#endif\n"
     );
     for k in &m.kernels {
-        let c = c_params(k);
+        let c: Vec<String> = k
+            .params
+            .iter()
+            .map(|p| format!("{} {}", p.c_type, helper_param(&p.name)))
+            .collect();
         let addrs = if k.params.is_empty() {
             "0".to_string()
         } else {
             k.params
                 .iter()
-                .map(|p| format!("(void*)&{}", p.name))
+                .map(|p| format!("(void*)&{}", helper_param(&p.name)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -365,6 +369,18 @@ fn render_struct(h: &mut String, s: &CStruct) {
 }
 
 /// A kernel's parameters as C declares them: `type name` each.
+/// A kernel parameter's name in its launch helper: `f_` for a parameter
+/// named like one of the helper's own (`f`, `grid`, `block`, `shared_bytes`,
+/// `stream`, `args`), which C would refuse as a redefinition.
+fn helper_param(name: &str) -> String {
+    const OWN: [&str; 6] = ["f", "grid", "block", "shared_bytes", "stream", "args"];
+    if OWN.contains(&name) {
+        format!("{name}_")
+    } else {
+        name.to_string()
+    }
+}
+
 fn c_params(k: &KernelInfo) -> Vec<String> {
     k.params
         .iter()
