@@ -21,6 +21,15 @@ use nvshmem_host::{Cmp, Error, Kernel, KernelArgs, Nvshmem, SignalOp, Team};
 
 const KERNELS: &str = "runtime-kernels";
 
+// Typed launches of `tests/kernels/runtime`; the tests that check the string
+// API's own refusals keep `Module::kernel` and `Kernel::launch`.
+nvshmem_host::include_kernels!(runtime_kernels);
+
+/// The runtime kernels, typed, from the folder the harness uses.
+fn kernels(pe: &TestPe) -> nvshmem_host::Result<runtime_kernels::Kernels> {
+    runtime_kernels::Kernels::new(&pe.module(KERNELS)?)
+}
+
 /// This PE's index and its ring neighbours (next, previous).
 fn ring(nv: &Nvshmem) -> (u32, u32, u32) {
     let (me, n) = (nv.my_pe(), nv.n_pes());
@@ -56,10 +65,10 @@ fn put_block(pe: &mut TestPe) -> TestResult {
     let mine: Vec<f32> = (0..n).map(|i| checks::put_block_value(me, i)).collect();
     let src = nv.alloc_from(&mine)?;
     let dest = pe.poisoned::<f32>(n)?;
-    let k = pe.module(KERNELS)?.kernel("put_block_to_next")?;
-    let args = (dest.sym_ptr(), src.sym_ptr(), n as u64);
+    let k = kernels(pe)?;
     // SAFETY: the kernel reads `n` floats of `src` and writes `n` of `dest`.
-    unsafe { launch_then_barrier(nv, &k, (1, 256), args)? };
+    unsafe { runtime_kernels::put_block_to_next(&k, nv.stream(), 1, 256, &dest, &src, n as u64)? };
+    barrier(nv)?;
     checks::put_block(prev, n, &dest.to_vec(nv.stream())?)
 }
 
@@ -148,15 +157,10 @@ fn get_nbi(pe: &mut TestPe) -> TestResult {
     let src = nv.alloc_from(&(0..n).map(|i| pattern(me, i, 0)).collect::<Vec<_>>())?;
     let dest = pe.poisoned::<u64>(n)?;
     barrier(nv)?; // every PE's `src` is written
-    let k = pe.module(KERNELS)?.kernel("get_nbi_from_prev")?;
+    let k = kernels(pe)?;
     // SAFETY: block b reads and writes elements [b*chunk, (b+1)*chunk).
     unsafe {
-        k.launch(
-            nv.stream(),
-            blocks,
-            32,
-            (dest.device_ptr(), src.sym_ptr(), chunk as u64),
-        )?
+        runtime_kernels::get_nbi_from_prev(&k, nv.stream(), blocks, 32, &dest, &src, chunk as u64)?
     };
     nv.synchronize(nv.stream())?;
     let want: Vec<u64> = (0..n).map(|i| pattern(prev, i, 0)).collect();
@@ -814,6 +818,35 @@ fn allocation_mismatch(pe: &mut TestPe) -> TestResult {
     expect_mismatch("after frees in different orders", nv.alloc::<u64>(64))
 }
 
+/// A `#[repr(C)]` struct by value, as the last parameter: the kernel crate's
+/// own `Affine` (its `#[derive(KernelParam)]`), through the typed bindings.
+fn struct_by_value(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let me = nv.my_pe().index();
+    let n = 1000;
+    let x0: Vec<f32> = (0..n).map(|i| i as f32 + me as f32).collect();
+    let x = nv.alloc_from(&x0)?;
+    let k = kernels(pe)?;
+    // Only the first `p.n` elements change: the struct arrived whole.
+    let p = runtime_kernels::Affine {
+        a: 2.0,
+        b: 0.5,
+        n: 900,
+    };
+    // SAFETY: the kernel touches the first `p.n` < n floats of `x`.
+    unsafe { runtime_kernels::affine(&k, nv.stream(), 4, 256, &x, p)? };
+    let want: Vec<f32> = (0..n)
+        .map(|i| {
+            if i < 900 {
+                (2.0 * x0[i] as f64 + 0.5) as f32
+            } else {
+                x0[i]
+            }
+        })
+        .collect();
+    check_eq("affine", &x.to_vec(nv.stream())?, &want)
+}
+
 // A fault leaves its PE unable to join a collective teardown: 1 PE.
 // NVSHMEM 3.8's proxy thread ends the process (exit status 255,
 // "proxy.cpp:1773 cuda failed with an illegal memory access") as soon as it
@@ -821,6 +854,7 @@ fn allocation_mismatch(pe: &mut TestPe) -> TestResult {
 // can be turned off, as for `kernel_fault` here.
 gpu_main! {
     ALL => put_block, get_nbi, unaligned_bytes, staged_put, get_in_use;
+    &[1] => struct_by_value;
     &[1] => rma_path;
     ALL, with &[("NVSHMEM_DISABLE_NVLS", "1")] => address_queries;
     ALL => p_and_g;

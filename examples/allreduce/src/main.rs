@@ -202,7 +202,9 @@ struct Row {
 fn run(nv: &Nvshmem, args: &Args) -> Res<bool> {
     let (me, np) = (nv.my_pe(), nv.n_pes());
     let lead = me.index() == 0;
-    let kernels = AllReduceKernels::load(nv)?;
+    // From `nvshmem_rs::ptx_dir()` (NVSHMEM_RS_PTX_DIR at run time on a GPU
+    // machine), not the bindings' own `load`, which reads the build's folder.
+    let kernels = <AllReduceKernels as KernelSet>::load(nv)?;
     let threshold = args.threshold.unwrap_or(allreduce::oneshot_threshold(np));
     let runs: Vec<(usize, Algo)> = args
         .sizes
