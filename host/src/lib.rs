@@ -67,14 +67,14 @@ mod runtime;
 
 pub use job::{bootstrap, harness, launcher};
 use job::{init, rendezvous, uniqueid};
-pub use runtime::{bindings, exchange, launch, library, memory, tensor_map};
+pub use runtime::{bindings, dynamic, exchange, launch, library, memory, tensor_map};
 use runtime::{driver, heap, image, kernel, module, nvshmem, ops, team};
 
 pub use bindings::{AsDevicePtr, AsSymPtr};
 pub use bootstrap::Bootstrap;
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaStream};
-pub use driver::device_count as gpu_count;
+pub use driver::{device_count as gpu_count, gpu_arch};
 pub use error::{Error, Result, take_drop_error};
 /// The `half` crate: [`half::f16`] and [`half::bf16`] kernel arguments.
 pub use half;
@@ -82,7 +82,7 @@ pub use init::InitOptions;
 pub use kernel::Kernel;
 pub use launch::{Dim3, KernelArgs, KernelParam, LaunchConfig};
 pub use memory::{AsSymView, DevicePtr, SymBuffer, SymView};
-pub use module::{Module, ModuleImage};
+pub use module::{Module, ModuleImage, find_manifest};
 pub use nvshmem::Nvshmem;
 pub use nvshmem_types::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
 pub use nvshmem_types::{
