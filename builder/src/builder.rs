@@ -155,6 +155,11 @@ pub struct BuildOutput {
     pub manifest_path: PathBuf,
     /// The C header for CUDA C++ hosts.
     pub header: PathBuf,
+    /// The typed Rust bindings (`<crate>.rs`): a launch function per kernel
+    /// with the kernel's parameter types. [`Builder::build_from_build_script`]
+    /// also copies them to `$OUT_DIR/nvshmem-kernels/<crate, - as _>.rs`, where
+    /// `nvshmem_host::include_kernels!` finds them.
+    pub bindings: PathBuf,
     /// The manifest's contents.
     pub manifest: Manifest,
     /// The NVSHMEM installation linked against.
@@ -353,7 +358,13 @@ impl Builder {
     /// `cargo:rerun-if-changed` for every source and tool, reports downloads,
     /// installs and the kernel crate's warnings as `cargo:warning`, and on
     /// error prints the message and exits with status 1 (no panic backtrace).
-    pub fn build_from_build_script(mut self) -> BuildOutput {
+    pub fn build_from_build_script(self) -> BuildOutput {
+        self.build_in_build_script(true)
+    }
+
+    /// [`Builder::build_from_build_script`]; `publish`: copy the bindings
+    /// to `$OUT_DIR` too.
+    pub(crate) fn build_in_build_script(mut self, publish: bool) -> BuildOutput {
         self.progress = Progress::BuildScript;
         for (name, _) in ENV_VARS {
             println!("cargo:rerun-if-env-changed={name}");
@@ -364,7 +375,12 @@ impl Builder {
         ] {
             println!("cargo:rerun-if-changed={}", p.display());
         }
-        match self.build() {
+        match self.build().and_then(|out| {
+            if publish {
+                publish_bindings(&out)?;
+            }
+            Ok(out)
+        }) {
             Ok(out) => {
                 for s in &out.sources {
                     println!("cargo:rerun-if-changed={}", s.display());
@@ -377,4 +393,24 @@ impl Builder {
             }
         }
     }
+}
+
+/// The folder under `$OUT_DIR` where `nvshmem_host::include_kernels!` finds
+/// each kernel crate's bindings.
+pub(crate) const BINDINGS_DIR: &str = "nvshmem-kernels";
+
+/// Copies a build's bindings to `$OUT_DIR/nvshmem-kernels/<crate>.rs` (the
+/// crate name with `-` as `_`), for `nvshmem_host::include_kernels!`. The
+/// first build of a crate in a build script's run wins (a build of the same
+/// crate against another NVSHMEM version, say, does not replace them): see
+/// [`build_all_from_build_script`](crate::build_all_from_build_script).
+pub(crate) fn publish_bindings(out: &BuildOutput) -> Result<()> {
+    let Some(out_dir) = std::env::var_os("OUT_DIR") else {
+        return Ok(());
+    };
+    let dir = PathBuf::from(out_dir).join(BINDINGS_DIR);
+    std::fs::create_dir_all(&dir).map_err(crate::error::io_err(&dir))?;
+    let name = out.manifest.crate_name.replace('-', "_");
+    let bytes = std::fs::read(&out.bindings).map_err(crate::error::io_err(&out.bindings))?;
+    crate::reuse::write_if_changed(&dir.join(format!("{name}.rs")), &bytes)
 }

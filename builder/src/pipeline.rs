@@ -14,6 +14,7 @@
 //! outputs are reused ([`reuse`](self::reuse)).
 
 pub(crate) mod assemble;
+pub(crate) mod bindings;
 pub(crate) mod cargo;
 pub(crate) mod header;
 pub mod ir;
@@ -431,7 +432,9 @@ impl Builder {
         if let Some(out) = reused {
             laps.lap("reused (inputs unchanged)");
             self.announce_ptx_only(s);
+            let bindings = write_bindings(&c, &out.manifest, &out_dir)?;
             return Ok(BuildOutput {
+                bindings,
                 sources: watched,
                 timings: laps.0,
                 ..out
@@ -515,6 +518,7 @@ impl Builder {
         write_if_changed(&manifest_path, json.as_bytes())?;
         let header_path = out_dir.join(format!("{}.h", c.p.meta.name));
         write_if_changed(&header_path, header::render(&manifest, &structs).as_bytes())?;
+        let bindings = write_bindings(&c, &manifest, &out_dir)?;
         laps.lap("manifest");
         reuse::record(&key_path, &key, &out_dir, &manifest)?;
         reuse::stash(&c.work, &key, &out_dir, &manifest)?;
@@ -524,6 +528,7 @@ impl Builder {
             cubin,
             manifest_path,
             header: header_path,
+            bindings,
             manifest,
             nvshmem: c.p.nv.clone(),
             sources: watched,
@@ -542,6 +547,9 @@ impl Builder {
     }
 
     /// Step 8: the manifest and the C types of the header.
+    ///
+    /// (The typed Rust bindings are written by [`write_bindings`], for
+    /// reused outputs too: they name the output folder.)
     fn describe(
         &self,
         c: &Compiled,
@@ -733,4 +741,20 @@ fn default_target_dir(crate_dir: &Path) -> PathBuf {
         return t.join("nvshmem-kernels");
     }
     crate_dir.join("target")
+}
+
+/// Writes the typed Rust bindings (`<crate>.rs`, see [`bindings`]) beside
+/// the manifest and returns their path.
+fn write_bindings(c: &Compiled, manifest: &Manifest, out_dir: &Path) -> Result<PathBuf> {
+    let sources = signature::read(&c.p.meta.src_dir());
+    let dir = std::path::absolute(out_dir).map_err(io_err(out_dir))?;
+    let text = bindings::render(
+        manifest,
+        &sources,
+        &c.p.meta.lib_name,
+        &dir.display().to_string(),
+    );
+    let path = out_dir.join(format!("{}.rs", c.p.meta.name));
+    write_if_changed(&path, text.as_bytes())?;
+    Ok(path)
 }

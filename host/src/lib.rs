@@ -27,6 +27,12 @@
 //! }
 //! ```
 //!
+//! A program whose build script built the kernels launches them through
+//! their typed [`bindings`] instead, one function per kernel with the
+//! kernel's parameter types, so that a wrong argument does not compile:
+//! `nvshmem_host::include_kernels!(kernels);` then
+//! `kernels::scale(&k, stream, blocks, 256, &buf, n as u32)?`.
+//!
 //! # Layers
 //! As in cudarc: [`sys`] (bindgen's raw FFI: one function table, loaded at
 //! run time, and what differs per NVSHMEM version) → [`library`] (finding
@@ -61,19 +67,22 @@ mod runtime;
 
 pub use job::{bootstrap, harness, launcher};
 use job::{init, rendezvous, uniqueid};
+pub use runtime::{bindings, dynamic, exchange, launch, library, memory, tensor_map};
 use runtime::{driver, heap, image, kernel, module, nvshmem, ops, team};
-pub use runtime::{exchange, launch, library, memory, tensor_map};
 
+pub use bindings::{AsDevicePtr, AsSymPtr};
 pub use bootstrap::Bootstrap;
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaStream};
-pub use driver::device_count as gpu_count;
+pub use driver::{device_count as gpu_count, gpu_arch};
 pub use error::{Error, Result, take_drop_error};
+/// The `half` crate: [`half::f16`] and [`half::bf16`] kernel arguments.
+pub use half;
 pub use init::InitOptions;
 pub use kernel::Kernel;
 pub use launch::{Dim3, KernelArgs, KernelParam, LaunchConfig};
 pub use memory::{AsSymView, DevicePtr, SymBuffer, SymView};
-pub use module::{Module, ModuleImage};
+pub use module::{Module, ModuleImage, find_manifest};
 pub use nvshmem::Nvshmem;
 pub use nvshmem_types::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
 pub use nvshmem_types::{

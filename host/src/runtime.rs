@@ -1,8 +1,10 @@
 //! The runtime: the driver, NVSHMEM's library, symmetric memory, modules and
 //! their kernels, host-issued operations, teams and collectives.
 
+pub mod bindings;
 pub(crate) mod collectives;
 pub(crate) mod driver;
+pub mod dynamic;
 pub mod exchange;
 pub(crate) mod heap;
 pub(crate) mod image;

@@ -12,7 +12,8 @@
 //! - `bench`: the benchmark's C++ twins built with nvcc, their SASS, and
 //!   `nvshmem-bench` on each PE count (results in `bench/results/`);
 //! - `cpp-host`: the C++ drop-in host built with nvcc (from pip wheels when
-//!   no CUDA is installed) against a kernel crate's header, and run.
+//!   no CUDA is installed) against a kernel crate's header, and run;
+//! - `python-test`: the Python package's tests that need no GPU (pytest).
 
 mod bench;
 mod cpp_host;
@@ -21,6 +22,7 @@ mod matrix;
 mod nvcc;
 mod pack;
 mod ptx;
+mod python;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -49,6 +51,8 @@ enum Task {
     Matrix(matrix::Args),
     /// Build examples/cpp_host/main.cu with nvcc against kernel crates' headers, and run it on 1 and 2 PEs.
     CppHost(cpp_host::Args),
+    /// The Python package's tests that need no GPU (python/tests/test_offline.py), with pytest.
+    PythonTest(python::Args),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +64,7 @@ fn main() -> ExitCode {
         Task::CppHost(args) => cpp_host::run(args),
         Task::Bench(args) => bench::run(args),
         Task::Matrix(args) => matrix::run(args),
+        Task::PythonTest(args) => python::run(args),
     };
     match result {
         Ok(code) => code,

@@ -30,6 +30,10 @@ pub enum Purpose {
     /// The GPU suites (gpu, collectives) against one NVSHMEM release for one CUDA major
     /// (`--nvshmem-version`, `--cuda-major`): its host library and kernels in the pack.
     Nvshmem,
+    /// MoE dispatch and combine: their GPU tests, the MoE layer example and `nvshmem-bench moe` (binaries xz-compressed).
+    Moe,
+    /// The Python package on the machine's PyTorch: its wheel, tests and test kernels (NVSHMEM 3.4.5 and 3.8.0), pytest, the torch example with the AG+GEMM and all-reduce kernels, and the launch benchmark.
+    Torch,
 }
 
 impl Purpose {
@@ -41,6 +45,8 @@ impl Purpose {
             Purpose::Mpi => "mpi",
             Purpose::Nvshmem38 => "nvshmem38",
             Purpose::Nvshmem => "nvshmem",
+            Purpose::Moe => "moe",
+            Purpose::Torch => "torch",
         }
     }
 
@@ -51,6 +57,8 @@ impl Purpose {
             Purpose::Compute => &["compute", "tensor"],
             Purpose::Variants | Purpose::Mpi | Purpose::Nvshmem38 => &["gpu"],
             Purpose::Nvshmem => &["gpu", "collectives"],
+            Purpose::Moe => &["moe"],
+            Purpose::Torch => &[],
         }
     }
 
@@ -79,6 +87,9 @@ impl Purpose {
             Purpose::Mpi => &["runtime-kernels", "ring-kernels", "allreduce-kernels"],
             // Built for the release asked for instead ([`release_pack`]).
             Purpose::Nvshmem => &[],
+            // The MoE kernels, and the MoE layer program's grouped GEMM.
+            Purpose::Moe => &["moe-kernels", "tc-gemm-kernels"],
+            Purpose::Torch => &["allreduce-kernels", "ag-gemm-tc-kernels"],
         }
     }
 
@@ -97,6 +108,8 @@ impl Purpose {
             Purpose::Compute => &["nvshmem-run", "nvshmem-bench", "ag_gemm", "gemm_rs"],
             Purpose::Variants | Purpose::Nvshmem38 | Purpose::Nvshmem => &["nvshmem-run"],
             Purpose::Mpi => &["nvshmem-run", "ring", "allreduce"],
+            Purpose::Moe => &["nvshmem-run", "nvshmem-bench", "moe_layer"],
+            Purpose::Torch => &[],
         }
     }
 }
@@ -190,16 +203,14 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         Purpose::Nvshmem => {
             let (v, c) = asked.expect("checked above");
             release_pack(&root, &pack, v, c)?;
-            // CUDA 12 host libraries are large (137-182 MB, 40+ MiB xz): the
-            // test binaries go compressed too; `gpu-run` unpacks `bin/*.xz`.
-            for t in args.purpose.tests() {
-                check(
-                    Command::new("xz")
-                        .args(["-T0", "-6"])
-                        .arg(bin.join(format!("test-{t}"))),
-                )?;
-            }
+            // CUDA 12 host libraries are large (137-182 MB, 47 MiB xz): the
+            // programs go compressed too; `gpu-run` unpacks them.
+            compress_binaries(&bin)?;
         }
+        Purpose::Moe => {
+            compress_binaries(&bin)?;
+        }
+        Purpose::Torch => torch(&root, &pack)?,
     }
     for source in CUDA_SOURCES {
         let to = pack.join("src").join(source);
@@ -314,6 +325,18 @@ fn package_name(id: &str) -> &str {
     }
 }
 
+/// Compresses every program in `bin` but this tool with xz (`gpu-run`
+/// unpacks them): the MoE pack's test, benchmark and example binaries are
+/// large and compress about fourfold.
+fn compress_binaries(bin: &Path) -> Result<(), String> {
+    for f in std::fs::read_dir(bin).map_err(|e| e.to_string())?.flatten() {
+        if f.file_name() != "xtask" {
+            check(Command::new("xz").args(["-T0", "-6"]).arg(f.path()))?;
+        }
+    }
+    Ok(())
+}
+
 /// The runtime test kernels again, with NVSHMEM's own RMA path forced, and
 /// compiled separately (`ptxas -c` + `nvlink`).
 fn variants(root: &Path, pack: &Path) -> Result<(), String> {
@@ -395,6 +418,48 @@ fn release_pack(root: &Path, pack: &Path, v: Version, cuda: CudaMajor) -> Result
     )?;
     println!("kernels in ptx/{}/sm_90", ptx_folder(v, cuda));
     host_library(pack, &nv, false)
+}
+
+/// The Python package's wheel; its test kernels against both NVSHMEM
+/// versions (the mismatch test loads the one the machine's torch does not
+/// run); pytest (unpacked wheels); the tests, the example and the benchmark.
+fn torch(root: &Path, pack: &Path) -> Result<(), String> {
+    let wheel = crate::python::build_wheel(root, &pack.join("wheel"))?;
+    println!("wheel: {}", wheel.display());
+    let target = root.join("target/nvshmem-kernels");
+    let out = root.join("target/pytest-kernels");
+    // The two versions the torch runner has (its torch's 3.4.5) or can be
+    // told apart from (3.8.0), not every supported one.
+    let both = [Version::new(3, 4, 5), Version::new(3, 8, 0)];
+    for info in nvshmem_builder::SUPPORTED_VERSIONS
+        .iter()
+        .filter(|i| both.contains(&i.version))
+    {
+        Builder::new(root.join("python/tests/kernels"))
+            .nvshmem_version(info.version)
+            .target_dir(&target)
+            .out_dir(&out)
+            .build()
+            .map_err(|e| format!("pytest-kernels for NVSHMEM {}: {e}", info.version))?;
+    }
+    copy_kernels(&out, &pack.join("ptx-pytest"), &["pytest-kernels"])?;
+    for dir in crate::python::pytest_path()? {
+        copy_tree(&dir, &pack.join("pylib"))?;
+    }
+    for (from, to) in [
+        ("python/tests", "python-tests"),
+        ("examples/torch", "examples-torch"),
+    ] {
+        let to = pack.join(to);
+        std::fs::create_dir_all(&to).map_err(|e| e.to_string())?;
+        let scripts = std::fs::read_dir(root.join(from)).map_err(|e| format!("{from}: {e}"))?;
+        for f in scripts.flatten() {
+            if f.path().extension().is_some_and(|x| x == "py") {
+                std::fs::copy(f.path(), to.join(f.file_name())).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// NVSHMEM 3.8.0's host library, bootstrap and UCX transport plugins and

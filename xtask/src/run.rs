@@ -3,7 +3,9 @@
 //! `/tmp/gpu-out`); a PASS/FAIL/SKIPPED table comes last.
 //!
 //! Without a GPU every mode still runs as far as it can (programs start,
-//! find no GPU and say so): those rows read SKIPPED, never PASS.
+//! find no GPU and say so): those rows read SKIPPED, never PASS. A run that
+//! passed some parts and skipped others reads `PASS (N skipped: reason)`;
+//! one that printed neither marker reads UNCHECKED (see [`verdict`]).
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -53,6 +55,14 @@ pub enum Mode {
     CppHost,
     /// The benchmark: the C++ twins built with this machine's nvcc, SASS, 1 and 2 PEs; results in $OUT/bench (not a default).
     Bench,
+    /// The MoE tests (examples/moe/tests) at 1 and 2 PEs without MPS, then at 1, 2 and 4 under MPS.
+    MoeTests,
+    /// The MoE layer example (dispatch, grouped GEMM, combine) at 1 PE, then at 2 and 4 under MPS.
+    MoeExample,
+    /// `nvshmem-bench moe` at 1 PE, then at 2 and 4 under MPS (CSVs in $OUT).
+    MoeBench,
+    /// The Python package on this machine's PyTorch: pytest in one process, then under torchrun with 2 ranks under MPS (graph capture, version mismatch), the torch example, the launch-overhead benchmark.
+    Torch,
 }
 
 impl Mode {
@@ -66,6 +76,8 @@ impl Mode {
             "mpi" => &[Info, Mpirun],
             "nvshmem38" => &[Info, Nvshmem38, Ucx],
             "nvshmem" => &[Info, Release],
+            "moe" => &[Info, MoeTests, MoeExample, MoeBench],
+            "torch" => &[Info, Torch],
             _ => &[Info],
         }
     }
@@ -142,6 +154,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             "no GPU here (nvidia-smi lists none): every mode runs as far as it can, and reads SKIPPED"
         );
     }
+    r.unpack_binaries()?;
     for mode in modes {
         // A mode that cannot even start is a FAIL row: the table still prints.
         if let Err(e) = r.mode(mode) {
@@ -163,6 +176,21 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
 }
 
 impl Runner {
+    /// Unpacks the pack's xz-compressed programs (the MoE pack's), once.
+    fn unpack_binaries(&self) -> Result<(), String> {
+        let dir = self.pack.join("bin");
+        for f in std::fs::read_dir(&dir)
+            .map_err(|e| e.to_string())?
+            .flatten()
+        {
+            let path = f.path();
+            if path.extension().is_some_and(|e| e == "xz") && !path.with_extension("").exists() {
+                crate::check(Command::new("xz").arg("-dk").arg(&path))?;
+            }
+        }
+        Ok(())
+    }
+
     fn bin(&self, name: &str) -> PathBuf {
         self.pack.join("bin").join(name)
     }
@@ -179,6 +207,7 @@ impl Runner {
         let mut c = Command::new(program);
         c.envs(BASE_ENV.iter().copied())
             .env("NVSHMEM_RS_PTX_DIR", ptx)
+            .env("MOE_PTX_DIR", ptx)
             .env("OUT", &self.out);
         if self.gpu {
             c.env("NVSHMEM_RS_REQUIRE_GPU", "1");
@@ -326,6 +355,7 @@ impl Runner {
                     self.record(&format!("costs-{n}-mps"), c);
                 }
             }
+            Mode::Torch => self.torch()?,
             Mode::NvshmemPath | Mode::Separate => {
                 let (name, folder) = if mode == Mode::NvshmemPath {
                     ("gpu-nvshmem-path-mps", "ptx-nvshmem-path")
@@ -382,12 +412,6 @@ impl Runner {
                     return Err("mode release needs a `gpu-pack nvshmem` pack".into());
                 };
                 let nv = self.unpack_host()?;
-                for t in ["test-gpu", "test-collectives"] {
-                    let packed = self.bin(&format!("{t}.xz"));
-                    if !self.bin(t).exists() && packed.exists() {
-                        crate::check(Command::new("xz").arg("-dk").arg(&packed))?;
-                    }
-                }
                 let folder = match c.as_str() {
                     "12" => format!("nvshmem-{v}-cu12"),
                     _ => format!("nvshmem-{v}"),
@@ -406,6 +430,44 @@ impl Runner {
                 c.env("NVSHMEM_HOME", &nv)
                     .env("NVSHMEM_RS_TEST_TIMEOUT", "300");
                 self.record(&format!("collectives-{name}-mps"), c);
+            }
+            Mode::MoeTests => {
+                let test = self.bin("test-moe");
+                // Without MPS, 4 PEs skip for want of it: no REQUIRE_GPU there.
+                let mut c = self.command(&test, &ptx);
+                c.env_remove("NVSHMEM_RS_REQUIRE_GPU");
+                self.record("moe-tests-no-mps", c);
+                let _mps = self.mps()?;
+                let c = self.command(&test, &ptx);
+                self.record("moe-tests-mps", c);
+            }
+            Mode::MoeExample => {
+                let c = self.command(&self.bin("moe_layer"), &ptx);
+                self.record("moe-example-1", c);
+                let _mps = self.mps()?;
+                for n in ["2", "4"] {
+                    let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
+                    c.args(["-n", n, "--timeout", "300", "--"])
+                        .arg(self.bin("moe_layer"));
+                    self.record(&format!("moe-example-{n}-mps"), c);
+                }
+            }
+            Mode::MoeBench => {
+                let bench = self.bin("nvshmem-bench");
+                let out = self.out.clone();
+                let csv = |n: &str| out.join(format!("moe-pe{n}.csv"));
+                let mut c = self.command(&bench, &ptx);
+                c.args(["moe", "--csv"]).arg(csv("1"));
+                self.record("moe-bench-1", c);
+                let _mps = self.mps()?;
+                for n in ["2", "4"] {
+                    let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
+                    c.args(["-n", n, "--timeout", "500", "--"])
+                        .arg(&bench)
+                        .args(["moe", "--csv"])
+                        .arg(csv(n));
+                    self.record(&format!("moe-bench-{n}-mps"), c);
+                }
             }
             Mode::Nvshmem38 | Mode::Ucx => {
                 let nv = self.unpack_host()?;
@@ -455,6 +517,66 @@ impl Runner {
             )?;
         }
         Ok(nv)
+    }
+
+    /// The torch pack's runs: the wheel unpacked into `$OUT/pylib` beside
+    /// the pack's pytest, then pytest in one process, the launch benchmark,
+    /// and under MPS pytest and the example with 2 torchrun ranks.
+    fn torch(&mut self) -> Result<(), String> {
+        let has_torch = Command::new("python3")
+            .args(["-c", "import torch"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !has_torch {
+            println!("=== torch\n    SKIPPED: python3 cannot import torch here");
+            self.table
+                .push(("torch".into(), "SKIPPED (python3 has no torch)".into()));
+            return Ok(());
+        }
+        let pylib = self.out.join("pylib");
+        let _ = std::fs::remove_dir_all(&pylib);
+        let wheel = std::fs::read_dir(self.pack.join("wheel"))
+            .map_err(|e| format!("the pack's wheel/: {e}"))?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "whl"))
+            .ok_or("the pack has no wheel")?;
+        crate::check(
+            Command::new("python3")
+                .args(["-m", "zipfile", "-e"])
+                .arg(&wheel)
+                .arg(&pylib),
+        )?;
+        let path = crate::python::python_path(&[pylib, self.pack.join("pylib")]);
+        let tests = self.pack.join("python-tests");
+        let examples = self.pack.join("examples-torch");
+        let python = |r: &Self| {
+            let mut c = r.command(Path::new("python3"), &r.pack.join("ptx"));
+            c.env("PYTHONPATH", &path)
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .env("NVSHMEM_RS_TEST_KERNELS", r.pack.join("ptx-pytest"))
+                .env("NVSHMEM_RS_EXAMPLE_KERNELS", r.pack.join("ptx"))
+                .current_dir(&r.out);
+            c
+        };
+        let pytest = ["-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"];
+        let mut c = python(self);
+        c.args(pytest).arg(&tests);
+        self.record("torch-pytest-1", c);
+        let mut c = python(self);
+        c.arg(examples.join("launch_overhead.py"));
+        self.record("torch-launch-overhead-1", c);
+        let _mps = self.mps()?;
+        let torchrun = ["-m", "torch.distributed.run", "--nproc-per-node", "2"];
+        let mut c = python(self);
+        c.args(torchrun)
+            .args(["-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"])
+            .arg(tests.join("test_gpu.py"));
+        self.record("torch-pytest-2-mps", c);
+        let mut c = python(self);
+        c.args(torchrun).arg(examples.join("torch_example.py"));
+        self.record("torch-example-2-mps", c);
+        Ok(())
     }
 
     /// This pack's `xtask TASK`, run in the pack's `src/`, which holds the
@@ -559,21 +681,60 @@ fn no_gpu_cpu_mapping() -> Option<String> {
     })
 }
 
-/// PASS, FAIL or SKIPPED from a run's exit status and output: a run in which
-/// nothing passed and something said it skipped, or found no GPU, is SKIPPED.
+/// The verdict of a run from its exit status and output, never hiding a skip:
+/// - `FAIL` when it exited with an error;
+/// - `PASS` when something passed (a `PASS` marker, or the harness's
+///   `N passed` with N > 0) and nothing was skipped;
+/// - `PASS (N skipped: reason)` when something passed and N lines say
+///   `SKIPPED` (or `no GPU:`);
+/// - `SKIPPED (N: reason)` when nothing passed and something skipped;
+/// - `UNCHECKED` when it exited 0 with neither marker (a measurement that
+///   checks nothing): not a pass.
 fn verdict(success: bool, text: &str, secs: u64) -> String {
-    let skipped = text.contains("SKIPPED") || text.contains("no GPU");
+    let skips: Vec<&str> = text.lines().filter_map(skip_reason).collect();
     let passed = text.lines().any(|l| {
         l.contains("PASS")
-            || l.split(" passed")
-                .next()
-                .is_some_and(|n| n.trim().parse::<u32>().is_ok_and(|n| n > 0))
+            || l.split(" passed").next().is_some_and(|head| {
+                l.contains(" passed")
+                    && head
+                        .rsplit(' ')
+                        .next()
+                        .and_then(|n| n.trim().parse::<u32>().ok())
+                        .is_some_and(|n| n > 0)
+            })
     });
-    match (success, skipped && !passed) {
-        (true, true) => format!("SKIPPED ({secs} s)"),
-        (true, false) => format!("PASS ({secs} s)"),
-        (false, _) => format!("FAIL ({secs} s)"),
+    let why = || {
+        let first = skips.first().copied().unwrap_or_default();
+        let first: String = first.chars().take(160).collect();
+        let others = skips.iter().filter(|s| **s != skips[0]).count();
+        match others {
+            0 => first,
+            k => format!("{first}; and {k} other(s), see the log"),
+        }
+    };
+    match (success, passed, skips.len()) {
+        (false, _, _) => format!("FAIL ({secs} s)"),
+        (true, true, 0) => format!("PASS ({secs} s)"),
+        (true, true, n) => format!("PASS ({n} skipped: {}) ({secs} s)", why()),
+        (true, false, 0) => {
+            format!("UNCHECKED ({secs} s; exit 0, but it printed no PASS and no SKIPPED)")
+        }
+        (true, false, n) => format!("SKIPPED ({n}: {}) ({secs} s)", why()),
     }
+}
+
+/// Why a line says something was skipped, if it does (`SKIPPED: why`,
+/// `SKIPPED why`, `no GPU: why`).
+fn skip_reason(line: &str) -> Option<&str> {
+    if let Some(i) = line.find("SKIPPED") {
+        let rest = line[i + "SKIPPED".len()..].trim_start_matches([':', ' ']);
+        return Some(if rest.is_empty() {
+            "no reason given"
+        } else {
+            rest
+        });
+    }
+    line.find("no GPU:").map(|i| &line[i..])
 }
 
 /// `LD_LIBRARY_PATH` with the folder of `libcublas.so.13` (which cudarc opens
@@ -678,17 +839,49 @@ mod tests {
 
     #[test]
     fn verdicts() {
-        assert!(
-            verdict(
-                true,
-                "test x [1 PE] ... SKIPPED: no GPU\n0 passed, 0 failed, 3 skipped",
-                1
-            )
-            .starts_with("SKIPPED")
+        let v = verdict(
+            true,
+            "test x [1 PE] ... SKIPPED: no GPU\ntest y [1 PE] ... SKIPPED: no GPU\n0 passed, 0 failed, 2 skipped",
+            1,
         );
-        assert!(verdict(true, "3 passed, 0 failed, 0 skipped", 1).starts_with("PASS"));
+        assert_eq!(v, "SKIPPED (2: no GPU) (1 s)");
+        assert!(verdict(true, "3 passed, 0 failed, 0 skipped", 1).starts_with("PASS (1 s)"));
         assert!(verdict(true, "ring: ... PASS; 0.9 us per hop", 1).starts_with("PASS"));
         assert!(verdict(false, "SKIPPED", 1).starts_with("FAIL"));
         assert!(verdict(true, "ring: no GPU: no CUDA driver", 1).starts_with("SKIPPED"));
+    }
+
+    #[test]
+    fn skips_beside_passes_are_shown() {
+        let text = "test a [2 PE] ... ok (0.1 s)\n\
+                    test a [4 PE] ... SKIPPED: 4 PEs on 1 GPU(s) need CUDA MPS\n\
+                    test b [4 PE] ... SKIPPED: 4 PEs on 1 GPU(s) need CUDA MPS\n\
+                    1 passed, 0 failed, 2 skipped";
+        assert_eq!(
+            verdict(true, text, 3),
+            "PASS (2 skipped: 4 PEs on 1 GPU(s) need CUDA MPS) (3 s)"
+        );
+        let text = "test g [1 PE] ... ok (1.0 s), part(s) SKIPPED: wgmma: not sm_90a\n\
+                    1 passed (1 with parts skipped), 0 failed, 0 skipped";
+        assert_eq!(
+            verdict(true, text, 1),
+            "PASS (1 skipped: wgmma: not sm_90a) (1 s)"
+        );
+        // mpirun: every rank's own summary.
+        let text = "[rank 0] test a [2 PE] ... ok (0.1 s)\n\
+                    [rank 0] test b [2 PE] ... SKIPPED: runs on [1] PEs, not on this job's 2\n\
+                    [rank 0] 1 passed, 0 failed, 1 skipped";
+        assert!(verdict(true, text, 1).starts_with("PASS (1 skipped: runs on [1] PEs"));
+    }
+
+    #[test]
+    fn no_marker_is_not_a_pass() {
+        let v = verdict(
+            true,
+            "PE 0/1: init 600.0 ms\nPE 0/1: plain launch: 3.2 us",
+            2,
+        );
+        assert!(v.starts_with("UNCHECKED"), "{v}");
+        assert!(verdict(true, "0 passed, 0 failed, 0 skipped", 2).starts_with("UNCHECKED"));
     }
 }

@@ -231,6 +231,7 @@ impl InitOptions {
             plan,
             heap_limit,
             guard,
+            attached: false,
         })
     }
 }
