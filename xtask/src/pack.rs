@@ -203,9 +203,11 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         Purpose::Nvshmem => {
             let (v, c) = asked.expect("checked above");
             release_pack(&root, &pack, v, c)?;
-            // CUDA 12 host libraries are large (137-182 MB, 47 MiB xz): the
-            // programs go compressed too; `gpu-run` unpacks them.
+            // CUDA 12 host libraries are large (137-182 MB, up to 47 MiB
+            // xz): the programs and cubins go compressed too (the 3.3.20
+            // collectives cubin is 16 MiB); `gpu-run` unpacks them.
             compress_binaries(&bin)?;
+            compress_cubins(&pack.join("ptx"))?;
         }
         Purpose::Moe => {
             compress_binaries(&bin)?;
@@ -332,6 +334,19 @@ fn compress_binaries(bin: &Path) -> Result<(), String> {
     for f in std::fs::read_dir(bin).map_err(|e| e.to_string())?.flatten() {
         if f.file_name() != "xtask" {
             check(Command::new("xz").args(["-T0", "-6"]).arg(f.path()))?;
+        }
+    }
+    Ok(())
+}
+
+/// xz-compresses every cubin under `dir` (`gpu-run` unpacks them).
+fn compress_cubins(dir: &Path) -> Result<(), String> {
+    for e in std::fs::read_dir(dir).map_err(|e| e.to_string())?.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            compress_cubins(&p)?;
+        } else if p.extension().is_some_and(|x| x == "cubin") {
+            check(Command::new("xz").args(["-T0", "-6"]).arg(&p))?;
         }
     }
     Ok(())

@@ -412,6 +412,7 @@ impl Runner {
                     return Err("mode release needs a `gpu-pack nvshmem` pack".into());
                 };
                 let nv = self.unpack_host()?;
+                unpack_cubins(&self.pack.join("ptx"))?;
                 let folder = match c.as_str() {
                     "12" => format!("nvshmem-{v}-cu12"),
                     _ => format!("nvshmem-{v}"),
@@ -831,6 +832,19 @@ impl Drop for Mps {
             Self::stop();
         }
     }
+}
+
+/// Unpacks the `*.cubin.xz` under `dir` (a `nvshmem` pack's), once.
+fn unpack_cubins(dir: &Path) -> Result<(), String> {
+    for e in std::fs::read_dir(dir).map_err(|e| e.to_string())?.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            unpack_cubins(&p)?;
+        } else if p.to_string_lossy().ends_with(".cubin.xz") && !p.with_extension("").exists() {
+            crate::check(Command::new("xz").arg("-dk").arg(&p))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
