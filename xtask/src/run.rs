@@ -52,6 +52,12 @@ pub enum Mode {
     CppHost,
     /// The benchmark: the C++ twins built with this machine's nvcc, SASS, 1 and 2 PEs; results in $OUT/bench (not a default).
     Bench,
+    /// The MoE tests (examples/moe/tests) at 1 and 2 PEs without MPS, then at 1, 2 and 4 under MPS.
+    MoeTests,
+    /// The MoE layer example (dispatch, grouped GEMM, combine) at 1 PE, then at 2 and 4 under MPS.
+    MoeExample,
+    /// `nvshmem-bench moe` at 1 PE, then at 2 and 4 under MPS (CSVs in $OUT).
+    MoeBench,
     /// The Python package on this machine's PyTorch: pytest in one process, then under torchrun with 2 ranks under MPS (graph capture, version mismatch), the torch example, the launch-overhead benchmark.
     Torch,
 }
@@ -66,6 +72,7 @@ impl Mode {
             "variants" => &[Info, NvshmemPath, Separate],
             "mpi" => &[Info, Mpirun],
             "nvshmem38" => &[Info, Nvshmem38, Ucx],
+            "moe" => &[Info, MoeTests, MoeExample, MoeBench],
             "torch" => &[Info, Torch],
             _ => &[Info],
         }
@@ -139,6 +146,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             "no GPU here (nvidia-smi lists none): every mode runs as far as it can, and reads SKIPPED"
         );
     }
+    r.unpack_binaries()?;
     for mode in modes {
         // A mode that cannot even start is a FAIL row: the table still prints.
         if let Err(e) = r.mode(mode) {
@@ -160,6 +168,21 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
 }
 
 impl Runner {
+    /// Unpacks the pack's xz-compressed programs (the MoE pack's), once.
+    fn unpack_binaries(&self) -> Result<(), String> {
+        let dir = self.pack.join("bin");
+        for f in std::fs::read_dir(&dir)
+            .map_err(|e| e.to_string())?
+            .flatten()
+        {
+            let path = f.path();
+            if path.extension().is_some_and(|e| e == "xz") && !path.with_extension("").exists() {
+                crate::check(Command::new("xz").arg("-dk").arg(&path))?;
+            }
+        }
+        Ok(())
+    }
+
     fn bin(&self, name: &str) -> PathBuf {
         self.pack.join("bin").join(name)
     }
@@ -176,6 +199,7 @@ impl Runner {
         let mut c = Command::new(program);
         c.envs(BASE_ENV.iter().copied())
             .env("NVSHMEM_RS_PTX_DIR", ptx)
+            .env("MOE_PTX_DIR", ptx)
             .env("OUT", &self.out);
         if self.gpu {
             c.env("NVSHMEM_RS_REQUIRE_GPU", "1");
@@ -374,6 +398,44 @@ impl Runner {
                     .arg("--results")
                     .arg(self.out.join("bench"));
                 self.record("bench", c);
+            }
+            Mode::MoeTests => {
+                let test = self.bin("test-moe");
+                // Without MPS, 4 PEs skip for want of it: no REQUIRE_GPU there.
+                let mut c = self.command(&test, &ptx);
+                c.env_remove("NVSHMEM_RS_REQUIRE_GPU");
+                self.record("moe-tests-no-mps", c);
+                let _mps = self.mps()?;
+                let c = self.command(&test, &ptx);
+                self.record("moe-tests-mps", c);
+            }
+            Mode::MoeExample => {
+                let c = self.command(&self.bin("moe_layer"), &ptx);
+                self.record("moe-example-1", c);
+                let _mps = self.mps()?;
+                for n in ["2", "4"] {
+                    let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
+                    c.args(["-n", n, "--timeout", "300", "--"])
+                        .arg(self.bin("moe_layer"));
+                    self.record(&format!("moe-example-{n}-mps"), c);
+                }
+            }
+            Mode::MoeBench => {
+                let bench = self.bin("nvshmem-bench");
+                let out = self.out.clone();
+                let csv = |n: &str| out.join(format!("moe-pe{n}.csv"));
+                let mut c = self.command(&bench, &ptx);
+                c.args(["moe", "--csv"]).arg(csv("1"));
+                self.record("moe-bench-1", c);
+                let _mps = self.mps()?;
+                for n in ["2", "4"] {
+                    let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
+                    c.args(["-n", n, "--timeout", "500", "--"])
+                        .arg(&bench)
+                        .args(["moe", "--csv"])
+                        .arg(csv(n));
+                    self.record(&format!("moe-bench-{n}-mps"), c);
+                }
             }
             Mode::Nvshmem38 | Mode::Ucx => {
                 let nv = self.pack.join("nvshmem");
