@@ -184,11 +184,15 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         copy_kernels(dir, &pack.join("ptx"), args.purpose.kernels())?;
     }
     match args.purpose {
-        Purpose::Tests => copy_kernels(
-            &built.bench_ptx,
-            &pack.join("ptx-bench"),
-            &["bench-kernels"],
-        )?,
+        Purpose::Tests => {
+            copy_kernels(
+                &built.bench_ptx,
+                &pack.join("ptx-bench"),
+                &["bench-kernels"],
+            )?;
+            // 48 MiB uncompressed: with xz it travels beside other packs.
+            compress_binaries(&bin)?;
+        }
         Purpose::Compute => {}
         Purpose::Variants => variants(&root, &pack)?,
         Purpose::Mpi => {

@@ -176,7 +176,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
 }
 
 impl Runner {
-    /// Unpacks the pack's xz-compressed programs (the MoE pack's), once.
+    /// Unpacks the pack's xz-compressed programs (the tests and MoE packs'), once.
     fn unpack_binaries(&self) -> Result<(), String> {
         let dir = self.pack.join("bin");
         for f in std::fs::read_dir(&dir)
