@@ -1,28 +1,28 @@
 //! The build pipeline: kernel crate → bitcode → linked with NVSHMEM → PTX → cubin.
 //!
 //! [`Builder::build`] runs these steps, each a method or module below:
-//! 1. [`prepare`](Builder::prepare): settings, NVSHMEM, the toolchain, ptxas;
-//! 2. [`compile`](Builder::compile): `cargo rustc` of the kernel crate for nvptx64 ([`cargo`](self::cargo));
-//! 3. [`link_step`](Builder::link_step): `llvm-link` with the device libraries ([`link`](self::link));
-//! 4. [`rewrite_ir`](Builder::rewrite_ir): textual IR rewrites (retargeting to the arch and PTX ISA);
-//! 5. [`optimize`](Builder::optimize) and [`codegen`](Builder::codegen): `opt`, `llc`;
+//! 1. [`prepare`](Resolved::prepare): settings, NVSHMEM, the toolchain, ptxas;
+//! 2. [`compile`](Resolved::compile): `cargo rustc` of the kernel crate for nvptx64 ([`cargo`](self::cargo));
+//! 3. [`link_step`](Resolved::link_step): `llvm-link` with the device libraries ([`link`](self::link));
+//! 4. [`rewrite_ir`](Resolved::rewrite_ir): textual IR rewrites (retargeting to the arch and PTX ISA);
+//! 5. [`optimize`](Resolved::optimize) and [`codegen`](Resolved::codegen): `opt`, `llc`;
 //! 6. [`verify_ptx`]: nothing unresolved, every kernel an `.entry`;
 //! 7. `ptxas` ([`assemble`](self::assemble)), unless PTX-only;
-//! 8. [`describe`](Builder::describe): the manifest and the C header.
+//! 8. [`describe`](Resolved::describe): the manifest and the C header.
 //!
 //! When none of the inputs of steps 3-8 changed since the last build, their
 //! outputs are reused ([`reuse`](self::reuse)).
 
-pub(crate) mod assemble;
-pub(crate) mod cargo;
+mod assemble;
+mod cargo;
 pub(crate) mod header;
 pub mod ir;
-pub(crate) mod link;
-pub(crate) mod ptx;
-pub(crate) mod reuse;
-pub(crate) mod shared_memory;
-pub(crate) mod signature;
-pub(crate) mod transport;
+mod link;
+mod ptx;
+mod reuse;
+mod shared_memory;
+mod signature;
+mod transport;
 
 use crate::builder::{BuildOutput, Builder, CheckOutput, DeviceLink, Resolved};
 use crate::error::{Error, Result, io_err};
@@ -59,7 +59,6 @@ impl Laps {
 
 /// Everything a build needs before it compiles, each part checked.
 struct Prepared {
-    settings: Resolved,
     tc: Toolchain,
     tools: LlvmTools,
     meta: CrateMeta,
@@ -84,7 +83,30 @@ struct Compiled {
 }
 
 impl Builder {
-    /// Step 1: the settings, the toolchain, the kernel crate's metadata,
+    /// Checks the kernel crate without generating code: it compiles for
+    /// nvptx64, has kernels, and every function it reaches links against
+    /// NVSHMEM's bitcode (nothing unresolved). The fast part of
+    /// [`build`](Self::build) (no `opt`, `llc` or `ptxas`), like `cargo check`:
+    /// for crates whose full build would be slow, such as ones that call
+    /// hundreds of NVSHMEM collectives.
+    ///
+    /// ```no_run
+    /// let checked = nvshmem_builder::Builder::new("kernels").check()?;
+    /// println!("{} kernels link against NVSHMEM {}", checked.kernels.len(), checked.nvshmem.version);
+    /// # Ok::<(), nvshmem_builder::Error>(())
+    /// ```
+    pub fn check(&self) -> Result<CheckOutput> {
+        self.resolve()?.check()
+    }
+
+    /// Builds the kernel crate. See the crate docs for the steps.
+    pub fn build(&self) -> Result<BuildOutput> {
+        self.resolve()?.build()
+    }
+}
+
+impl Resolved {
+    /// Step 1: the toolchain, the kernel crate's metadata,
     /// NVSHMEM and ptxas, in that order (what the user wrote is checked
     /// before anything is downloaded); a missing toolchain is installed and
     /// missing wheels downloaded.
@@ -94,19 +116,17 @@ impl Builder {
                 path: self.crate_dir.clone(),
             });
         }
-        let settings = self.resolve()?;
-        let tc = Toolchain::ensure(&settings.toolchain, settings.offline, self.progress)?;
+        let tc = Toolchain::ensure(&self.toolchain, self.offline, self.progress)?;
         let tools = LlvmTools::new(&tc, self.llvm_tools_dir.as_deref())?;
         let meta = CrateMeta::read(&tc, &self.crate_dir)?;
-        let nv = self.find_nvshmem(&settings)?;
-        let libraries = vec![nv.device_bitcode(settings.arch)?];
-        let ptxas = match need_ptxas && !settings.ptx_only {
-            true => Some(toolchain::ptxas_or_fetch(settings.offline, self.progress)?),
+        let nv = self.find_nvshmem()?;
+        let libraries = vec![nv.device_bitcode(self.arch)?];
+        let ptxas = match need_ptxas && !self.ptx_only {
+            true => Some(toolchain::ptxas_or_fetch(self.offline, self.progress)?),
             false => None,
         };
         laps.lap("checks");
         Ok(Prepared {
-            settings,
             tc,
             tools,
             meta,
@@ -118,18 +138,18 @@ impl Builder {
 
     /// NVSHMEM as [`Installation::find`] finds it, else downloaded into the
     /// per-user cache (the version asked for, else [`DEFAULT_VERSION`]).
-    fn find_nvshmem(&self, s: &Resolved) -> Result<Installation> {
+    fn find_nvshmem(&self) -> Result<Installation> {
         let mut query = Query::default().ignore_env();
-        if let Some(home) = &s.home {
+        if let Some(home) = &self.home {
             query = query.home(home);
         }
-        if let Some(v) = s.version {
+        if let Some(v) = self.version {
             query = query.version(v);
         }
         match Installation::find(&query) {
-            Err(e @ FindError::NotFound { .. }) if s.offline => Err(e.into()),
+            Err(e @ FindError::NotFound { .. }) if self.offline => Err(e.into()),
             Err(FindError::NotFound { .. }) => {
-                let version = s.version.unwrap_or(DEFAULT_VERSION);
+                let version = self.version.unwrap_or(DEFAULT_VERSION);
                 let info = version
                     .info()
                     .ok_or(Error::UnsupportedVersion { version })?;
@@ -159,7 +179,7 @@ impl Builder {
             .join("nvshmem-link")
             .join(&p.meta.name)
             .join(format!("nvshmem-{}", p.nv.version))
-            .join(p.settings.arch.to_string());
+            .join(self.arch.to_string());
         std::fs::create_dir_all(&work).map_err(io_err(&work))?;
         // Concurrent builds of the same crate, version and arch (two build
         // scripts, or tests in parallel) share these files: take turns.
@@ -208,11 +228,11 @@ impl Builder {
     /// links it in `--only-needed` (downloading the `nvidia-nvvm` wheel the
     /// first time) and returns the new module's text.
     fn link_libdevice(&self, c: &Compiled, ll: String) -> Result<String> {
-        let needed = libdevice::needed(&ll);
+        let needed = ir::libdevice_calls(&ll);
         if needed.is_empty() {
             return Ok(ll);
         }
-        let libdevice = libdevice::find_or_fetch(c.p.settings.offline, self.progress, needed)?;
+        let libdevice = libdevice::find_or_fetch(self.offline, self.progress, needed)?;
         link::link_more(&c.p.tools, &c.work, &libdevice)
     }
 
@@ -221,7 +241,7 @@ impl Builder {
     /// function retargeted to the arch and PTX ISA.
     fn rewrite_ir(&self, ll: &str, arch: &str, ptx_isa: u32) -> Result<String> {
         let ll = shared_memory::lower(ll).map_err(|reason| Error::SharedMemory { reason })?;
-        let ll = libdevice::unhide_reflect(&ll);
+        let ll = ir::unhide_reflect(&ll);
         Ok(ir::retarget(&ll, arch, ptx_isa))
     }
 
@@ -245,7 +265,7 @@ impl Builder {
             ))
             // -mcpu: NVPTX's own passes run, NVVMReflect among them
             // (`__nvvm_reflect("__CUDA_ARCH")` becomes the arch's number).
-            .arg(format!("-mcpu={}", c.p.settings.arch))
+            .arg(format!("-mcpu={}", self.arch))
             .arg("-passes=internalize,default<O3>,globaldce")
             .arg(ll)
             .arg("-o")
@@ -268,7 +288,7 @@ impl Builder {
         run("llc", &tools.llc, &tools.version, |cmd| {
             cmd.args([
                 "-O3",
-                &format!("-mcpu={}", c.p.settings.arch),
+                &format!("-mcpu={}", self.arch),
                 &format!("-mattr=+ptx{ptx_isa}"),
             ])
             .arg(opt_bc)
@@ -287,19 +307,8 @@ impl Builder {
         Ok((work_ptx, ptx))
     }
 
-    /// Checks the kernel crate without generating code: it compiles for
-    /// nvptx64, has kernels, and every function it reaches links against
-    /// NVSHMEM's bitcode (nothing unresolved). The fast part of
-    /// [`build`](Self::build) (no `opt`, `llc` or `ptxas`), like `cargo check`:
-    /// for crates whose full build would be slow, such as ones that call
-    /// hundreds of NVSHMEM collectives.
-    ///
-    /// ```no_run
-    /// let checked = nvshmem_builder::Builder::new("kernels").check()?;
-    /// println!("{} kernels link against NVSHMEM {}", checked.kernels.len(), checked.nvshmem.version);
-    /// # Ok::<(), nvshmem_builder::Error>(())
-    /// ```
-    pub fn check(&self) -> Result<CheckOutput> {
+    /// [`Builder::check`], on these settings.
+    fn check(&self) -> Result<CheckOutput> {
         let mut laps = Laps::new();
         let p = self.prepare(false, &mut laps)?;
         let c = self.compile(p, &mut laps)?;
@@ -314,7 +323,7 @@ impl Builder {
             .into_iter()
             .filter(|f| !f.starts_with("llvm.") && !PTXAS_BUILTINS.contains(&f.as_str()))
             // NVVM reflection is resolved by `opt`, which `check` does not run.
-            .filter(|f| ![libdevice::REFLECT_ALIAS, "__nvvm_reflect"].contains(&f.as_str()))
+            .filter(|f| ![ir::REFLECT_ALIAS, "__nvvm_reflect"].contains(&f.as_str()))
             .collect();
         if !unresolved.is_empty() {
             return Err(Error::UnresolvedExterns {
@@ -329,13 +338,12 @@ impl Builder {
         })
     }
 
-    /// Builds the kernel crate. See the crate docs for the steps.
-    pub fn build(&self) -> Result<BuildOutput> {
+    /// [`Builder::build`], on these settings.
+    fn build(&self) -> Result<BuildOutput> {
         let mut laps = Laps::new();
         let p = self.prepare(true, &mut laps)?;
         let c = self.compile(p, &mut laps)?;
-        let s = &c.p.settings;
-        let arch = s.arch.to_string();
+        let arch = self.arch.to_string();
         let out_dir = self
             .out_dir
             .clone()
@@ -368,7 +376,7 @@ impl Builder {
         .output();
         if let Some(out) = reused {
             laps.lap("reused (inputs unchanged)");
-            self.announce_ptx_only(s);
+            self.announce_ptx_only();
             return Ok(BuildOutput {
                 sources: watched,
                 timings: laps.0,
@@ -388,7 +396,7 @@ impl Builder {
         let ptx_isa = self.ptx_isa.unwrap_or_else(|| {
             ir::max_ptx_feature(&ll)
                 .unwrap_or(0)
-                .max(s.arch.min_ptx_isa())
+                .max(self.arch.min_ptx_isa())
         });
         let retargeted = c.work.join("retargeted.ll");
         std::fs::write(&retargeted, self.rewrite_ir(&ll, &arch, ptx_isa)?)
@@ -410,7 +418,7 @@ impl Builder {
                 let (figures, mode, warning) = assemble::assemble(
                     ptxas,
                     &arch,
-                    s.device_link,
+                    self.device_link,
                     &ptx,
                     &ptx_path,
                     &cubin,
@@ -424,7 +432,7 @@ impl Builder {
             None => (None, Default::default(), None),
         };
         laps.lap("ptxas");
-        self.announce_ptx_only(s);
+        self.announce_ptx_only();
 
         let assembled = Assembled {
             ptx_isa,
@@ -455,8 +463,8 @@ impl Builder {
         })
     }
 
-    fn announce_ptx_only(&self, s: &Resolved) {
-        if s.ptx_only {
+    fn announce_ptx_only(&self) {
+        if self.ptx_only {
             self.progress.say(&format!(
                 "{}: PTX only, as asked (NVSHMEM_RS_PTX_ONLY=1 or ptx_only(true)): no ptxas, no \
                  cubin; the host JIT-compiles the PTX",
@@ -513,7 +521,7 @@ impl Builder {
             format: MANIFEST_FORMAT,
             crate_name: c.p.meta.name.clone(),
             nvshmem_version: c.p.nv.version.to_string(),
-            arch: c.p.settings.arch.to_string(),
+            arch: self.arch.to_string(),
             ptx_isa: format!("{}.{}", a.ptx_isa / 10, a.ptx_isa % 10),
             ptx: file_name(a.ptx),
             cubin: a.cubin.map(file_name),
@@ -526,13 +534,12 @@ impl Builder {
     /// The inputs of steps 3-8: the settings, the exact rlibs and device
     /// libraries, and the tools.
     fn inputs_key(&self, c: &Compiled, ptxas: Option<&Path>) -> Result<Key> {
-        let s = &c.p.settings;
         let mut key = Key::new(&[
-            ("arch", s.arch.to_string()),
+            ("arch", self.arch.to_string()),
             ("ptx_isa", format!("{:?}", self.ptx_isa)),
             ("features", format!("{:?}", c.features)),
-            ("ptx_only", s.ptx_only.to_string()),
-            ("device_link", s.device_link.to_string()),
+            ("ptx_only", self.ptx_only.to_string()),
+            ("device_link", self.device_link.to_string()),
             ("max_threads", format!("{:?}", c.max_threads)),
         ]);
         let tools = &c.p.tools;

@@ -12,7 +12,7 @@
 //! }
 //! ```
 
-use crate::wheels;
+use crate::toolchain::wheels;
 use nvshmem_types::install::Installation;
 use std::io::Write as _;
 

@@ -11,10 +11,11 @@ pub(crate) mod libdevice;
 pub(crate) mod settings;
 pub mod wheels;
 
-use crate::error::{Error, Result, io_err, not_runnable};
+use crate::error::{Error, Result, not_runnable};
 use settings::Progress;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use wheels::NVCC_WHEEL;
 
 /// The nightly that builds kernel crates: its NVPTX backend and LLVM 22.1
 /// read the bitcode of every supported NVSHMEM (3.4: clang 18; 3.8: clang 22).
@@ -110,7 +111,7 @@ impl Toolchain {
             )));
         }
         // Two builds at once (two build scripts, or tests) install once.
-        let _lock = crate::wheels::lock(&format!("rustup-{name}"))?;
+        let _lock = wheels::lock(&format!("rustup-{name}"))?;
         if let Some(tc) = installed_sysroot(&rustup, name).and_then(|s| Self::at(&s).ok()) {
             return Ok(tc);
         }
@@ -197,6 +198,7 @@ impl Toolchain {
         if !release.contains("nightly") && !release.contains("dev") {
             return Err(Error::NotNightly {
                 found: rustc_version,
+                pinned: PINNED_TOOLCHAIN,
             });
         }
         let sysroot = match sysroot {
@@ -455,9 +457,6 @@ fn producer_from_error(stderr: &str) -> Option<String> {
     )
 }
 
-/// The requirement of the pip wheel with `ptxas` and `nvlink`.
-pub const NVCC_WHEEL: &str = "nvidia-cuda-nvcc==13.0.*";
-
 /// A CUDA tool (`ptxas`, `nvlink`) inside an unpacked nvcc wheel or `site-packages`.
 fn in_wheel(root: &Path, tool: &str) -> [PathBuf; 2] {
     [
@@ -486,7 +485,7 @@ fn find_cuda_tool(tool: &str, var: &str) -> Result<Option<PathBuf>> {
     if let Some(p) = settings::var_os(var) {
         return settings::named_file(var, p.into(), "file").map(Some);
     }
-    let mut candidates: Vec<PathBuf> = crate::wheels::wheel_roots(NVCC_WHEEL)
+    let mut candidates: Vec<PathBuf> = wheels::wheel_roots(NVCC_WHEEL)
         .iter()
         .flat_map(|root| in_wheel(root, tool))
         .collect();
@@ -506,7 +505,7 @@ pub(crate) fn ptxas_or_fetch(offline: bool, progress: Progress) -> Result<PathBu
     if let Some(p) = find_ptxas()? {
         return Ok(p);
     }
-    let dir = crate::wheels::ensure_with(NVCC_WHEEL, "ptxas and nvlink", offline, progress)?;
+    let dir = wheels::ensure_with(NVCC_WHEEL, "ptxas and nvlink", offline, progress)?;
     let path = in_wheel(&dir, "ptxas")
         .into_iter()
         .find(|p| p.is_file())
@@ -518,22 +517,6 @@ pub(crate) fn ptxas_or_fetch(offline: bool, progress: Progress) -> Result<PathBu
             ),
         })?;
     Ok(path)
-}
-
-/// Makes every file in `dir` executable (wheels unpacked by Python's
-/// `zipfile` lose the mode bits).
-pub(crate) fn make_executable(dir: &Path) -> Result<()> {
-    #[cfg(unix)]
-    for e in std::fs::read_dir(dir).map_err(io_err(dir))?.flatten() {
-        use std::os::unix::fs::PermissionsExt;
-        let p = e.path();
-        if p.is_file() {
-            let mut perm = std::fs::metadata(&p).map_err(io_err(&p))?.permissions();
-            perm.set_mode(perm.mode() | 0o755);
-            std::fs::set_permissions(&p, perm).map_err(io_err(&p))?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

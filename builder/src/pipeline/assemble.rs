@@ -1,10 +1,9 @@
 //! PTX → cubin: `ptxas` on the whole module, or `ptxas -c` and `nvlink`.
 
+use super::{ptx, transport};
 use crate::builder::{AUTO_SEPARATE_ABOVE_LINES, AUTO_SEPARATE_TRANSPORT_ABOVE_LINES, DeviceLink};
 use crate::error::{Error, Result};
-use crate::ptx;
 use crate::toolchain::{find_nvlink, run};
-use crate::transport;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -54,7 +53,7 @@ pub(crate) fn assemble(
             format!(
                 "separate compilation needs nvlink, which was not found beside ptxas, in NVLINK \
                  or on PATH; it ships with ptxas in the {} wheel",
-                crate::toolchain::NVCC_WHEEL
+                crate::toolchain::wheels::NVCC_WHEEL
             ),
         ),
     })?;
