@@ -60,24 +60,22 @@ mod job;
 mod runtime;
 
 pub use job::{bootstrap, harness, launcher};
-use job::{init, rendezvous, uniqueid};
-use runtime::{driver, heap, image, kernel, module, nvshmem, ops, team};
 pub use runtime::{exchange, launch, library, memory, tensor_map};
 
-pub use bootstrap::Bootstrap;
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaStream};
-pub use driver::device_count as gpu_count;
 pub use error::{Error, Result, take_drop_error};
-pub use init::InitOptions;
-pub use kernel::Kernel;
-pub use launch::{Dim3, KernelArgs, KernelParam, LaunchConfig};
-pub use memory::{AsSymView, DevicePtr, SymBuffer, SymView};
-pub use module::{Module, ModuleImage};
-pub use nvshmem::Nvshmem;
+pub use job::bootstrap::Bootstrap;
+pub use job::init::InitOptions;
+pub use runtime::driver::device_count as gpu_count;
+pub use runtime::kernel::Kernel;
+pub use runtime::launch::{Dim3, KernelArgs, KernelParam, LaunchConfig};
+pub use runtime::memory::{AsSymView, DevicePtr, SymBuffer, SymView};
+pub use runtime::module::{Module, ModuleImage};
+pub use runtime::nvshmem::Nvshmem;
 pub use nvshmem_types::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
 pub use nvshmem_types::{
     And, Cmp, Max, Min, Or, Pe, Prod, ReduceOp, SignalOp, Sum, SymPtr, Team, Version, Xor,
 };
-pub use team::{AsTeam, SplitTeam};
-pub use uniqueid::UniqueId;
+pub use job::uniqueid::UniqueId;
+pub use runtime::team::{AsTeam, SplitTeam};

@@ -1,12 +1,11 @@
 //! The runtime handle, [`Nvshmem`], and the state its buffers, modules and
 //! kernels share; finalization.
 
-use crate::bootstrap::Plan;
-use crate::driver::{self, GpuChoice};
+use crate::job::bootstrap::Plan;
+use crate::runtime::driver::{self, GpuChoice};
 use crate::error::{Error, Result, record_drop_error, take_drop_error};
-use crate::heap::HeapLimit;
-use crate::init::InitOptions;
-use crate::library::HostLibrary;
+use crate::runtime::heap::HeapLimit;
+use crate::runtime::library::HostLibrary;
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 use nvshmem_types::{Pe, Version};
 use std::cell::{Cell, RefCell};
@@ -253,7 +252,7 @@ pub struct Nvshmem {
     /// Where the PEs compare their allocations (see `Nvshmem::alloc`);
     /// made at the first one. Declared first: dropped (freed, collectively)
     /// before `inner` lets NVSHMEM finalize.
-    pub(crate) alloc_check: std::cell::OnceCell<(crate::exchange::WordExchange, Arc<CudaStream>)>,
+    pub(crate) alloc_check: std::cell::OnceCell<(crate::runtime::exchange::WordExchange, Arc<CudaStream>)>,
     /// Allocation calls made so far: the next allocation's number, the
     /// first word each PE compares.
     pub(crate) allocations: Cell<u64>,
@@ -273,19 +272,7 @@ impl std::fmt::Debug for Nvshmem {
 }
 
 impl Nvshmem {
-    /// Initializes with the defaults: the bootstrap and GPU from the
-    /// launcher's environment ([`Bootstrap::Auto`](crate::Bootstrap::Auto)),
-    /// the default library search. Same as `Nvshmem::options().init()`.
-    pub fn init() -> Result<Nvshmem> {
-        InitOptions::default().init()
-    }
-
-    /// [`InitOptions`] to configure initialization.
-    pub fn options() -> InitOptions {
-        InitOptions::default()
-    }
-
-    /// The handle over a library [`InitOptions::init`] just initialized;
+    /// The handle over a library [`InitOptions::init`](crate::InitOptions::init) just initialized;
     /// checks that NVSHMEM sees as many PEs as the launcher started.
     pub(crate) fn started(s: Started) -> Result<Nvshmem> {
         let lib = s.lib;
