@@ -10,10 +10,12 @@
 //! - `bench`: the benchmark's C++ twins built with nvcc, their SASS, and
 //!   `nvshmem-bench` on each PE count (results in `bench/results/`);
 //! - `cpp-host`: the C++ drop-in host built with nvcc (from pip wheels when
-//!   no CUDA is installed) against a kernel crate's header, and run.
+//!   no CUDA is installed) against a kernel crate's header, and run;
+//! - `check-links`: the relative links of the README and the guide (`docs/`).
 
 mod bench;
 mod cpp_host;
+mod links;
 mod lint;
 mod nvcc;
 mod pack;
@@ -44,6 +46,8 @@ enum Task {
     Bench(bench::Args),
     /// Build examples/cpp_host/main.cu with nvcc against kernel crates' headers, and run it on 1 and 2 PEs.
     CppHost(cpp_host::Args),
+    /// Check that every relative link of README.md and docs/*.md resolves (files and #anchors).
+    CheckLinks,
 }
 
 fn main() -> ExitCode {
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
         Task::ClippyKernels(args) => lint::run(args),
         Task::CppHost(args) => cpp_host::run(args),
         Task::Bench(args) => bench::run(args),
+        Task::CheckLinks => links::run(),
     };
     match result {
         Ok(code) => code,
