@@ -257,7 +257,7 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
                 Err(e) => Verdict::Skipped(format!("no GPU: {}", first_line(&e.to_string()))),
                 Ok(count) if n as usize > *count && n > 2 && !mps_running() => {
                     Verdict::Skipped(format!(
-                        "{n} PEs on {count} GPU(s) need CUDA MPS, which is not running (see README: several PEs on one GPU)"
+                        "{n} PEs on {count} GPU(s) need CUDA MPS, which is not running (see docs/guide.md, host side: several PEs on one GPU)"
                     ))
                 }
                 Ok(_) => run_orchestrated(test, n, &ptx_dir),
