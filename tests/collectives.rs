@@ -8,17 +8,20 @@
 //! Without a GPU every run prints `SKIPPED`. 4 PEs on one GPU need CUDA MPS;
 //! so do the host's stream collectives with 2 PEs on one GPU (limited MPG:
 //! they must be refused with `Error::Unsupported` there).
+//!
+//! Every destination starts poisoned (the test's sentinel, NaN for floats),
+//! so a collective that did nothing, or wrote too little, fails; the
+//! elements past a team's part must still hold the poison.
 
 #[macro_use]
 mod common;
-use bytemuck::Pod;
+mod checks;
 use common::ALL;
-use nvshmem_host::harness::{TestPe, TestResult, check_eq, ensure};
+use nvshmem_host::harness::{self, Poison, TestPe, TestResult, check_eq, ensure};
 use nvshmem_host::{
     And, AsTeam, Error, KernelArgs, KernelParam, Max, Min, Module, Nvshmem, Or, Pe, Prod, ReduceOp,
     SplitTeam, Sum, SymPtr, Team, Xor,
 };
-use std::fmt::Debug;
 
 const KERNELS: &str = "collectives-kernels";
 /// Odd element counts, one per scope.
@@ -124,43 +127,68 @@ fn barrier(nv: &Nvshmem) -> Result<(), Error> {
     nv.synchronize(nv.stream())
 }
 
+/// The failed checks of a test, collected so that every PE still joins
+/// every later collective, and the test's poison.
+struct Checks {
+    failures: Vec<String>,
+    seed: u64,
+}
+
+impl Checks {
+    /// The test's poison for `T`: what destinations hold before a kernel runs.
+    fn poison<T: Poison>(&self) -> T {
+        T::poison(self.seed)
+    }
+
+    /// A destination of `len` elements holding the poison. Collective.
+    fn poisoned<T: Poison>(
+        &self,
+        nv: &Nvshmem,
+        len: usize,
+    ) -> Result<nvshmem_host::SymBuffer<T>, Error> {
+        harness::poisoned(nv, len, self.poison::<T>())
+    }
+}
+
 /// Runs `case` on every team; failures of checks are collected so that every
 /// PE still joins every later collective; the first is returned.
 fn on_teams(
     pe: &mut TestPe,
-    mut case: impl FnMut(&Nvshmem, &Module, &OnTeam, &mut Vec<String>) -> Result<(), Error>,
+    mut case: impl FnMut(&Nvshmem, &Module, &OnTeam, &mut Checks) -> Result<(), Error>,
 ) -> TestResult {
     let nv = pe.nvshmem();
     let module = pe.module(KERNELS)?;
     let splits = split(nv)?;
-    let mut failures = Vec::new();
+    let mut collected = Checks {
+        failures: Vec::new(),
+        seed: pe.seed(),
+    };
     for team in teams(nv, &splits) {
-        case(nv, &module, &team, &mut failures)?;
+        case(nv, &module, &team, &mut collected)?;
     }
     barrier(nv)?;
     let Splits { evens, row, col } = splits;
     drop((col, row, evens));
-    match failures.into_iter().next() {
+    match collected.failures.into_iter().next() {
         None => Ok(()),
         Some(f) => Err(f.into()),
     }
 }
 
-fn record(failures: &mut Vec<String>, what: String, result: TestResult) {
+fn record(collected: &mut Checks, what: String, result: TestResult) {
     if let Err(e) = result {
-        failures.push(format!("{what}: {e}"));
+        collected.failures.push(format!("{what}: {e}"));
     }
 }
 
 /// Element types with a deterministic per-(PE, index) input.
-trait Elem: Pod + PartialEq + Debug + KernelParam {
+trait Elem: Poison + KernelParam {
     fn val(pe: u32, i: usize) -> Self;
 }
 
 impl Elem for i32 {
     fn val(pe: u32, i: usize) -> Self {
-        // Small, of both signs, so products of 4 stay exact.
-        ((pe as i32 + 1) * 53 + i as i32 * 27) % 97 - 40
+        checks::collective_i32(pe, i)
     }
 }
 impl Elem for u64 {
@@ -191,7 +219,7 @@ fn input<T: Elem>(pe: u32, len: usize) -> Vec<T> {
 
 /// Launches `kernel` collectively on a team's members, waits for all PEs.
 /// Every PE calls it, right after allocating the kernel's buffers with
-/// `alloc_zeroed`/`alloc_from`: those return once every PE's copy is filled,
+/// `Checks::poisoned`/`alloc_from`: those return once every PE's copy is filled,
 /// so no peer's kernel can reach a buffer before it is ready.
 fn run<A: nvshmem_host::KernelArgs>(
     nv: &Nvshmem,
@@ -212,36 +240,38 @@ fn run<A: nvshmem_host::KernelArgs>(
 
 /// The allocate-run-check loop of a kernel case, once per element count
 /// `n` of [`SIZES`] (scope `k`): `src(n)` is this PE's input, `dst_len(n)`
-/// elements are zeroed for the output, the kernel runs on the team's
+/// elements are poisoned for the output, the kernel runs on the team's
 /// members with `args(team, dst, src, n, k)`, and members compare the
-/// first `want(n).len()` elements of the output with `want(n)`.
+/// first `want(n).len()` elements of the output with `want(n)`, and check
+/// that the rest still holds the poison.
 #[allow(clippy::too_many_arguments)]
 fn sized_case<T, A>(
     nv: &Nvshmem,
     m: &Module,
     t: &OnTeam,
-    f: &mut Vec<String>,
+    f: &mut Checks,
     (kernel, label): (&str, &str),
     (src, dst_len): (impl Fn(usize) -> Vec<T>, impl Fn(usize) -> usize),
     args: impl Fn(Team, SymPtr<T>, SymPtr<T>, u64, u32) -> A,
     want: impl Fn(usize) -> Vec<T>,
 ) -> Result<(), Error>
 where
-    T: Pod + PartialEq + Debug,
+    T: Poison,
     A: KernelArgs,
 {
     for (k, n) in SIZES.into_iter().enumerate() {
         let src = nv.alloc_from(&src(n))?;
-        let dst = nv.alloc_zeroed::<T>(dst_len(n))?;
+        let dst = f.poisoned::<T>(nv, dst_len(n))?;
         let a = args(t.handle(), dst.sym_ptr(), src.sym_ptr(), n as u64, k as u32);
         run(nv, m, kernel, t.device.is_some(), a)?;
         if t.device.is_some() {
             let want = want(n);
             let got = dst.to_vec(nv.stream())?;
+            let poison = f.poison();
             record(
                 f,
                 format!("{label} on {}, n={n}, {}", t.name, SCOPES[k]),
-                check_eq(label, &got[..want.len()], &want),
+                checks::destination(label, &got, &want, poison),
             );
         }
         barrier(nv)?;
@@ -264,7 +294,7 @@ fn broadcast_case<T: Elem>(
     nv: &Nvshmem,
     m: &Module,
     t: &OnTeam,
-    f: &mut Vec<String>,
+    f: &mut Checks,
     kernel: &str,
 ) -> Result<(), Error> {
     let me = nv.my_pe().index();
@@ -282,7 +312,7 @@ fn gather_case<T: Elem>(
     nv: &Nvshmem,
     m: &Module,
     t: &OnTeam,
-    f: &mut Vec<String>,
+    f: &mut Checks,
     kernel: &str,
     alltoall: bool,
 ) -> Result<(), Error> {
@@ -307,13 +337,7 @@ fn exchanged<T>(t: &OnTeam, r: usize, n: usize, val: impl Fn(u32, usize) -> T) -
 
 /// Element-wise `fold` over the members' inputs at `base..base + n`.
 fn reduced<T: Elem>(t: &OnTeam, base: usize, n: usize, fold: fn(T, T) -> T) -> Vec<T> {
-    (0..n)
-        .map(|i| {
-            let mut vals = t.members.iter().map(|&p| T::val(p, base + i));
-            let first = vals.next().unwrap();
-            vals.fold(first, fold)
-        })
-        .collect()
+    checks::reduced(&t.members, base, n, T::val, fold)
 }
 
 /// `reduce_OP_T` (scatter: false) or `reducescatter_OP_T` against `fold` over the members.
@@ -322,7 +346,7 @@ fn reduce_case<T: Elem>(
     nv: &Nvshmem,
     m: &Module,
     t: &OnTeam,
-    f: &mut Vec<String>,
+    f: &mut Checks,
     kernel: &str,
     scatter: bool,
     fold: fn(T, T) -> T,
@@ -339,7 +363,7 @@ fn team_queries(pe: &mut TestPe) -> TestResult {
     let n = pe.nvshmem().n_pes();
     on_teams(pe, |nv, m, t, f| {
         let me = nv.my_pe();
-        let out = nv.alloc_zeroed::<i32>(4)?;
+        let out = f.poisoned::<i32>(nv, 4)?;
         let Some(team) = t.device else {
             return barrier(nv);
         };
@@ -357,11 +381,7 @@ fn team_queries(pe: &mut TestPe) -> TestResult {
         record(
             f,
             format!("team_info on {} of {n}", t.name),
-            check_eq(
-                "team_info",
-                &out.to_vec(nv.stream())?,
-                &[r, size, t.members[0] as i32, r],
-            ),
+            checks::team_info(&out.to_vec(nv.stream())?, r, &t.members),
         );
         // The host's view: a handle with the same id answers the same.
         let ht = t.host.expect("members have the host team");
@@ -401,7 +421,7 @@ fn team_barriers(pe: &mut TestPe) -> TestResult {
         let size = t.members.len() as u64;
         for mode in 0..7u32 {
             let counter = nv.alloc_zeroed::<u64>(1)?;
-            let out = nv.alloc_zeroed::<u64>(3)?;
+            let out = f.poisoned::<u64>(nv, 3)?;
             run(
                 nv,
                 m,
@@ -523,7 +543,7 @@ fn host_reduce<T: Elem, O: ReduceOp<T>>(
     nv: &Nvshmem,
     t: &OnTeam,
     team: Option<&dyn AsTeam>,
-    f: &mut Vec<String>,
+    f: &mut Checks,
     op: O,
     fold: fn(T, T) -> T,
     scatter: bool,
@@ -533,7 +553,7 @@ fn host_reduce<T: Elem, O: ReduceOp<T>>(
     for n in SIZES {
         let src_len = if scatter { n * size } else { n };
         let src = nv.alloc_from(&input::<T>(me, src_len))?;
-        let dst = nv.alloc_zeroed::<T>(n)?;
+        let dst = f.poisoned::<T>(nv, n)?;
         if let Some(team) = team {
             if scatter {
                 nv.reducescatter_on_stream(nv.stream(), team, op, &dst, &src)?;
@@ -586,17 +606,17 @@ fn on_stream(pe: &mut TestPe) -> TestResult {
         let whole = nv.n_pes() as usize;
         for n in SIZES {
             let src = nv.alloc_from(&input::<i32>(me, n))?;
-            let dst = nv.alloc_zeroed::<i32>(n)?;
-            let all = nv.alloc_zeroed::<i32>(n * whole)?;
+            let dst = f.poisoned::<i32>(nv, n)?;
+            let all_buf = f.poisoned::<i32>(nv, n * whole)?;
             let a_src = nv.alloc_from(&input::<u8>(me, n * whole))?;
-            let a_dst = nv.alloc_zeroed::<u8>(n * whole)?;
+            let a_dst_buf = f.poisoned::<u8>(nv, n * whole)?;
             if let Some(team) = team {
                 let s = nv.stream();
                 let root = size as u32 - 1;
                 let (all, a_src, a_dst) = (
-                    all.view(..n * size)?,
+                    all_buf.view(..n * size)?,
                     a_src.view(..n * size)?,
-                    a_dst.view(..n * size)?,
+                    a_dst_buf.view(..n * size)?,
                 );
                 nv.broadcast_on_stream(s, team, &dst, &src, Pe::new(root))?;
                 nv.fcollect_on_stream(s, team, &all, &src)?;
@@ -615,16 +635,18 @@ fn on_stream(pe: &mut TestPe) -> TestResult {
                     ),
                 );
                 let want = exchanged(t, 0, n, i32::val);
+                let (got, poison) = (all_buf.to_vec(s)?, f.poison());
                 record(
                     f,
                     format!("fcollect_on_stream on {}, n={n}", t.name),
-                    check_eq("fcollect", &all.to_vec(s)?, &want),
+                    checks::destination("fcollect", &got, &want, poison),
                 );
                 let want = exchanged(t, r, n, u8::val);
+                let (got, poison) = (a_dst_buf.to_vec(s)?, f.poison());
                 record(
                     f,
                     format!("alltoall_on_stream on {}, n={n}", t.name),
-                    check_eq("alltoall", &a_dst.to_vec(s)?, &want),
+                    checks::destination("alltoall", &got, &want, poison),
                 );
             }
             barrier(nv)?;

@@ -4,18 +4,30 @@
 //! Without a GPU every run prints `SKIPPED` with the reason and nothing
 //! passes; `NVSHMEM_RS_REQUIRE_GPU=1` turns that into a failure. Runs of 4 PEs
 //! on one GPU need CUDA MPS (see docs/guide.md, host side).
+//!
+//! Every destination a kernel writes starts poisoned (`TestPe::poisoned`:
+//! NaN, or the test's own sentinel), so that an element a kernel skipped
+//! fails the check. The checks of some kernels are in `tests/checks`,
+//! shared with `tests/check_the_checks.rs` (CPU), which shows they fail on
+//! broken outputs.
 
 #[macro_use]
 mod common;
+mod checks;
+use checks::pattern;
 use common::ALL;
-use nvshmem_host::harness::{TestPe, TestResult, check_eq, ensure};
+use nvshmem_host::harness::{self, TestPe, TestResult, check_eq, ensure};
 use nvshmem_host::{Cmp, Error, Kernel, KernelArgs, Nvshmem, SignalOp, Team};
 
 const KERNELS: &str = "runtime-kernels";
 
-/// The value the kernels' `pattern` gives for PE `pe`, index `i`, round `round`.
-fn pattern(pe: u32, i: usize, round: u64) -> u64 {
-    (pe as u64 + 1) * 1_000_000 + i as u64 * 7 + round
+// Typed launches of `tests/kernels/runtime`; the tests that check the string
+// API's own refusals keep `Module::kernel` and `Kernel::launch`.
+nvshmem_host::include_kernels!(runtime_kernels);
+
+/// The runtime kernels, typed, from the folder the harness uses.
+fn kernels(pe: &TestPe) -> nvshmem_host::Result<runtime_kernels::Kernels> {
+    runtime_kernels::Kernels::new(&pe.module(KERNELS)?)
 }
 
 /// This PE's index and its ring neighbours (next, previous).
@@ -50,26 +62,27 @@ fn put_block(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (me, _, prev) = ring(nv);
     let n = 1000;
-    let value = |pe: u32, i: usize| pe as f32 * 1000.0 + i as f32;
-    let src = nv.alloc_from(&(0..n).map(|i| value(me, i)).collect::<Vec<_>>())?;
-    let dest = nv.alloc_zeroed::<f32>(n)?;
-    let k = pe.module(KERNELS)?.kernel("put_block_to_next")?;
-    let args = (dest.sym_ptr(), src.sym_ptr(), n as u64);
+    let mine: Vec<f32> = (0..n).map(|i| checks::put_block_value(me, i)).collect();
+    let src = nv.alloc_from(&mine)?;
+    let dest = pe.poisoned::<f32>(n)?;
+    let k = kernels(pe)?;
     // SAFETY: the kernel reads `n` floats of `src` and writes `n` of `dest`.
-    unsafe { launch_then_barrier(nv, &k, (1, 256), args)? };
-    let want: Vec<f32> = (0..n).map(|i| value(prev, i)).collect();
-    check_eq("put_block_to_next", &dest.to_vec(nv.stream())?, &want)
+    unsafe { runtime_kernels::put_block_to_next(&k, nv.stream(), 1, 256, &dest, &src, n as u64)? };
+    barrier(nv)?;
+    checks::put_block(prev, n, &dest.to_vec(nv.stream())?)
 }
 
 /// `put_pod`/`get_pod` at every alignment mix (same residue mod 16, 8, 4, or
 /// none), lengths from 1 byte to 4 KiB + 3, in thread, warp and block scope:
-/// the bytes land exactly, and the guard bytes around them stay untouched.
+/// the bytes land exactly, and the guard bytes around them stay untouched
+/// (they hold the test's poison, even, where every byte sent is odd).
 fn unaligned_bytes(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (me, next, prev) = ring(nv);
     let k = pe.module(KERNELS)?.kernel("copy_bytes")?;
     const SPAN: usize = 4096 + 64;
     let byte = |pe: u32, i: usize| (pe as usize * 89 + i * 7 + 1) as u8 | 1;
+    let poison = pe.poison::<u8>() & !1;
     let mine: Vec<u8> = (0..SPAN).map(|i| byte(me, i)).collect();
     // (dest offset, source offset, length)
     let cases: &[(usize, usize, usize)] = &[
@@ -87,8 +100,16 @@ fn unaligned_bytes(pe: &mut TestPe) -> TestResult {
         for scope in 0..3u32 {
             for &(doff, soff, len) in cases {
                 // A put writes the next PE's `sym`; a get reads it into `local`.
-                let sym = nv.alloc_from(&if get { mine.clone() } else { vec![0u8; SPAN] })?;
-                let local = nv.alloc_from(&if get { vec![0u8; SPAN] } else { mine.clone() })?;
+                let sym = nv.alloc_from(&if get {
+                    mine.clone()
+                } else {
+                    vec![poison; SPAN]
+                })?;
+                let local = nv.alloc_from(&if get {
+                    vec![poison; SPAN]
+                } else {
+                    mine.clone()
+                })?;
                 barrier(nv)?;
                 let args = (
                     sym.sym_ptr(),
@@ -112,7 +133,7 @@ fn unaligned_bytes(pe: &mut TestPe) -> TestResult {
                         if (doff..doff + len).contains(&i) {
                             byte(from, soff + i - doff)
                         } else {
-                            0
+                            poison
                         }
                     })
                     .collect();
@@ -134,17 +155,12 @@ fn get_nbi(pe: &mut TestPe) -> TestResult {
     let (blocks, chunk) = (5u32, 37usize);
     let n = blocks as usize * chunk;
     let src = nv.alloc_from(&(0..n).map(|i| pattern(me, i, 0)).collect::<Vec<_>>())?;
-    let dest = nv.alloc_zeroed::<u64>(n)?;
+    let dest = pe.poisoned::<u64>(n)?;
     barrier(nv)?; // every PE's `src` is written
-    let k = pe.module(KERNELS)?.kernel("get_nbi_from_prev")?;
+    let k = kernels(pe)?;
     // SAFETY: block b reads and writes elements [b*chunk, (b+1)*chunk).
     unsafe {
-        k.launch(
-            nv.stream(),
-            blocks,
-            32,
-            (dest.device_ptr(), src.sym_ptr(), chunk as u64),
-        )?
+        runtime_kernels::get_nbi_from_prev(&k, nv.stream(), blocks, 32, &dest, &src, chunk as u64)?
     };
     nv.synchronize(nv.stream())?;
     let want: Vec<u64> = (0..n).map(|i| pattern(prev, i, 0)).collect();
@@ -172,8 +188,8 @@ fn p_and_g_in(pe: &mut TestPe, module: nvshmem_host::Module) -> TestResult {
     let nv = pe.nvshmem();
     let (me, _, prev) = ring(nv);
     let n = 300usize;
-    let dest = nv.alloc_zeroed::<u64>(n)?;
-    let out = nv.alloc_zeroed::<u64>(n)?;
+    let dest = pe.poisoned::<u64>(n)?;
+    let out = pe.poisoned::<u64>(n)?;
     let blocks = (n as u32).div_ceil(128);
     // SAFETY: thread i < n writes element i of the next PE's `dest`.
     unsafe {
@@ -207,7 +223,7 @@ fn atomic_fetch_add(pe: &mut TestPe) -> TestResult {
     let per_pe = (blocks * threads) as usize;
     let total = per_pe as u64 * nv.n_pes() as u64;
     let counter = nv.alloc_zeroed::<u64>(1)?;
-    let fetched = nv.alloc_zeroed::<u64>(per_pe)?;
+    let fetched = pe.poisoned::<u64>(per_pe)?;
     let k = pe.module(KERNELS)?.kernel("count_on_pe0")?;
     let args = (counter.sym_ptr(), fetched.device_ptr());
     // SAFETY: one atomic on PE 0's counter and one local store per thread.
@@ -237,7 +253,7 @@ fn atomic_sequence(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (_, _, prev) = ring(nv);
     let slots = nv.alloc_zeroed::<u32>(nv.n_pes() as usize)?;
-    let out = nv.alloc_zeroed::<u32>(9)?;
+    let out = pe.poisoned::<u32>(9)?;
     let k = pe.module(KERNELS)?.kernel("atomic_sequence")?;
     // SAFETY: one thread works on its own slot of the next PE and on `out[0..9]`.
     unsafe { k.launch(nv.stream(), 1, 32, (slots.sym_ptr(), out.device_ptr()))? };
@@ -256,13 +272,17 @@ fn atomic_sequence(pe: &mut TestPe) -> TestResult {
     )
 }
 
+/// The kernel counts wrong elements itself; the host also reads what
+/// arrived in `recv` and the signal, each round (so a kernel that did
+/// nothing, or sent last round's data, fails).
 fn put_signal_ring(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
+    let (_, _, prev) = ring(nv);
     let n = 1000usize;
-    let send = nv.alloc_zeroed::<u64>(n)?;
-    let recv = nv.alloc_zeroed::<u64>(n)?;
+    let send = pe.poisoned::<u64>(n)?;
+    let recv = pe.poisoned::<u64>(n)?;
     let signal = nv.alloc_zeroed::<u64>(1)?;
-    let errors = nv.alloc_zeroed::<u32>(1)?;
+    let errors = pe.poisoned::<u32>(1)?;
     let k = pe.module(KERNELS)?.kernel("ring_put_signal")?;
     for round in 1..=3u64 {
         let args = (
@@ -277,11 +297,15 @@ fn put_signal_ring(pe: &mut TestPe) -> TestResult {
         // `recv` with its signal, and waits for its own.
         unsafe { k.launch(nv.stream(), 1, 256, args)? };
         barrier(nv)?;
-        check_eq(
-            &format!("ring_put_signal (round {round}: wrong elements received)"),
-            &errors.to_vec(nv.stream())?,
-            &[0],
-        )?;
+        let s = nv.stream();
+        let seen = (
+            &recv.to_vec(s)?[..],
+            signal.to_vec(s)?[0],
+            errors.to_vec(s)?[0],
+        );
+        checks::put_signal_ring(prev, (n, round), seen)?;
+        errors.fill(s, pe.poison())?;
+        barrier(nv)?; // every PE has read its `recv` before the next round
     }
     Ok(())
 }
@@ -289,9 +313,9 @@ fn put_signal_ring(pe: &mut TestPe) -> TestResult {
 fn wait_until_ring(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (_, _, prev) = ring(nv);
-    let value = nv.alloc_zeroed::<i32>(1)?;
+    let value = pe.poisoned::<i32>(1)?;
     let flag = nv.alloc_zeroed::<i64>(1)?;
-    let out = nv.alloc_zeroed::<i32>(2)?;
+    let out = pe.poisoned::<i32>(2)?;
     let k = pe.module(KERNELS)?.kernel("ring_wait_until")?;
     for round in 1..=3i64 {
         let args = (value.sym_ptr(), flag.sym_ptr(), round, out.device_ptr());
@@ -315,29 +339,20 @@ fn iput(pe: &mut TestPe) -> TestResult {
             .map(|i| me as i32 * 1000 + i)
             .collect::<Vec<_>>(),
     )?;
-    let dest = nv.alloc_zeroed::<i32>(2 * n)?;
+    let dest = pe.poisoned::<i32>(2 * n)?;
     let k = pe.module(KERNELS)?.kernel("iput_every_other")?;
     let args = (dest.sym_ptr(), src.sym_ptr(), n as u64);
     // SAFETY: writes dest[2i] on the next PE for i < n (2n elements allocated).
     unsafe { launch_then_barrier(nv, &k, (1, 32), args)? };
-    let want: Vec<i32> = (0..2 * n)
-        .map(|j| {
-            if j % 2 == 0 {
-                prev as i32 * 1000 + j as i32 / 2
-            } else {
-                0
-            }
-        })
-        .collect();
-    check_eq("iput_every_other", &dest.to_vec(nv.stream())?, &want)
+    checks::iput(prev, n, pe.poison(), &dest.to_vec(nv.stream())?)
 }
 
 fn peer_ptr(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (_, next, prev) = ring(nv);
     let n = 256usize;
-    let dest = nv.alloc_zeroed::<u32>(n)?;
-    let out = nv.alloc_zeroed::<u32>(1)?;
+    let dest = pe.poisoned::<u32>(n)?;
+    let out = pe.poisoned::<u32>(1)?;
     // Every PE that shares memory with this one is load/store reachable.
     let shared = nv.team_n_pes(Team::SHARED)? == nv.n_pes();
     let host_view = dest.peer_ptr(nvshmem_host::Pe::new(next))?;
@@ -375,7 +390,7 @@ fn collective_launch(pe: &mut TestPe) -> TestResult {
         || "the manifest marks `put_block_to_next` collective",
     )?;
     let counter = nv.alloc_zeroed::<u64>(1)?;
-    let out = nv.alloc_zeroed::<u64>(1)?;
+    let out = pe.poisoned::<u64>(1)?;
     let threads = 128u32;
     let args = (counter.sym_ptr(), out.device_ptr());
     // SAFETY (all three): one atomic per thread on PE 0's counter, a local store.
@@ -507,8 +522,8 @@ fn stream_ops(pe: &mut TestPe) -> TestResult {
     let (me, next, prev) = ring(nv);
     let n = 777usize;
     let src = nv.alloc_from(&(0..n).map(|i| pattern(me, i, 9)).collect::<Vec<_>>())?;
-    let dest = nv.alloc_zeroed::<u64>(n)?;
-    let fetched = nv.alloc_zeroed::<u64>(n)?;
+    let dest = pe.poisoned::<u64>(n)?;
+    let fetched = pe.poisoned::<u64>(n)?;
     let signal = nv.alloc_zeroed::<u64>(1)?;
     let to_next = nvshmem_host::Pe::new(next);
     nv.put_on_stream(s, &dest, &src, to_next)?;
@@ -520,7 +535,7 @@ fn stream_ops(pe: &mut TestPe) -> TestResult {
     let want_next: Vec<u64> = (0..n).map(|i| pattern(next, i, 9)).collect();
     check_eq("get_on_stream", &fetched.to_vec(s)?, &want_next)?;
     barrier(nv)?;
-    dest.fill(s, 0)?;
+    dest.fill(s, pe.poison())?;
     barrier(nv)?;
     nv.put_signal_on_stream(s, &dest, &src, &signal, 5, SignalOp::Set, to_next)?;
     let waited = nv.signal_wait_until_on_stream(s, &signal, Cmp::Eq, 5);
@@ -568,8 +583,8 @@ const RACE_SCOPES: [(u32, &str); 2] = [(1, "warp"), (2, "block")];
 fn staged_put(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (_, _, prev) = ring(nv);
-    let stage = nv.alloc_zeroed::<u64>(RACE_N)?;
-    let dest = nv.alloc_zeroed::<u64>(RACE_N)?;
+    let stage = pe.poisoned::<u64>(RACE_N)?;
+    let dest = pe.poisoned::<u64>(RACE_N)?;
     let k = pe.module(KERNELS)?.kernel("staged_put")?;
     for (scope, name) in RACE_SCOPES {
         for round in 1..=3u64 {
@@ -614,7 +629,7 @@ fn get_in_use(pe: &mut TestPe) -> TestResult {
                     .map(|i| pattern(me, i, round))
                     .collect::<Vec<_>>(),
             )?;
-            let seen = nv.alloc_zeroed::<u64>(RACE_N)?;
+            let seen = pe.poisoned::<u64>(RACE_N)?;
             let args = (
                 local.device_ptr(),
                 src.sym_ptr(),
@@ -647,27 +662,30 @@ fn get_in_use(pe: &mut TestPe) -> TestResult {
 }
 
 /// Which path the typed put/get of these kernels take (`nvshmem-device`'s
-/// `nvshmem-path` feature forces NVSHMEM's own). With
-/// `NVSHMEM_RS_EXPECT_RMA_PATH=direct` or `=nvshmem` (set by the GPU run
-/// script for each build of the kernels) it must be that one.
+/// `nvshmem-path` feature forces NVSHMEM's own): always checked, against
+/// `NVSHMEM_RS_EXPECT_RMA_PATH` (`direct` or `nvshmem`; `xtask gpu-run`
+/// sets it for each build of the kernels), or `direct`, the default
+/// build's, when it is not set.
 fn rma_path(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
-    let out = nv.alloc_zeroed::<u32>(1)?;
+    let out = pe.poisoned::<u32>(1)?;
     let k = pe.module(KERNELS)?.kernel("rma_path")?;
     // SAFETY: one thread writes `out[0]`.
     unsafe { k.launch(nv.stream(), 1, 1, (out.device_ptr(),))? };
     nv.synchronize(nv.stream())?;
-    let direct = out.to_vec(nv.stream())?[0] == 1;
-    let built = if direct { "direct" } else { "nvshmem" };
-    match std::env::var("NVSHMEM_RS_EXPECT_RMA_PATH") {
-        Ok(want) => ensure(want == built, || {
-            format!(
-                "NVSHMEM_RS_EXPECT_RMA_PATH={want}, but the kernels in {} take the {built} path",
-                pe.ptx_dir().display()
-            )
-        }),
-        Err(_) => Ok(()),
-    }
+    let (want, from) = match std::env::var("NVSHMEM_RS_EXPECT_RMA_PATH") {
+        Ok(want) => (want, "NVSHMEM_RS_EXPECT_RMA_PATH"),
+        Err(_) => (
+            "direct".into(),
+            "the default build (NVSHMEM_RS_EXPECT_RMA_PATH unset)",
+        ),
+    };
+    checks::rma_path(out.to_vec(nv.stream())?[0], &want).map_err(|e| {
+        harness::Failure(format!(
+            "{e} (expected by {from}; kernels in {})",
+            pe.ptx_dir().display()
+        ))
+    })
 }
 
 /// `mc_ptr` is `None` with NVLS off (as this project always runs:
@@ -680,7 +698,7 @@ fn address_queries(pe: &mut TestPe) -> TestResult {
         || "NVSHMEM_DISABLE_NVLS is not 1: this project never runs with NVLink multicast on",
     )?;
     let buf = nv.alloc_zeroed::<u32>(64)?;
-    let out = nv.alloc_zeroed::<u32>(2)?;
+    let out = pe.poisoned::<u32>(2)?;
     let k = pe.module(KERNELS)?.kernel("address_queries")?;
     // SAFETY: one thread writes `out[0..2]`; `buf` is only translated.
     unsafe { k.launch(nv.stream(), 1, 1, (buf.sym_ptr(), out.device_ptr()))? };
@@ -707,7 +725,7 @@ fn block_too_large(pe: &mut TestPe) -> TestResult {
     })?;
     let (x, steps, fits) = (0.5f32, 3usize, 128usize);
     let input = nv.alloc_from(&[x; 3])?;
-    let out = nv.alloc_zeroed::<f32>(1024 * SUMS)?;
+    let out = pe.poisoned::<f32>(1024 * SUMS)?;
     let args = (input.device_ptr(), out.device_ptr(), steps as u64);
     // SAFETY: each thread reads `input[..steps]` and writes its `SUMS`
     // floats of `out`, which holds 1024 threads' worth.
@@ -738,11 +756,14 @@ fn block_too_large(pe: &mut TestPe) -> TestResult {
     let sums: Vec<f32> = (0..SUMS)
         .map(|j| (0..steps).fold(0f32, |s, _| s * x + j as f32))
         .collect();
-    let want: Vec<f32> = (0..fits).flat_map(|_| sums.iter().copied()).collect();
+    // The threads that ran wrote their sums; the refused launch wrote nothing.
+    let mut want: Vec<f32> = (0..fits).flat_map(|_| sums.iter().copied()).collect();
+    want.resize(1024 * SUMS, pe.poison());
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     check_eq(
-        "many_registers",
-        &out.to_vec(nv.stream())?[..fits * SUMS],
-        &want,
+        "many_registers (bits)",
+        &bits(&out.to_vec(nv.stream())?),
+        &bits(&want),
     )
 }
 
@@ -773,7 +794,7 @@ fn allocation_mismatch(pe: &mut TestPe) -> TestResult {
     // The heaps still agree: a put lands in the next PE's buffer.
     let (s, (_, next, prev)) = (nv.stream(), ring(nv));
     let ok = nv.alloc_from(&[me as u64; 8])?;
-    let got = nv.alloc_zeroed::<u64>(8)?;
+    let got = pe.poisoned::<u64>(8)?;
     nv.put_on_stream(s, &got, &ok, nvshmem_host::Pe::new(next))?;
     barrier(nv)?;
     check_eq(
@@ -797,6 +818,35 @@ fn allocation_mismatch(pe: &mut TestPe) -> TestResult {
     expect_mismatch("after frees in different orders", nv.alloc::<u64>(64))
 }
 
+/// A `#[repr(C)]` struct by value, as the last parameter: the kernel crate's
+/// own `Affine` (its `#[derive(KernelParam)]`), through the typed bindings.
+fn struct_by_value(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let me = nv.my_pe().index();
+    let n = 1000;
+    let x0: Vec<f32> = (0..n).map(|i| i as f32 + me as f32).collect();
+    let x = nv.alloc_from(&x0)?;
+    let k = kernels(pe)?;
+    // Only the first `p.n` elements change: the struct arrived whole.
+    let p = runtime_kernels::Affine {
+        a: 2.0,
+        b: 0.5,
+        n: 900,
+    };
+    // SAFETY: the kernel touches the first `p.n` < n floats of `x`.
+    unsafe { runtime_kernels::affine(&k, nv.stream(), 4, 256, &x, p)? };
+    let want: Vec<f32> = (0..n)
+        .map(|i| {
+            if i < 900 {
+                (2.0 * x0[i] as f64 + 0.5) as f32
+            } else {
+                x0[i]
+            }
+        })
+        .collect();
+    check_eq("affine", &x.to_vec(nv.stream())?, &want)
+}
+
 // A fault leaves its PE unable to join a collective teardown: 1 PE.
 // NVSHMEM 3.8's proxy thread ends the process (exit status 255,
 // "proxy.cpp:1773 cuda failed with an illegal memory access") as soon as it
@@ -804,6 +854,7 @@ fn allocation_mismatch(pe: &mut TestPe) -> TestResult {
 // can be turned off, as for `kernel_fault` here.
 gpu_main! {
     ALL => put_block, get_nbi, unaligned_bytes, staged_put, get_in_use;
+    &[1] => struct_by_value;
     &[1] => rma_path;
     ALL, with &[("NVSHMEM_DISABLE_NVLS", "1")] => address_queries;
     ALL => p_and_g;

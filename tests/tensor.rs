@@ -5,16 +5,17 @@
 //! kernels come from `tc_gemm::ptx_dir()` (built for `sm_90a`).
 //!
 //! Without a GPU every test prints `SKIPPED`; `NVSHMEM_RS_REQUIRE_GPU=1`
-//! makes that a failure.
+//! makes that a failure. Every output starts poisoned (`TestPe::poisoned`),
+//! and shared memory that a zero-filling copy writes starts non-zero.
 
 #[macro_use]
 mod common;
-use bytemuck::Pod;
+mod checks;
 use common::ONE;
 use example_cli::KernelSet;
 use half::{bf16, f16};
 use nvshmem_device::mma::{FragA, FragB, M16N8K16};
-use nvshmem_host::harness::{Failure, TestPe, TestResult, check_eq, ensure};
+use nvshmem_host::harness::{Failure, Poison, TestPe, TestResult, check_eq, ensure};
 use nvshmem_host::tensor_map::{self, TmaSwizzle, swizzle128_offset};
 use nvshmem_host::{DevicePtr, Kernel, KernelArgs, LaunchConfig, Module, Nvshmem};
 use tc_gemm::{self as tensor, DeviceMaps, Gemm, wgmma};
@@ -50,14 +51,15 @@ unsafe fn run<A: KernelArgs>(
     sync(nv)
 }
 
-/// One warp of an `mma` kernel on A, B and C: D.
-fn run_mma<AB: Pod, CD: Pod>(
-    nv: &Nvshmem,
+/// One warp of an `mma` kernel on A, B and C: D (poisoned first).
+fn run_mma<AB: bytemuck::Pod, CD: Poison>(
+    pe: &TestPe,
     k: &Kernel,
     (a, b, c): (&[AB], &[AB], &[CD]),
 ) -> Result<Vec<CD>, Failure> {
+    let nv = pe.nvshmem();
     let (da, db) = (nv.alloc_from(a)?, nv.alloc_from(b)?);
-    let (dc, dd) = (nv.alloc_from(c)?, nv.alloc_zeroed::<CD>(c.len())?);
+    let (dc, dd) = (nv.alloc_from(c)?, pe.poisoned::<CD>(c.len())?);
     let args = (
         da.device_ptr(),
         db.device_ptr(),
@@ -71,7 +73,6 @@ fn run_mma<AB: Pod, CD: Pod>(
 
 /// Every `mma.sync` of the table on small integers: D = A·B + C exactly.
 fn mma_sync_shapes(pe: &mut TestPe) -> TestResult {
-    let nv = pe.nvshmem();
     let module = tensor_module(pe, "tensor-kernels")?;
     // (kernel, k, elements: 0 bf16, 1 f16, 2 tf32; accumulator f16?)
     for (name, k, elem, acc16) in [
@@ -107,12 +108,12 @@ fn mma_sync_shapes(pe: &mut TestPe) -> TestResult {
         };
         let kernel = module.kernel(name)?;
         let got: Vec<f32> = if elem == 2 {
-            run_mma(nv, &kernel, (&a, &b, &c))?
+            run_mma(pe, &kernel, (&a, &b, &c))?
         } else if acc16 {
-            let d = run_mma(nv, &kernel, (&bits16(&a), &bits16(&b), &bits16(&c)))?;
+            let d = run_mma(pe, &kernel, (&bits16(&a), &bits16(&b), &bits16(&c)))?;
             d.into_iter().map(|x| f16::from_bits(x).to_f32()).collect()
         } else {
-            run_mma(nv, &kernel, (&bits16(&a), &bits16(&b), &c))?
+            run_mma(pe, &kernel, (&bits16(&a), &bits16(&b), &c))?
         };
         check_eq(name, &got, &want)?;
     }
@@ -141,7 +142,7 @@ fn ldmatrix_forms(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let k = tensor_module(pe, "tensor-kernels")?.kernel("ldmatrix_forms")?;
     let src: Vec<u16> = (0..256).map(|i| i as u16 + 1).collect();
-    let (d_src, out) = (nv.alloc_from(&src)?, nv.alloc_zeroed::<u32>(6 * 32 * 4)?);
+    let (d_src, out) = (nv.alloc_from(&src)?, pe.poisoned::<u32>(6 * 32 * 4)?);
     let cfg = LaunchConfig::new(1, 32).shared_mem_bytes(512);
     let args = (d_src.device_ptr(), out.device_ptr());
     // SAFETY: 256 u16 in, 6·32·4 u32 out, 512 bytes of shared memory.
@@ -171,7 +172,7 @@ fn fragment_loads(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let k = tensor_module(pe, "tensor-kernels")?.kernel("frag_loads")?;
     let x: Vec<bf16> = (0..256).map(|i| bf16::from_f32(i as f32)).collect();
-    let (dx, out) = (nv.alloc_from(&x)?, nv.alloc_zeroed::<u32>(32 * 24)?);
+    let (dx, out) = (nv.alloc_from(&x)?, pe.poisoned::<u32>(32 * 24)?);
     let cfg = LaunchConfig::new(1, 32).shared_mem_bytes(1024);
     let args = (dx.device_ptr(), out.device_ptr());
     // SAFETY: 256 bf16 in, 32·24 u32 out, 1024 bytes of shared memory.
@@ -207,26 +208,17 @@ fn cp_async_copy(pe: &mut TestPe) -> TestResult {
     let k = tensor_module(pe, "tensor-kernels")?.kernel("cp_async_copy")?;
     let n = 4096usize;
     let src: Vec<u8> = (0..n).map(|i| (i * 31 % 251) as u8 + 1).collect();
-    let (d_src, dst) = (nv.alloc_from(&src)?, nv.alloc_zeroed::<u8>(n)?);
+    let (d_src, dst) = (nv.alloc_from(&src)?, pe.poisoned::<u8>(n)?);
     let cfg = LaunchConfig::new(1, 128).shared_mem_bytes(n as u32);
     let args = (d_src.device_ptr(), dst.device_ptr(), n as u32);
     // SAFETY: n bytes each way; n bytes of shared memory.
     unsafe { run(nv, &k, cfg, args)? };
-    let want: Vec<u8> = (0..n)
-        .map(|i| {
-            let c = i / 16;
-            if c % 6 >= 4 && i % 16 >= c % 17 {
-                0
-            } else {
-                src[i]
-            }
-        })
-        .collect();
-    check_eq("cp_async_copy", &dst.to_vec(nv.stream())?, &want)
+    checks::cp_async_copy(&src, &dst.to_vec(nv.stream())?)
 }
 
-/// TMA loads of boxes inside and across the edge (zero fill), unswizzled and
-/// 128-byte swizzled, and a TMA store.
+/// TMA loads of boxes inside and across the edge (zero fill, into shared
+/// memory that held non-zero bytes), unswizzled and 128-byte swizzled, and
+/// a TMA store into a poisoned matrix.
 fn tma_tiles(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let module = tensor_module(pe, "tensor-kernels")?;
@@ -254,7 +246,7 @@ fn tma_tiles(pe: &mut TestPe) -> TestResult {
         let dmap = nv.alloc_from(&[map])?;
         let box_bytes = (bx * by * 2) as usize;
         for (x, y) in [(0i32, 0i32), (64, 64), (160, 120), (-16, -4)] {
-            let out = nv.alloc_zeroed::<u8>(box_bytes)?;
+            let out = pe.poisoned::<u8>(box_bytes)?;
             let cfg = LaunchConfig::new(1, 128).shared_mem_bytes(box_bytes as u32 + 1024 + 16);
             let args = (dmap.device_ptr(), x, y, box_bytes as u32, out.device_ptr());
             // SAFETY: the map in device memory, box_bytes out.
@@ -284,8 +276,8 @@ fn tma_tiles(pe: &mut TestPe) -> TestResult {
             )?;
         }
     }
-    // A store of one 64 × 64 swizzled box into a zeroed matrix at (64, 32).
-    let dst = nv.alloc_zeroed::<bf16>(rows * cols)?;
+    // A store of one 64 × 64 swizzled box into a poisoned matrix at (64, 32).
+    let dst = pe.poisoned::<bf16>(rows * cols)?;
     let map = tensor_map::encode_2d(
         dst.device_ptr(),
         rows as u64,
@@ -313,17 +305,23 @@ fn tma_tiles(pe: &mut TestPe) -> TestResult {
     );
     // SAFETY: the map over dst, the tile in device memory.
     unsafe { run(nv, &store, cfg, args)? };
-    let want: Vec<bf16> = (0..rows * cols)
+    // As bits: the untouched elements hold the poison, NaN.
+    let want: Vec<u16> = (0..rows * cols)
         .map(|i| {
             let (r, c) = (i / cols, i % cols);
             if (32..96).contains(&r) && (64..128).contains(&c) {
-                val(r - 32, c - 64)
+                val(r - 32, c - 64).to_bits()
             } else {
-                bf16::from_bits(0)
+                pe.poison::<bf16>().to_bits()
             }
         })
         .collect();
-    check_eq("tma_store_box", &dst.to_vec(nv.stream())?, &want)
+    let got: Vec<u16> = dst
+        .to_vec(nv.stream())?
+        .iter()
+        .map(|x| x.to_bits())
+        .collect();
+    check_eq("tma_store_box (bits)", &got, &want)
 }
 
 /// One `64 × N × 64` wgmma product per shape, both shared-memory layouts.
@@ -344,7 +342,7 @@ fn wgmma_tiles(pe: &mut TestPe) -> TestResult {
             })
             .collect();
         for swizzle in [0u32, 1] {
-            let out = nv.alloc_zeroed::<f32>(64 * n)?;
+            let out = pe.poisoned::<f32>(64 * n)?;
             let cfg = LaunchConfig::new(1, 128).shared_mem_bytes(((64 + n) * 128 + 1024) as u32);
             let args = (da.device_ptr(), db.device_ptr(), out.device_ptr(), swizzle);
             // SAFETY: 64×64 and N×64 bf16 in, 64×N f32 out.
@@ -399,6 +397,14 @@ fn check_gemm(
     Ok(())
 }
 
+/// The arch the GEMM kernels were built for.
+fn gemm_arch(pe: &TestPe) -> Result<String, Failure> {
+    Ok(tensor_module(pe, "tc-gemm-kernels")?
+        .manifest()
+        .arch
+        .clone())
+}
+
 /// The standalone GEMMs (mma.sync, and wgmma + TMA) on a 384 × 512 × 320
 /// problem: 3 tile rows, so that their grouped order (bands of 2 rows) has
 /// a thinner last band.
@@ -409,9 +415,9 @@ fn gemm_kernels(pe: &mut TestPe) -> TestResult {
     let dims = (m, n, k);
     let (a, b) = (data(m * k, 1), data(n * k, 2));
     let (da, db) = (nv.alloc_from(&a)?, nv.alloc_from(&b)?);
-    // Runs `launch` into a zeroed C and checks C.
+    // Runs `launch` into a poisoned C (NaN: never within tolerance) and checks C.
     let check = |name: &str, launch: &dyn Fn(DevicePtr<bf16>) -> example_cli::Res<()>| {
-        let c = nv.alloc_zeroed::<bf16>(m * n)?;
+        let c = pe.poisoned::<bf16>(m * n)?;
         launch(c.device_ptr()).map_err(|e| e.to_string())?;
         sync(nv)?;
         check_gemm(name, &a, &b, &c.to_vec(nv.stream())?, dims)
@@ -422,7 +428,12 @@ fn gemm_kernels(pe: &mut TestPe) -> TestResult {
         gemm.mma(nv, ops(c), dims, 2)
     })?;
     if gemm.wgmma_kernel().is_none() {
-        return Ok(()); // not an sm_90 build
+        let arch = gemm_arch(pe)?;
+        pe.skip_part(
+            "gemm_bf16_wgmma",
+            format!("the GEMM kernels were built for {arch}, not sm_90a (wgmma and TMA need it)"),
+        );
+        return Ok(());
     }
     let maps = DeviceMaps::operands(
         nv,

@@ -6,10 +6,13 @@
 //! - [`measure`] runs on the GPU (every PE of an `nvshmem-run` job);
 //! - [`report`] turns the records into the table, the CSV and the plots, and
 //!   reads a CSV back (`nvshmem-bench render`), so the plots can be redrawn
-//!   without a GPU.
+//!   without a GPU;
+//! - [`doc`] makes the generated tables of `BENCHMARKS.md` from the committed
+//!   CSVs (`nvshmem-bench doc`).
 
 #![warn(missing_docs)]
 
+pub mod doc;
 pub mod gemm;
 pub mod measure;
 pub mod report;
@@ -44,8 +47,12 @@ pub struct Record {
     pub value: f64,
     /// The unit of `value`.
     pub unit: String,
-    /// Whether the result was checked correct before timing.
+    /// Whether the result was checked correct before timing (true too for
+    /// a row that checks nothing: see `checked`).
     pub pass: bool,
+    /// Whether anything was checked: `false` for rows that only measure
+    /// (written `UNCHECKED` in the CSV and the table, never `PASS`).
+    pub checked: bool,
 }
 
 /// The sizes `from, from * step, ...` up to `to` (`to` included).

@@ -4,12 +4,14 @@
 //! nvshmem-bench [run] [--check] [--quick] [--cpp NAME=CUBIN]... [--no-nccl]
 //!               [--reps N] [--warmup N] [--only CASE,...] [--csv PATH] [--plots DIR]
 //! nvshmem-bench render CSV [--plots DIR] [--pes LABEL]
+//! nvshmem-bench doc [DOC] [--results DIR] [--check]
 //! nvshmem-bench gemm [--sizes LIST] [--no-fused] [--no-cublas] [--group ROWS] [--reps N] [--warmup N]
 //!                    [--samples N] [--csv PATH] [--plots DIR]
 //! ```
 //! Run N PEs with `nvshmem-run -n N -- nvshmem-bench ...`; `bench/run.sh`
 //! builds the C++ cubins and runs everything. `render` redraws the table and
-//! the plots from a CSV, without a GPU. Without a GPU, `run` and `gemm` print
+//! the plots from a CSV, without a GPU; `doc` remakes the generated tables
+//! of `BENCHMARKS.md` from `bench/results/`. Without a GPU, `run` and `gemm` print
 //! `no GPU: ...` and exit 0.
 
 use clap::{Args, Parser, Subcommand};
@@ -43,6 +45,8 @@ enum Command {
     Run(RunArgs),
     /// Redraw the table and the plots from a CSV, without a GPU.
     Render(RenderArgs),
+    /// Remake the generated tables of BENCHMARKS.md from the committed CSVs.
+    Doc(DocArgs),
     /// bf16 tensor-core GEMMs vs cuBLAS, all-gather + GEMM, GEMM + reduce-scatter.
     Gemm(GemmArgs),
 }
@@ -107,6 +111,19 @@ struct RenderArgs {
 }
 
 #[derive(Args)]
+struct DocArgs {
+    /// The document (its `<!-- generated: NAME -->` blocks are rewritten).
+    #[arg(default_value = "BENCHMARKS.md")]
+    doc: PathBuf,
+    /// The committed results the tables come from.
+    #[arg(long, value_name = "DIR", default_value = "bench/results")]
+    results: PathBuf,
+    /// Change nothing; fail when the document differs from what the results give.
+    #[arg(long)]
+    check: bool,
+}
+
+#[derive(Args)]
 struct GemmArgs {
     /// Square problem sizes M = N = K, comma-separated, multiples of 256
     /// (default 1024,2048,4096,8192).
@@ -145,6 +162,7 @@ fn main() -> ExitCode {
         None => run(cli.run),
         Some(Command::Run(args)) => run(args),
         Some(Command::Render(args)) => render(args),
+        Some(Command::Doc(args)) => doc(args),
         Some(Command::Gemm(args)) => gemm(args),
     })
 }
@@ -207,11 +225,7 @@ fn run(args: RunArgs) -> Res<bool> {
 fn render(args: RenderArgs) -> Res<bool> {
     let RenderArgs { csv, plots, pes } = args;
     let (info, records) = report::from_csv(&std::fs::read_to_string(&csv)?)?;
-    for (k, v) in &info {
-        println!("- {k}: {v}");
-    }
-    println!("\n{}", report::table(&records));
-    println!("{}", report::targets(&records));
+    print!("{}", nvshmem_bench::doc::render(&info, &records));
     if let Some(dir) = plots {
         let label = pes.unwrap_or_else(|| {
             info.iter()
@@ -221,6 +235,28 @@ fn render(args: RenderArgs) -> Res<bool> {
         });
         let files = report::plots(&records, &dir, &label)?;
         println!("wrote {} plot(s) to {}", files.len(), dir.display());
+    }
+    Ok(true)
+}
+
+/// `nvshmem-bench doc`: see `nvshmem_bench::doc`.
+fn doc(args: DocArgs) -> Res<bool> {
+    let old =
+        std::fs::read_to_string(&args.doc).map_err(|e| format!("{}: {e}", args.doc.display()))?;
+    let new = nvshmem_bench::doc::update(&old, &args.results)?;
+    match nvshmem_bench::doc::first_difference(&new, &old) {
+        None => println!("{}: up to date", args.doc.display()),
+        Some((line, want, have)) if args.check => {
+            println!(
+                "{}: line {line} is `{have}`, the results give `{want}`",
+                args.doc.display()
+            );
+            return Ok(false);
+        }
+        Some(_) => {
+            std::fs::write(&args.doc, new)?;
+            println!("{}: tables rewritten", args.doc.display());
+        }
     }
     Ok(true)
 }
@@ -253,7 +289,15 @@ fn gemm(args: GemmArgs) -> Res<bool> {
     if lead {
         println!("{}", gemm::table(&result.records));
         if let Some(path) = csv {
-            let info = vec![("PEs".to_string(), nv.n_pes().to_string())];
+            let info = vec![
+                ("PEs".to_string(), nv.n_pes().to_string()),
+                ("NVSHMEM".to_string(), nv.version().to_string()),
+                ("GPU".to_string(), nv.context().name()?),
+                (
+                    "command".to_string(),
+                    std::env::args().collect::<Vec<_>>().join(" "),
+                ),
+            ];
             std::fs::write(&path, report::to_csv(&info, &result.records))?;
             println!("wrote {}", path.display());
         }

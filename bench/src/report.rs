@@ -28,10 +28,20 @@ pub fn to_csv(info: &[(String, String)], records: &[Record]) -> String {
             r.time_us,
             r.value,
             r.unit,
-            if r.pass { "PASS" } else { "FAIL" }
+            verdict(r)
         );
     }
     s
+}
+
+/// A record's verdict as the CSV and the table write it: `PASS`, `FAIL`, or
+/// `UNCHECKED` (a measurement with no check).
+pub fn verdict(r: &Record) -> &'static str {
+    match (r.checked, r.pass) {
+        (false, _) => "UNCHECKED",
+        (true, true) => "PASS",
+        (true, false) => "FAIL",
+    }
 }
 
 /// `key: value` lines of a run.
@@ -57,6 +67,13 @@ pub fn from_csv(text: &str) -> Result<(Info, Vec<Record>), String> {
             return Err(format!("line {}: {} fields, not 8", n + 1, f.len()));
         }
         let num = |s: &str| s.parse::<f64>().map_err(|e| format!("line {}: {e}", n + 1));
+        if !matches!(f[7], "PASS" | "FAIL" | "UNCHECKED") {
+            return Err(format!(
+                "line {}: `{}` is not PASS, FAIL or UNCHECKED",
+                n + 1,
+                f[7]
+            ));
+        }
         records.push(Record {
             case: f[0].into(),
             variant: f[1].into(),
@@ -65,7 +82,8 @@ pub fn from_csv(text: &str) -> Result<(Info, Vec<Record>), String> {
             time_us: num(f[4])?,
             value: num(f[5])?,
             unit: f[6].into(),
-            pass: f[7] == "PASS",
+            pass: f[7] != "FAIL",
+            checked: f[7] != "UNCHECKED",
         });
     }
     Ok((info, records))
@@ -130,9 +148,19 @@ pub fn ratio(row: &Row, cpp: &str) -> Option<f64> {
 fn fmt_value(r: Option<&Record>) -> String {
     match r {
         Some(r) if !r.pass => "FAIL".into(),
-        Some(r) if r.time_us <= 0.0 => "PASS".into(),
-        Some(r) if r.unit == "us" => format!("{:.3} us", r.value),
-        Some(r) => format!("{:.1} {}", r.value, r.unit),
+        Some(r) if r.time_us <= 0.0 => verdict(r).into(),
+        Some(r) => {
+            let v = if r.unit == "us" {
+                format!("{:.3} us", r.value)
+            } else {
+                format!("{:.1} {}", r.value, r.unit)
+            };
+            if r.checked {
+                v
+            } else {
+                format!("{v} (unchecked)")
+            }
+        }
         None => "-".into(),
     }
 }
@@ -477,6 +505,7 @@ mod tests {
             value: v,
             unit: unit.into(),
             pass: true,
+            checked: true,
         }
     }
 

@@ -154,6 +154,11 @@ pub struct BuildOutput {
     pub manifest_path: PathBuf,
     /// The C header for CUDA C++ hosts.
     pub header: PathBuf,
+    /// The typed Rust bindings (`<crate>.rs`): a launch function per kernel
+    /// with the kernel's parameter types. [`Builder::build_from_build_script`]
+    /// also copies them to `$OUT_DIR/nvshmem-kernels/<crate, - as _>.rs`, where
+    /// `nvshmem_host::include_kernels!` finds them.
+    pub bindings: PathBuf,
     /// The manifest's contents.
     pub manifest: Manifest,
     /// The NVSHMEM installation linked against.
@@ -392,7 +397,13 @@ impl Builder {
     /// `cargo:rerun-if-changed` for every source and tool, reports downloads,
     /// installs and the kernel crate's warnings as `cargo:warning`, and on
     /// error prints the message and exits with status 1 (no panic backtrace).
-    pub fn build_from_build_script(mut self) -> BuildOutput {
+    pub fn build_from_build_script(self) -> BuildOutput {
+        self.build_in_build_script(true)
+    }
+
+    /// [`Builder::build_from_build_script`]; `publish`: copy the bindings
+    /// to `$OUT_DIR` too.
+    pub(crate) fn build_in_build_script(mut self, publish: bool) -> BuildOutput {
         self.progress = Progress::BuildScript;
         for (name, _) in ENV_VARS {
             println!("cargo:rerun-if-env-changed={name}");
@@ -403,7 +414,7 @@ impl Builder {
         ] {
             println!("cargo:rerun-if-changed={}", p.display());
         }
-        match self.build() {
+        match self.build_and_publish(publish) {
             Ok(out) => {
                 for s in &out.sources {
                     println!("cargo:rerun-if-changed={}", s.display());

@@ -52,7 +52,10 @@
 //!    parameters, which need a collective launch) and a C header that
 //!    compiles as C99 and C++11.
 //!
-//! Outputs land in `<out_dir>/nvshmem-<version>/<arch>/<crate>.{ptx,cubin,json,h}`.
+//! 8. typed Rust bindings (`<crate>.rs`): one launch function per kernel, with
+//!    the kernel's parameter types, for `nvshmem_host::include_kernels!`.
+//!
+//! Outputs land in `<out_dir>/nvshmem-<version>/<arch>/<crate>.{ptx,cubin,json,h,rs}`.
 #![warn(missing_docs)]
 
 mod builder;

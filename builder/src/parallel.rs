@@ -20,8 +20,22 @@ use crate::{BuildOutput, Builder};
 /// let dir = outs[0].ptx.parent().unwrap();
 /// println!("cargo:rustc-env=KERNELS_DIR={}", dir.display());
 /// ```
+///
+/// Each crate's typed bindings go to `$OUT_DIR/nvshmem-kernels/` from its
+/// first build in `builders` (a later build of the same crate, against
+/// another NVSHMEM version say, does not replace them).
 pub fn build_all_from_build_script(builders: Vec<Builder>) -> Vec<BuildOutput> {
-    run_in_parallel(&builders, |b| b.clone().build_from_build_script())
+    let outputs = run_in_parallel(&builders, |b| b.clone().build_in_build_script(false));
+    let mut published = std::collections::BTreeSet::new();
+    for out in &outputs {
+        if published.insert(out.manifest.crate_name.clone())
+            && let Err(e) = crate::pipeline::publish_bindings(out)
+        {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    }
+    outputs
 }
 
 /// Runs `f` over `jobs` on as many threads as there are cores, keeping the

@@ -14,6 +14,7 @@
 //! outputs are reused ([`reuse`](self::reuse)).
 
 mod assemble;
+mod bindings;
 mod cargo;
 pub(crate) mod header;
 pub mod ir;
@@ -103,6 +104,38 @@ impl Builder {
     pub fn build(&self) -> Result<BuildOutput> {
         self.resolve()?.build()
     }
+}
+
+impl Builder {
+    /// [`build`](Builder::build), and with `publish`, its bindings copied
+    /// to `$OUT_DIR` for `nvshmem_host::include_kernels!` ([`publish_bindings`]).
+    pub(crate) fn build_and_publish(&self, publish: bool) -> Result<BuildOutput> {
+        let out = self.build()?;
+        if publish {
+            publish_bindings(&out)?;
+        }
+        Ok(out)
+    }
+}
+
+/// The folder under `$OUT_DIR` where `nvshmem_host::include_kernels!` finds
+/// each kernel crate's bindings.
+pub(crate) const BINDINGS_DIR: &str = "nvshmem-kernels";
+
+/// Copies a build's bindings to `$OUT_DIR/nvshmem-kernels/<crate>.rs` (the
+/// crate name with `-` as `_`), for `nvshmem_host::include_kernels!`. The
+/// first build of a crate in a build script's run wins (a build of the same
+/// crate against another NVSHMEM version, say, does not replace them): see
+/// [`build_all_from_build_script`](crate::build_all_from_build_script).
+pub(crate) fn publish_bindings(out: &BuildOutput) -> Result<()> {
+    let Some(out_dir) = std::env::var_os("OUT_DIR") else {
+        return Ok(());
+    };
+    let dir = PathBuf::from(out_dir).join(BINDINGS_DIR);
+    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    let name = out.manifest.crate_name.replace('-', "_");
+    let bytes = std::fs::read(&out.bindings).map_err(io_err(&out.bindings))?;
+    write_if_changed(&dir.join(format!("{name}.rs")), &bytes)
 }
 
 impl Resolved {
@@ -377,7 +410,9 @@ impl Resolved {
         if let Some(out) = reused {
             laps.lap("reused (inputs unchanged)");
             self.announce_ptx_only();
+            let bindings = write_bindings(&c, &out.manifest, &out_dir)?;
             return Ok(BuildOutput {
+                bindings,
                 sources: watched,
                 timings: laps.0,
                 ..out
@@ -447,6 +482,7 @@ impl Resolved {
         write_if_changed(&manifest_path, json.as_bytes())?;
         let header_path = out_dir.join(format!("{}.h", c.p.meta.name));
         write_if_changed(&header_path, header::render(&manifest, &structs).as_bytes())?;
+        let bindings = write_bindings(&c, &manifest, &out_dir)?;
         laps.lap("manifest");
         reuse::record(&key_path, &key, &out_dir, &manifest)?;
         reuse::stash(&c.work, &key, &out_dir, &manifest)?;
@@ -456,6 +492,7 @@ impl Resolved {
             cubin,
             manifest_path,
             header: header_path,
+            bindings,
             manifest,
             nvshmem: c.p.nv.clone(),
             sources: watched,
@@ -474,6 +511,9 @@ impl Resolved {
     }
 
     /// Step 8: the manifest and the C types of the header.
+    ///
+    /// (The typed Rust bindings are written by [`write_bindings`], for
+    /// reused outputs too: they name the output folder.)
     fn describe(
         &self,
         c: &Compiled,
@@ -632,4 +672,20 @@ fn default_target_dir(crate_dir: &Path) -> PathBuf {
         return t.join("nvshmem-kernels");
     }
     crate_dir.join("target")
+}
+
+/// Writes the typed Rust bindings (`<crate>.rs`, see [`bindings`]) beside
+/// the manifest and returns their path.
+fn write_bindings(c: &Compiled, manifest: &Manifest, out_dir: &Path) -> Result<PathBuf> {
+    let sources = signature::read(&c.p.meta.src_dir());
+    let dir = std::path::absolute(out_dir).map_err(io_err(out_dir))?;
+    let text = bindings::render(
+        manifest,
+        &sources,
+        &c.p.meta.lib_name,
+        &dir.display().to_string(),
+    );
+    let path = out_dir.join(format!("{}.rs", c.p.meta.name));
+    write_if_changed(&path, text.as_bytes())?;
+    Ok(path)
 }

@@ -307,6 +307,49 @@ pub use sync::{flush, flush_block, flush_warp, signal_counted_reset};
 /// ```
 pub use nvshmem_device_macros::kernel;
 
+/// What a launch may pass to a kernel by value; see
+/// [`nvshmem_types::KernelParam`].
+///
+/// `#[derive(KernelParam)]` implements it for a `#[repr(C)]` struct of
+/// this kernel crate that a kernel takes by value, after checking that it is
+/// `#[repr(C)]` (not `packed`), not generic, and that every field is a
+/// `KernelParam` itself. The host program then passes the kernel crate's own
+/// struct (it depends on the kernel crate, which builds on the host too); its
+/// typed bindings (`nvshmem_host::include_kernels!`) take it by value.
+///
+/// ```
+/// use nvshmem_device::{KernelParam, SymPtr};
+///
+/// /// `y = a * x + b`.
+/// #[derive(Clone, Copy, KernelParam)]
+/// #[repr(C)]
+/// pub struct Affine {
+///     pub a: f32,
+///     pub b: f32,
+///     pub out: SymPtr<f32>,
+/// }
+///
+/// #[nvshmem_device::kernel]
+/// pub unsafe fn affine(x: *const f32, n: u32, p: Affine) {
+///     # let _ = (x, n, p);
+/// }
+/// ```
+///
+/// A host pointer in a field, or Rust's own layout, is refused:
+///
+/// ```compile_fail
+/// #[derive(Clone, Copy, nvshmem_device::KernelParam)]
+/// #[repr(C)]
+/// pub struct Raw { pub data: *mut f32 } // `*mut f32` cannot be passed to a kernel
+/// ```
+///
+/// ```compile_fail
+/// #[derive(Clone, Copy, nvshmem_device::KernelParam)]
+/// pub struct NotC { pub a: f32 } // needs `#[repr(C)]`
+/// ```
+pub use nvshmem_device_macros::KernelParam;
+pub use nvshmem_types::KernelParam;
+
 /// The GPU form of a [`kernel`]: what `#[kernel]` expands to on `nvptx64`.
 /// Not API.
 #[doc(hidden)]

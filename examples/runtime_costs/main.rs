@@ -18,6 +18,9 @@ use nvshmem_host::ModuleImage;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+// Typed launches of `tests/kernels/runtime` (a dev-dependency, built by build.rs).
+nvshmem_host::include_kernels!(runtime_kernels);
+
 /// What the host runtime costs: NVSHMEM init, loading a module (PTX through
 /// the driver's JIT vs cubin), plain and collective launches. Prints figures,
 /// asserts nothing.
@@ -28,9 +31,7 @@ use std::time::{Duration, Instant};
 #[command(name = "runtime_costs", after_help = example_cli::after_help("runtime_costs"))]
 struct Args {}
 
-const MODULE: &str = "runtime-kernels";
-/// A plain kernel that, with `n = 0`, does nothing but `quiet`.
-const KERNEL: &str = "p_to_next";
+const MODULE: &str = runtime_kernels::CRATE;
 const LOADS: usize = 5;
 const LAUNCHES: usize = 2000;
 const ROUND_TRIPS: usize = 200;
@@ -57,6 +58,7 @@ fn run(nv: &nvshmem_host::Nvshmem, init: Duration) -> Res<()> {
     let tag = format!("PE {me}/{n}");
     println!("{tag}: init {:.1} ms", init.as_secs_f64() * 1e3);
 
+    // `p_to_next` is a plain kernel that, with `n = 0`, does nothing but `quiet`.
     let manifest = nvshmem_gpu_tests::ptx_dir().join(format!("{MODULE}.json"));
     let ptx_bytes = std::fs::metadata(nvshmem_gpu_tests::ptx_dir().join(format!("{MODULE}.ptx")))
         .map(|m| m.len())
@@ -81,18 +83,20 @@ fn run(nv: &nvshmem_host::Nvshmem, init: Duration) -> Res<()> {
     }
 
     let module = nv.load_module_with(&manifest, ModuleImage::Cubin)?;
-    let k = module.kernel(KERNEL)?;
+    let k = runtime_kernels::Kernels::new(&module)?;
     let dest = nv.alloc_zeroed::<u64>(1)?;
     let s = nv.stream();
-    let args = (dest.sym_ptr(), 0u64);
     for collective in [false, true] {
         let launch = || {
             // SAFETY: with n = 0 the kernel touches no memory.
             unsafe {
                 if collective {
-                    k.launch_collective(s, 1, 32, args)
+                    // A plain kernel launched cooperatively, to time the
+                    // occupancy check (the string API: its bindings launch it plainly).
+                    k.p_to_next
+                        .launch_collective(s, 1, 32, (dest.sym_ptr(), 0u64))
                 } else {
-                    k.launch(s, 1, 32, args)
+                    runtime_kernels::p_to_next(&k, s, 1, 32, &dest, 0)
                 }
             }
         };

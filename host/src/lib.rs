@@ -27,6 +27,12 @@
 //! }
 //! ```
 //!
+//! A program whose build script built the kernels launches them through
+//! their typed [`bindings`] instead, one function per kernel with the
+//! kernel's parameter types, so that a wrong argument does not compile:
+//! `nvshmem_host::include_kernels!(kernels);` then
+//! `kernels::scale(&k, stream, blocks, 256, &buf, n as u32)?`.
+//!
 //! # Layers
 //! As in cudarc: [`sys`] (bindgen's raw FFI: one function table, loaded at
 //! run time, and what differs per NVSHMEM version) → [`library`] (finding
@@ -60,22 +66,25 @@ mod job;
 mod runtime;
 
 pub use job::{bootstrap, harness, launcher};
-pub use runtime::{exchange, launch, library, memory, tensor_map};
+pub use runtime::{bindings, exchange, launch, library, memory, tensor_map};
 
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaStream};
 pub use error::{Error, Result, take_drop_error};
+/// The `half` crate: [`half::f16`] and [`half::bf16`] kernel arguments.
+pub use half;
 pub use job::bootstrap::Bootstrap;
 pub use job::init::InitOptions;
+pub use job::uniqueid::UniqueId;
+pub use nvshmem_types::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
+pub use nvshmem_types::{
+    And, Cmp, Max, Min, Or, Pe, Prod, ReduceOp, SignalOp, Sum, SymPtr, Team, Version, Xor,
+};
+pub use runtime::bindings::{AsDevicePtr, AsSymPtr};
 pub use runtime::driver::device_count as gpu_count;
 pub use runtime::kernel::Kernel;
 pub use runtime::launch::{Dim3, KernelArgs, KernelParam, LaunchConfig};
 pub use runtime::memory::{AsSymView, DevicePtr, SymBuffer, SymView};
 pub use runtime::module::{Module, ModuleImage};
 pub use runtime::nvshmem::Nvshmem;
-pub use nvshmem_types::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
-pub use nvshmem_types::{
-    And, Cmp, Max, Min, Or, Pe, Prod, ReduceOp, SignalOp, Sum, SymPtr, Team, Version, Xor,
-};
-pub use job::uniqueid::UniqueId;
 pub use runtime::team::{AsTeam, SplitTeam};

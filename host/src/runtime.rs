@@ -1,6 +1,7 @@
 //! The runtime: the driver, NVSHMEM's library, symmetric memory, modules and
 //! their kernels, host-issued operations, teams and collectives.
 
+pub mod bindings;
 pub(crate) mod collectives;
 pub(crate) mod driver;
 pub mod exchange;

@@ -6,6 +6,10 @@ use nvshmem_host::launcher::{self, LaunchPlan, Outcome};
 use nvshmem_host::{Nvshmem, gpu_count};
 use std::process::ExitCode;
 
+// `my_kernels::scale_to_next(..)` and `my_kernels::Kernels`, typed from the
+// kernels' signatures by the build (build.rs).
+nvshmem_host::include_kernels!(my_kernels);
+
 /// Set in the PEs this program starts.
 const PE_MODE: &str = "MY_NVSHMEM_APP_PE";
 const N: usize = 1 << 16;
@@ -62,19 +66,23 @@ fn run_pe() -> Result<(), Box<dyn std::error::Error>> {
     let dest = nv.alloc_zeroed::<f32>(N)?;
     let staging = nv.alloc_zeroed::<f32>(N)?;
     let signal = nv.alloc_zeroed::<u64>(1)?;
-    let module = nv.load_module_in(env!("KERNELS_DIR"), "my-kernels")?;
-    let kernel = module.kernel("scale_to_next")?;
-    let args = (
-        dest.sym_ptr(),
-        staging.sym_ptr(),
-        src.device_ptr(),
-        N as u64,
-        FACTOR,
-        signal.sym_ptr(),
-    );
+    let kernels = my_kernels::Kernels::load(&nv)?;
     // SAFETY: the buffers have N floats (signal: one u64, zeroed), as the
     // kernel's contract asks; one block on every PE.
-    unsafe { kernel.launch(nv.stream(), 1, 256, args)? };
+    unsafe {
+        my_kernels::scale_to_next(
+            &kernels,
+            nv.stream(),
+            1,
+            256,
+            &dest,
+            &staging,
+            &src,
+            N as u64,
+            FACTOR,
+            &signal,
+        )?
+    };
     nv.barrier_all_on_stream(nv.stream())?;
     let got = dest.to_vec(nv.stream())?;
     let wrong = (0..N).find(|&i| got[i] != ((prev * 1000) as f32 + i as f32) * FACTOR);

@@ -4,6 +4,8 @@
 
 use nvshmem_host::harness::{self, GpuTest, TestPe, TestResult, check_eq};
 
+nvshmem_host::include_kernels!(my_kernels);
+
 fn scale_to_next(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (me, n_pes) = (nv.my_pe(), nv.n_pes());
@@ -13,10 +15,11 @@ fn scale_to_next(pe: &mut TestPe) -> TestResult {
     let dest = nv.alloc_zeroed::<f32>(n)?;
     let staging = nv.alloc_zeroed::<f32>(n)?;
     let signal = nv.alloc_zeroed::<u64>(1)?;
-    let k = pe.module("my-kernels")?.kernel("scale_to_next")?;
-    let args = (dest.sym_ptr(), staging.sym_ptr(), src.device_ptr(), n as u64, 2.0f32, signal.sym_ptr());
+    let k = my_kernels::Kernels::load_in(nv, pe.ptx_dir())?;
     // SAFETY: n floats per buffer and one zeroed u64 signal, one block per PE.
-    unsafe { k.launch(nv.stream(), 1, 128, args)? };
+    unsafe {
+        my_kernels::scale_to_next(&k, nv.stream(), 1, 128, &dest, &staging, &src, n as u64, 2.0, &signal)?
+    };
     nv.barrier_all_on_stream(nv.stream())?;
     let prev = me.ring_prev(n_pes).index();
     let want: Vec<f32> = (0..n).map(|i| (prev + 1) as f32 * i as f32 * 2.0).collect();
@@ -25,7 +28,7 @@ fn scale_to_next(pe: &mut TestPe) -> TestResult {
 
 fn main() {
     harness::main(
-        env!("KERNELS_DIR"),
+        my_kernels::DIR,
         &[GpuTest::new("scale_to_next", scale_to_next).pes(&[1, 2])],
     );
 }

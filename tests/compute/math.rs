@@ -14,7 +14,27 @@
 use super::launch;
 use half::{bf16, f16};
 use nvshmem_host::LaunchConfig;
-use nvshmem_host::harness::{Failure, TestPe, TestResult, check_eq};
+use nvshmem_host::harness::{self, Failure, TestPe, TestResult, check_eq};
+
+/// What the float outputs hold before a kernel runs: NaNs with a payload no
+/// operation here produces (the GPU's own NaNs are canonical), so that an
+/// element left unwritten is told apart from a NaN result, which some
+/// references expect.
+const UNWRITTEN_F32: u32 = 0x7fa5_a5a5;
+const UNWRITTEN_F64: u64 = 0x7ff4_a5a5_a5a5_a5a5;
+
+/// Fails on the first element of `got` that still holds `marker`'s bytes.
+fn all_written<T: bytemuck::Pod>(name: &str, got: &[T], marker: T) -> TestResult {
+    let unwritten = |v: &T| bytemuck::bytes_of(v) == bytemuck::bytes_of(&marker);
+    match got.iter().position(unwritten) {
+        None => Ok(()),
+        Some(i) => Err(Failure(format!(
+            "kernel `{name}`: element {i} was not written ({} of {} elements hold the poison)",
+            got.iter().filter(|v| unwritten(v)).count(),
+            got.len()
+        ))),
+    }
+}
 
 /// How a function's results are checked.
 #[derive(Clone, Copy)]
@@ -226,17 +246,17 @@ fn tol(case: &Case) -> (u64, u64) {
     }
 }
 
-/// Runs `name` with `cfg` on inputs `x`, `y`, `z` and an output as long,
-/// and `n`; returns the output.
+/// Runs `name` with `cfg` on inputs `x`, `y`, `z` and an output as long
+/// (holding `marker` first), and `n`; returns the output, every element written.
 fn run_xyz<T: bytemuck::Pod>(
     pe: &TestPe,
     (name, cfg): (&str, LaunchConfig),
     [x, y, z]: [Vec<T>; 3],
-    n: usize,
+    (n, marker): (usize, T),
 ) -> Result<Vec<T>, Failure> {
     let nv = pe.nvshmem();
     let (x, y, z) = (nv.alloc_from(&x)?, nv.alloc_from(&y)?, nv.alloc_from(&z)?);
-    let out = nv.alloc_zeroed::<T>(x.len())?;
+    let out = harness::poisoned(nv, x.len(), marker)?;
     let ptrs = (
         x.device_ptr(),
         y.device_ptr(),
@@ -244,7 +264,9 @@ fn run_xyz<T: bytemuck::Pod>(
         out.device_ptr(),
     );
     launch(pe, name, cfg, (ptrs.0, ptrs.1, ptrs.2, ptrs.3, n as u32))?;
-    Ok(out.to_vec(nv.stream())?)
+    let got = out.to_vec(nv.stream())?;
+    all_written(name, &got, marker)?;
+    Ok(got)
 }
 
 fn run_table(pe: &mut TestPe, is_f32: bool) -> TestResult {
@@ -271,10 +293,12 @@ fn run_table(pe: &mut TestPe, is_f32: bool) -> TestResult {
     let cfg = LaunchConfig::for_elements(n as u32, 64);
     let results: Vec<f64> = if is_f32 {
         let narrow = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
-        let out = run_xyz(pe, (name, cfg), [narrow(&xs), narrow(&ys), narrow(&zs)], n)?;
+        let inputs = [narrow(&xs), narrow(&ys), narrow(&zs)];
+        let out = run_xyz(pe, (name, cfg), inputs, (n, f32::from_bits(UNWRITTEN_F32)))?;
         out.into_iter().map(f64::from).collect()
     } else {
-        run_xyz(pe, (name, cfg), [xs.clone(), ys.clone(), zs.clone()], n)?
+        let inputs = [xs.clone(), ys.clone(), zs.clone()];
+        run_xyz(pe, (name, cfg), inputs, (n, f64::from_bits(UNWRITTEN_F64)))?
     };
     let mut failures = Vec::new();
     for (k, case) in cases.iter().enumerate() {
@@ -370,7 +394,8 @@ pub fn math_approx(pe: &mut TestPe) -> TestResult {
         .map(|at| if at % 2 == 0 { 0.5 } else { -3.5 } + (at % 7) as f32)
         .collect();
     let (x, y) = (nv.alloc_from(&xs)?, nv.alloc_from(&ys)?);
-    let out = nv.alloc_zeroed::<f32>(xs.len())?;
+    let marker = f32::from_bits(UNWRITTEN_F32);
+    let out = harness::poisoned(nv, xs.len(), marker)?;
     let cfg = LaunchConfig::for_elements(n as u32, 128);
     launch(
         pe,
@@ -379,6 +404,7 @@ pub fn math_approx(pe: &mut TestPe) -> TestResult {
         (x.device_ptr(), y.device_ptr(), out.device_ptr(), n as u32),
     )?;
     let got = out.to_vec(nv.stream())?;
+    all_written("math_approx", &got, marker)?;
     for (k, (name, _, reference, rel, abs)) in cases.iter().enumerate() {
         let mut worst = 0f64;
         for i in 0..n {
@@ -387,7 +413,9 @@ pub fn math_approx(pe: &mut TestPe) -> TestResult {
             let err = (got[at] as f64 - want).abs();
             let bound = rel * want.abs() + abs + f32::EPSILON as f64 * want.abs() / 2.0;
             worst = worst.max(err / want.abs().max(1e-30));
-            if err > bound {
+            // NaN compares false: a NaN result passes only where NaN is expected.
+            let nan_expected = want.is_nan() && got[at].is_nan();
+            if !(err <= bound || nan_expected) {
                 return Err(Failure(format!(
                     "math_approx {name}({}): got {}, expected {want} (error {err:e}, bound {bound:e})",
                     xs[at], got[at]
@@ -428,7 +456,7 @@ pub fn half_conversions(pe: &mut TestPe) -> TestResult {
     xs.extend((0..200).map(|i| ((i as f32) * 0.7).sin() * 10f32.powi(i % 9 - 4)));
     let n = xs.len();
     let x = nv.alloc_from(&xs)?;
-    let out = nv.alloc_zeroed::<u32>(8 * n)?;
+    let out = pe.poisoned::<u32>(8 * n)?;
     launch(
         pe,
         "half_convert",
@@ -488,7 +516,7 @@ pub fn packed_math(pe: &mut TestPe) -> TestResult {
         .iter()
         .map(|v| nv.alloc_from(v))
         .collect::<Result<Vec<_>, _>>()?;
-    let out = nv.alloc_zeroed::<u32>(12 * n)?;
+    let out = pe.poisoned::<u32>(12 * n)?;
     let p = |i: usize| bufs[i].device_ptr();
     let args = (
         p(0),

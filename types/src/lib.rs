@@ -12,6 +12,8 @@
 //!   [`Or`] and [`Xor`], and [`ReduceOp`], implemented exactly for the
 //!   (operator, element type) pairs that NVSHMEM has;
 //! - [`TensorMap`]: CUDA's `CUtensorMap`, for TMA copies;
+//! - [`KernelParam`]: what a launch may pass by value, a kernel crate's own
+//!   `#[repr(C)]` structs included;
 //! - [`Version`] and [`SUPPORTED_VERSIONS`], [`Arch`] and [`SUPPORTED_ARCHS`];
 //! - with the `std` feature: the `manifest` module that the builder writes beside
 //!   every PTX, and `install`, which finds an NVSHMEM installation.
@@ -29,6 +31,7 @@ mod arch;
 pub mod install;
 #[cfg(feature = "std")]
 pub mod manifest;
+mod param;
 mod reduce;
 mod sym;
 mod team;
@@ -37,6 +40,7 @@ mod version;
 mod wait;
 
 pub use arch::{Arch, ParseArchError, SUPPORTED_ARCHS};
+pub use param::KernelParam;
 pub use reduce::{And, Max, Min, Or, Prod, ReduceOp, ReduceOpKind, Sum, Xor};
 pub use sym::{Pe, SymPtr};
 pub use team::Team;

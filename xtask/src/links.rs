@@ -30,7 +30,11 @@ pub fn run() -> Result<ExitCode, String> {
         for (line, target) in links(&text) {
             checked += 1;
             if let Err(why) = check(&doc, &text, &target) {
-                let name = doc.strip_prefix(&root).unwrap_or(&doc).display().to_string();
+                let name = doc
+                    .strip_prefix(&root)
+                    .unwrap_or(&doc)
+                    .display()
+                    .to_string();
                 broken.push(format!("{name}:{line}: ({target}) {why}"));
             }
         }
@@ -149,7 +153,11 @@ mod tests {
     fn anchors_as_github_makes_them() {
         assert_eq!(
             headings("# nvshmem-rs\n## Two commands\n### On a GPU machine, without Rust\n"),
-            ["nvshmem-rs", "two-commands", "on-a-gpu-machine-without-rust"]
+            [
+                "nvshmem-rs",
+                "two-commands",
+                "on-a-gpu-machine-without-rust"
+            ]
         );
     }
 }

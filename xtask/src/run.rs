@@ -3,7 +3,9 @@
 //! `/tmp/gpu-out`); a PASS/FAIL/SKIPPED table comes last.
 //!
 //! Without a GPU every mode still runs as far as it can (programs start,
-//! find no GPU and say so): those rows read SKIPPED, never PASS.
+//! find no GPU and say so): those rows read SKIPPED, never PASS. A run that
+//! passed some parts and skipped others reads `PASS (N skipped: reason)`;
+//! one that printed neither marker reads UNCHECKED (see [`verdict`]).
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -515,21 +517,60 @@ fn no_gpu_cpu_mapping() -> Option<String> {
     })
 }
 
-/// PASS, FAIL or SKIPPED from a run's exit status and output: a run in which
-/// nothing passed and something said it skipped, or found no GPU, is SKIPPED.
+/// The verdict of a run from its exit status and output, never hiding a skip:
+/// - `FAIL` when it exited with an error;
+/// - `PASS` when something passed (a `PASS` marker, or the harness's
+///   `N passed` with N > 0) and nothing was skipped;
+/// - `PASS (N skipped: reason)` when something passed and N lines say
+///   `SKIPPED` (or `no GPU:`);
+/// - `SKIPPED (N: reason)` when nothing passed and something skipped;
+/// - `UNCHECKED` when it exited 0 with neither marker (a measurement that
+///   checks nothing): not a pass.
 fn verdict(success: bool, text: &str, secs: u64) -> String {
-    let skipped = text.contains("SKIPPED") || text.contains("no GPU");
+    let skips: Vec<&str> = text.lines().filter_map(skip_reason).collect();
     let passed = text.lines().any(|l| {
         l.contains("PASS")
-            || l.split(" passed")
-                .next()
-                .is_some_and(|n| n.trim().parse::<u32>().is_ok_and(|n| n > 0))
+            || l.split(" passed").next().is_some_and(|head| {
+                l.contains(" passed")
+                    && head
+                        .rsplit(' ')
+                        .next()
+                        .and_then(|n| n.trim().parse::<u32>().ok())
+                        .is_some_and(|n| n > 0)
+            })
     });
-    match (success, skipped && !passed) {
-        (true, true) => format!("SKIPPED ({secs} s)"),
-        (true, false) => format!("PASS ({secs} s)"),
-        (false, _) => format!("FAIL ({secs} s)"),
+    let why = || {
+        let first = skips.first().copied().unwrap_or_default();
+        let first: String = first.chars().take(160).collect();
+        let others = skips.iter().filter(|s| **s != skips[0]).count();
+        match others {
+            0 => first,
+            k => format!("{first}; and {k} other(s), see the log"),
+        }
+    };
+    match (success, passed, skips.len()) {
+        (false, _, _) => format!("FAIL ({secs} s)"),
+        (true, true, 0) => format!("PASS ({secs} s)"),
+        (true, true, n) => format!("PASS ({n} skipped: {}) ({secs} s)", why()),
+        (true, false, 0) => {
+            format!("UNCHECKED ({secs} s; exit 0, but it printed no PASS and no SKIPPED)")
+        }
+        (true, false, n) => format!("SKIPPED ({n}: {}) ({secs} s)", why()),
     }
+}
+
+/// Why a line says something was skipped, if it does (`SKIPPED: why`,
+/// `SKIPPED why`, `no GPU: why`).
+fn skip_reason(line: &str) -> Option<&str> {
+    if let Some(i) = line.find("SKIPPED") {
+        let rest = line[i + "SKIPPED".len()..].trim_start_matches([':', ' ']);
+        return Some(if rest.is_empty() {
+            "no reason given"
+        } else {
+            rest
+        });
+    }
+    line.find("no GPU:").map(|i| &line[i..])
 }
 
 /// `LD_LIBRARY_PATH` with the folder of `libcublas.so.13` (which cudarc opens
@@ -634,17 +675,49 @@ mod tests {
 
     #[test]
     fn verdicts() {
-        assert!(
-            verdict(
-                true,
-                "test x [1 PE] ... SKIPPED: no GPU\n0 passed, 0 failed, 3 skipped",
-                1
-            )
-            .starts_with("SKIPPED")
+        let v = verdict(
+            true,
+            "test x [1 PE] ... SKIPPED: no GPU\ntest y [1 PE] ... SKIPPED: no GPU\n0 passed, 0 failed, 2 skipped",
+            1,
         );
-        assert!(verdict(true, "3 passed, 0 failed, 0 skipped", 1).starts_with("PASS"));
+        assert_eq!(v, "SKIPPED (2: no GPU) (1 s)");
+        assert!(verdict(true, "3 passed, 0 failed, 0 skipped", 1).starts_with("PASS (1 s)"));
         assert!(verdict(true, "ring: ... PASS; 0.9 us per hop", 1).starts_with("PASS"));
         assert!(verdict(false, "SKIPPED", 1).starts_with("FAIL"));
         assert!(verdict(true, "ring: no GPU: no CUDA driver", 1).starts_with("SKIPPED"));
+    }
+
+    #[test]
+    fn skips_beside_passes_are_shown() {
+        let text = "test a [2 PE] ... ok (0.1 s)\n\
+                    test a [4 PE] ... SKIPPED: 4 PEs on 1 GPU(s) need CUDA MPS\n\
+                    test b [4 PE] ... SKIPPED: 4 PEs on 1 GPU(s) need CUDA MPS\n\
+                    1 passed, 0 failed, 2 skipped";
+        assert_eq!(
+            verdict(true, text, 3),
+            "PASS (2 skipped: 4 PEs on 1 GPU(s) need CUDA MPS) (3 s)"
+        );
+        let text = "test g [1 PE] ... ok (1.0 s), part(s) SKIPPED: wgmma: not sm_90a\n\
+                    1 passed (1 with parts skipped), 0 failed, 0 skipped";
+        assert_eq!(
+            verdict(true, text, 1),
+            "PASS (1 skipped: wgmma: not sm_90a) (1 s)"
+        );
+        // mpirun: every rank's own summary.
+        let text = "[rank 0] test a [2 PE] ... ok (0.1 s)\n\
+                    [rank 0] test b [2 PE] ... SKIPPED: runs on [1] PEs, not on this job's 2\n\
+                    [rank 0] 1 passed, 0 failed, 1 skipped";
+        assert!(verdict(true, text, 1).starts_with("PASS (1 skipped: runs on [1] PEs"));
+    }
+
+    #[test]
+    fn no_marker_is_not_a_pass() {
+        let v = verdict(
+            true,
+            "PE 0/1: init 600.0 ms\nPE 0/1: plain launch: 3.2 us",
+            2,
+        );
+        assert!(v.starts_with("UNCHECKED"), "{v}");
+        assert!(verdict(true, "0 passed, 0 failed, 0 skipped", 2).starts_with("UNCHECKED"));
     }
 }

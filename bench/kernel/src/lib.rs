@@ -49,6 +49,21 @@ pub unsafe fn fill_bytes(buf: *mut u8, bytes: u64, seed: u32) {
     }
 }
 
+/// Writes the complement of [`pattern_byte`]`(i, seed)` to `buf[i]` for
+/// `i < bytes`: a poison no byte of that pattern equals, for a destination
+/// that [`check_bytes`] checks against it.
+///
+/// # Safety
+/// `buf` is writable device memory for `bytes` bytes. Any 1-D launch.
+#[nvshmem_device::kernel]
+pub unsafe fn poison_bytes(buf: *mut u8, bytes: u64, seed: u32) {
+    let mut i = global_index_x();
+    while i < bytes as usize {
+        unsafe { *buf.add(i) = !pattern_byte(i as u64, seed) };
+        i += global_stride_x();
+    }
+}
+
 /// Adds to `*errors` the count of `i < bytes` with `buf[i] != pattern_byte(i % period, seed)`.
 ///
 /// # Safety

@@ -169,6 +169,7 @@ impl Run<'_> {
             value: tflops,
             unit: "TFLOP/s".into(),
             pass,
+            checked: true,
         });
         *line += &format!(
             " | {variant} {ms:.3} ms {tflops:.1} TFLOP/s{}",

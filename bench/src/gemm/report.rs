@@ -113,6 +113,7 @@ mod tests {
             value: tf,
             unit: "TFLOP/s".into(),
             pass: true,
+            checked: true,
         }
     }
 

@@ -7,8 +7,9 @@
 //! median.
 //!
 //! Method, for every case and implementation: the result is checked first
-//! (fresh non-zero data, the destination poisoned, every byte compared on the
-//! device or every word on the host); then warm-up launches, then `reps`
+//! (fresh non-zero data, the destination poisoned with the complement of
+//! what must arrive, every byte compared on the device or every word on the
+//! host); then warm-up launches, then `reps`
 //! launches each between two CUDA events, and the median. Bandwidth cases
 //! larger than 1 MiB rotate over buffers filling a pool much larger than L2.
 //! Latency and bandwidth kernels repeat their operation `iters` times inside
@@ -150,7 +151,12 @@ fn load_cpp(nv: &Nvshmem, name: &str, path: &PathBuf, rust: &[&Manifest]) -> Res
         .iter()
         .flat_map(|m| m.kernels.iter().cloned())
         .filter(|k| !matches!(k.name.as_str(), "fill_pattern" | "check_pattern"))
-        .filter(|k| !matches!(k.name.as_str(), "fill_bytes" | "check_bytes"))
+        .filter(|k| {
+            !matches!(
+                k.name.as_str(),
+                "fill_bytes" | "check_bytes" | "poison_bytes"
+            )
+        })
         .collect();
     for k in &mut manifest.kernels {
         k.registers = None;
@@ -176,9 +182,15 @@ impl<'a> Bench<'a> {
             modules: vec![rust_bench.clone(), rust_ar.clone()],
         }];
         let mut info = Vec::new();
+        let mut failures = Vec::new();
         for (name, path) in &opts.cpp {
             match load_cpp(nv, name, path, &[rust_bench.manifest(), rust_ar.manifest()]) {
                 Ok(i) => impls.push(i),
+                // A check asked to check it: its cubin not loading is a
+                // failure, not a column left out.
+                Err(e) if opts.check => {
+                    failures.push(format!("{name}: the C++ cubin did not load: {e}"))
+                }
                 Err(e) => info.push((name.clone(), format!("not measured: {e}"))),
             }
         }
@@ -274,7 +286,7 @@ impl<'a> Bench<'a> {
             sig_base: Cell::new(0),
             records: Vec::new(),
             info,
-            failures: Vec::new(),
+            failures,
             opts,
         })
     }
@@ -312,9 +324,25 @@ impl<'a> Bench<'a> {
         n.div_ceil(512).clamp(1, self.sms as u64 * 8) as u32
     }
 
-    /// Fills `buf[..bytes]` (this PE's copy) with the pattern of `seed` (0: zeros).
+    /// Fills `buf[..bytes]` (this PE's copy) with the pattern of `seed`.
     fn fill(&self, buf: DevicePtr<u8>, bytes: u64, seed: u32) -> Res<()> {
         let k = self.util.kernel("fill_bytes")?;
+        // SAFETY: writes `bytes` bytes of a buffer that holds them.
+        unsafe {
+            k.launch(
+                self.nv.stream(),
+                self.grid_for(bytes),
+                512,
+                (buf, bytes, seed),
+            )?
+        };
+        Ok(())
+    }
+
+    /// Poisons `buf[..bytes]` (this PE's copy) for a check against the
+    /// pattern of `seed`: every byte its complement, so none matches.
+    fn poison(&self, buf: DevicePtr<u8>, bytes: u64, seed: u32) -> Res<()> {
+        let k = self.util.kernel("poison_bytes")?;
         // SAFETY: writes `bytes` bytes of a buffer that holds them.
         unsafe {
             k.launch(
@@ -361,6 +389,7 @@ impl<'a> Bench<'a> {
         Ok((wrong, t))
     }
 
+    /// Records a checked measurement: `wrong` values seen, on every PE.
     #[allow(clippy::too_many_arguments)]
     fn record(
         &mut self,
@@ -373,8 +402,42 @@ impl<'a> Bench<'a> {
         unit: &str,
         wrong: u64,
     ) {
-        let pass = wrong == 0;
-        if !pass {
+        self.push(
+            case,
+            variant,
+            bytes,
+            imp,
+            (time_s, value, unit),
+            Some(wrong),
+        );
+    }
+
+    /// Records a measurement that checks nothing: `UNCHECKED`, never `PASS`.
+    #[allow(clippy::too_many_arguments)]
+    fn record_unchecked(
+        &mut self,
+        case: &str,
+        variant: &str,
+        bytes: u64,
+        imp: &str,
+        time_s: f64,
+        value: f64,
+        unit: &str,
+    ) {
+        self.push(case, variant, bytes, imp, (time_s, value, unit), None);
+    }
+
+    fn push(
+        &mut self,
+        case: &str,
+        variant: &str,
+        bytes: u64,
+        imp: &str,
+        (time_s, value, unit): (f64, f64, &str),
+        wrong: Option<u64>,
+    ) {
+        let pass = wrong.is_none_or(|w| w == 0);
+        if let Some(wrong) = wrong.filter(|&w| w > 0) {
             self.failures.push(format!(
                 "{case} {variant} {} {imp}: {wrong} wrong value(s)",
                 human(bytes)
@@ -389,7 +452,11 @@ impl<'a> Bench<'a> {
             println!(
                 "  {case:<18} {variant:<12} {:>8}  {imp:<8} {t}  {}",
                 human(bytes),
-                if pass { "PASS" } else { "FAIL" }
+                match wrong {
+                    None => "UNCHECKED",
+                    Some(0) => "PASS",
+                    Some(_) => "FAIL",
+                }
             );
         }
         self.records.push(Record {
@@ -401,6 +468,7 @@ impl<'a> Bench<'a> {
             value,
             unit: unit.into(),
             pass,
+            checked: wrong.is_some(),
         });
     }
 

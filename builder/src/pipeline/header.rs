@@ -370,7 +370,7 @@ fn c_params(k: &KernelInfo) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::manifest::{KernelInfo, ParamInfo};
 

@@ -125,6 +125,8 @@ impl Reuse<'_> {
             cubin: manifest.cubin.as_ref().map(|c| self.out_dir.join(c)),
             manifest_path,
             header: self.out_dir.join(format!("{}.h", self.crate_name)),
+            // Written by the caller: they name the output folder.
+            bindings: PathBuf::new(),
             manifest,
             nvshmem: self.nv.clone(),
             sources: Vec::new(),

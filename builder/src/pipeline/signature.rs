@@ -21,6 +21,9 @@ pub(crate) struct SourceKernel {
 #[derive(Clone)]
 pub(crate) struct SourceStruct {
     pub fields: Vec<(String, syn::Type)>,
+    /// The module it is defined in, from the crate root (`["params"]` for
+    /// `src/params.rs`); empty at the root.
+    pub module: Vec<String>,
 }
 
 /// What the kernel crate's source says about its kernels' parameters.
@@ -36,6 +39,8 @@ pub(crate) struct Sources {
     /// bodies, macro calls), which this reader does not expand: their
     /// kernels get no `.maxntid`.
     pub max_threads_in_macros: usize,
+    /// The module being read (files by their path, `mod m { .. }` inline).
+    module: Vec<String>,
 }
 
 impl Sources {
@@ -90,10 +95,29 @@ pub(crate) fn read(src: &Path) -> Sources {
             continue;
         };
         if let Ok(ast) = syn::parse_file(&text) {
+            visitor.module = file_module(src, &file);
             visitor.visit_file(&ast);
         }
     }
     visitor
+}
+
+/// The module a file under `src` holds by Rust's file layout: `lib.rs` the
+/// root, `a.rs` and `a/mod.rs` module `a`, `a/b.rs` module `a::b`
+/// (`#[path]` attributes are not followed).
+fn file_module(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap_or(file).with_extension("");
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if parts.len() == 1 && (parts[0] == "lib" || parts[0] == "main") {
+        parts.clear();
+    }
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
 }
 
 fn collect_rs(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -182,10 +206,17 @@ impl<'ast> Visit<'ast> for Sources {
                     (name, f.ty.clone())
                 })
                 .collect();
+            let module = self.module.clone();
             self.structs
-                .insert(s.ident.to_string(), SourceStruct { fields });
+                .insert(s.ident.to_string(), SourceStruct { fields, module });
         }
         syn::visit::visit_item_struct(self, s);
+    }
+
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        self.module.push(m.ident.to_string());
+        syn::visit::visit_item_mod(self, m);
+        self.module.pop();
     }
 }
 
@@ -423,7 +454,7 @@ mod tests {
         .unwrap();
         std::fs::write(
             dir.join("m/mod.rs"),
-            "mod inner { pub unsafe extern \"ptx-kernel\" fn b(_: *mut f32) {} }",
+            "mod inner { pub unsafe extern \"ptx-kernel\" fn b(_: *mut f32) {} #[repr(C)] pub struct N(u8); }",
         )
         .unwrap();
         let s = read(&dir);
@@ -448,7 +479,9 @@ mod tests {
             ("_0".into(), "*mut f32".into(), "float*".into())
         );
         assert!(s.kernel("a", 2).is_some() && s.kernel("a", 3).is_none());
-        assert_eq!(s.structs.keys().collect::<Vec<_>>(), ["P", "T"]);
+        assert_eq!(s.structs.keys().collect::<Vec<_>>(), ["N", "P", "T"]);
+        assert!(s.structs["P"].module.is_empty());
+        assert_eq!(s.structs["N"].module, ["m", "inner"]);
         let names: Vec<&str> = s.structs["T"].fields.iter().map(|f| f.0.as_str()).collect();
         assert_eq!(names, ["_0", "_1"]);
     }

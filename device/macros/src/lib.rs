@@ -131,3 +131,64 @@ fn expand(f: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
         #vis #unsafety fn #name(#inputs) #block
     })
 }
+
+/// `unsafe impl KernelParam` for a kernel crate's `#[repr(C)]` struct, after
+/// checking it. See `nvshmem_device::KernelParam`.
+#[proc_macro_derive(KernelParam)]
+pub fn derive_kernel_param(item: TokenStream) -> TokenStream {
+    let s = parse_macro_input!(item as syn::DeriveInput);
+    match expand_kernel_param(s) {
+        Ok(tokens) => tokens.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+fn expand_kernel_param(s: syn::DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
+    let name = &s.ident;
+    let syn::Data::Struct(data) = &s.data else {
+        return Err(syn::Error::new(
+            name.span(),
+            "#[derive(KernelParam)] is for `#[repr(C)]` structs (a kernel parameter has the C layout)",
+        ));
+    };
+    if !s.generics.params.is_empty() {
+        return Err(syn::Error::new(
+            s.generics.span(),
+            "a kernel parameter struct cannot be generic (a PTX entry has one signature)",
+        ));
+    }
+    // `#[repr(C)]` alone, as the builder's C header and the PTX assume (not
+    // `packed`, whose fields may be misaligned, nor Rust's own layout).
+    let repr_c = s.attrs.iter().any(|a| {
+        a.path().is_ident("repr")
+            && a.parse_args_with(
+                syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated,
+            )
+            .is_ok_and(|m| {
+                m.iter().any(|m| m.path().is_ident("C"))
+                    && !m.iter().any(|m| m.path().is_ident("packed"))
+            })
+    });
+    if !repr_c {
+        return Err(syn::Error::new(
+            name.span(),
+            format!(
+                "`{name}` needs `#[repr(C)]` to be a kernel parameter: the kernel and the host \
+                 must agree on its layout"
+            ),
+        ));
+    }
+    let fields = data.fields.iter().map(|f| &f.ty);
+    Ok(quote! {
+        // Every field must be a kernel parameter itself (no host pointers).
+        const _: () = {
+            fn field_is_a_kernel_param<T: ::nvshmem_device::KernelParam>() {}
+            #[allow(dead_code)]
+            fn fields() {
+                #(field_is_a_kernel_param::<#fields>();)*
+            }
+        };
+        // SAFETY: `#[repr(C)]`, not generic, every field a `KernelParam`.
+        unsafe impl ::nvshmem_device::KernelParam for #name {}
+    })
+}

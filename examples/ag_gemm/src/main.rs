@@ -67,6 +67,9 @@ use nvshmem_host::{LaunchConfig, Nvshmem, Pe};
 use std::cell::Cell;
 use std::process::ExitCode;
 
+// Typed launches of `examples/ag_gemm/kernel` (built by the root build.rs).
+nvshmem_host::include_kernels!(ag_gemm_kernels);
+
 mod bf16;
 
 // Must match examples/ag_gemm/kernel/src/lib.rs.
@@ -157,11 +160,8 @@ fn run_f32(nv: &Nvshmem, o: &Opts) -> Res<bool> {
     let b = nv.alloc_from(&b_host)?;
     let c = nv.alloc::<f32>(m * n)?;
 
-    let module = nv.load_module_in(example_ag_gemm::ptx_dir(), "ag-gemm-kernels")?;
-    let allgather = module.kernel("ag_allgather")?;
-    let gemm = module.kernel("gemm")?;
-    let fused = module.kernel("ag_gemm_fused")?;
-    let fused_p2p = module.kernel("ag_gemm_fused_p2p")?;
+    let kernels = ag_gemm_kernels::Kernels::load_in(nv, example_ag_gemm::ptx_dir())?;
+    let kernels = &kernels;
 
     let sms = example_cli::sms(nv)?;
     let ag_blocks = (m / AG_ROWS).min(4 * sms) as u32;
@@ -183,21 +183,34 @@ fn run_f32(nv: &Nvshmem, o: &Opts) -> Res<bool> {
     // kernels' docs ask for (a_shard m_loc×k on every PE, a_full M×k, flags
     // M/BM, b k×n, c M×n), the grids cover exactly M × n, and the sizes are
     // multiples of the tiles (checked by the command line's parsers).
+    use ag_gemm_kernels as ag;
     let launch_allgather = || -> Res<()> {
-        let args = (shard, full, mloc32, k32);
-        unsafe { allgather.launch(stream, ag_blocks, THREADS, args) }.map_err(Into::into)
+        unsafe {
+            ag::ag_allgather(
+                kernels, stream, ag_blocks, THREADS, shard, full, mloc32, k32,
+            )
+        }
+        .map_err(Into::into)
     };
     let launch_gemm = || -> Res<()> {
-        unsafe { gemm.launch_with(stream, gemm_cfg, (full, bp, cp, n32, k32)) }.map_err(Into::into)
+        unsafe { ag::gemm_with(kernels, stream, gemm_cfg, full, bp, cp, n32, k32) }
+            .map_err(Into::into)
     };
     let launch_fused = || -> Res<()> {
         epoch.set(epoch.get() + 1);
-        let args = (shard, full, flag, bp, cp, mloc32, n32, k32, epoch.get());
-        unsafe { fused.launch_with(stream, fused_cfg, args) }.map_err(Into::into)
+        let e = epoch.get();
+        unsafe {
+            ag::ag_gemm_fused_with(
+                kernels, stream, fused_cfg, shard, full, flag, bp, cp, mloc32, n32, k32, e,
+            )
+        }
+        .map_err(Into::into)
     };
     let launch_p2p = || -> Res<()> {
-        let args = (shard, bp, cp, mloc32, n32, k32);
-        unsafe { fused_p2p.launch_with(stream, fused_cfg, args) }.map_err(Into::into)
+        unsafe {
+            ag::ag_gemm_fused_p2p_with(kernels, stream, fused_cfg, shard, bp, cp, mloc32, n32, k32)
+        }
+        .map_err(Into::into)
     };
 
     // Every PE's shard is in place before anyone reads it.

@@ -69,31 +69,20 @@ pub fn ptx_dir() -> PathBuf {
     example_cli::ptx_dir!()
 }
 
-/// The kernels of `allreduce-kernels`.
-pub struct AllReduceKernels {
-    /// `allreduce_oneshot`.
-    pub oneshot: Kernel,
-    /// `allreduce_rs_ag`.
-    pub rs_ag: Kernel,
-    fill: Kernel,
-    check: Kernel,
-}
+nvshmem_host::include_kernels!(allreduce_kernels);
+
+/// The kernels of `allreduce-kernels` (its typed bindings' `Kernels`).
+pub use allreduce_kernels::Kernels as AllReduceKernels;
 
 impl KernelSet for AllReduceKernels {
-    const CRATE: &'static str = "allreduce-kernels";
+    const CRATE: &'static str = allreduce_kernels::CRATE;
 
     fn dir() -> PathBuf {
         ptx_dir()
     }
 
     fn from_module(module: &Module) -> Res<AllReduceKernels> {
-        let k = |name| module.kernel(name);
-        Ok(AllReduceKernels {
-            oneshot: k("allreduce_oneshot")?,
-            rs_ag: k("allreduce_rs_ag")?,
-            fill: k("fill_pattern")?,
-            check: k("check_pattern")?,
-        })
+        Ok(AllReduceKernels::new(module)?)
     }
 }
 
@@ -101,8 +90,8 @@ impl AllReduceKernels {
     /// The kernel of `algo`.
     pub fn of(&self, algo: Algo) -> &Kernel {
         match algo {
-            Algo::OneShot => &self.oneshot,
-            Algo::RsAg => &self.rs_ag,
+            Algo::OneShot => &self.allreduce_oneshot,
+            Algo::RsAg => &self.allreduce_rs_ag,
         }
     }
 }
@@ -144,7 +133,7 @@ impl<'a> AllReduce<'a> {
     ) -> Res<AllReduce<'a>> {
         let sms = sms(nv)? as u32;
         let mut cap = 2 * sms;
-        for kernel in [&k.oneshot, &k.rs_ag]
+        for kernel in [&k.allreduce_oneshot, &k.allreduce_rs_ag]
             .into_iter()
             .chain(also.iter().copied())
         {
@@ -240,17 +229,13 @@ impl<'a> AllReduce<'a> {
     pub fn fill(&self, n: usize) -> Res<u32> {
         let seed = self.seed.get() + 1;
         self.seed.set(seed);
-        let args = (
-            self.data.device_ptr(),
-            n as u64,
-            self.nv.my_pe().index(),
-            seed,
-        );
+        let (stream, grid) = (self.nv.stream(), self.elementwise_grid(n));
+        let pe = self.nv.my_pe().index();
         // SAFETY: writes `n` floats of this PE's `data`, which holds at least `n`.
         unsafe {
-            self.k
-                .fill
-                .launch(self.nv.stream(), self.elementwise_grid(n), THREADS, args)?
+            allreduce_kernels::fill_pattern(
+                &self.k, stream, grid, THREADS, &self.data, n as u64, pe, seed,
+            )?
         };
         Ok(seed)
     }
@@ -259,18 +244,12 @@ impl<'a> AllReduce<'a> {
     /// into error counter `slot` (below [`CHECK_SLOTS`]).
     pub fn check(&self, n: usize, seed: u32, slot: usize) -> Res<()> {
         let errors: DevicePtr<u32> = self.errors.at(slot)?.device_ptr();
-        let args = (
-            self.data.device_ptr(),
-            n as u64,
-            self.nv.n_pes(),
-            seed,
-            errors,
-        );
+        let (stream, grid, n_pes) = (self.nv.stream(), self.elementwise_grid(n), self.nv.n_pes());
         // SAFETY: reads `n` floats of this PE's `data`; adds to one u32.
         unsafe {
-            self.k
-                .check
-                .launch(self.nv.stream(), self.elementwise_grid(n), THREADS, args)?
+            allreduce_kernels::check_pattern(
+                &self.k, stream, grid, THREADS, &self.data, n as u64, n_pes, seed, errors,
+            )?
         };
         Ok(())
     }
@@ -284,6 +263,25 @@ impl<'a> AllReduce<'a> {
     pub fn device_errors(&self) -> Res<u64> {
         let counts = self.errors.to_vec(self.nv.stream())?;
         Ok(counts.iter().map(|&e| e as u64).sum())
+    }
+
+    /// The signal words of the last call, of `algo` on `n` floats, that do
+    /// not hold its epoch (waits for the stream). Every block of every PE
+    /// sets its `ready` word (and `done`, for rs+ag) on every PE to the
+    /// call's epoch, so a call that did not run leaves older ones: at 1 PE,
+    /// where the sum is the input itself, that is what tells a no-op apart.
+    pub fn signal_errors(&self, algo: Algo, n: usize) -> Res<u64> {
+        let words = self.grid(algo, n) as usize * self.nv.n_pes() as usize;
+        let epoch = self.epoch.get();
+        let stale = |buf: &SymBuffer<u64>| -> Res<u64> {
+            let got = buf.view(..words)?.to_vec(self.nv.stream())?;
+            Ok(got.iter().filter(|&&w| w != epoch).count() as u64)
+        };
+        let done = match algo {
+            Algo::OneShot => 0,
+            Algo::RsAg => stale(&self.done)?,
+        };
+        Ok(stale(&self.ready)? + done)
     }
 
     /// Copies `data[..n]` back and compares every element with the CPU sum

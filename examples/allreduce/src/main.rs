@@ -176,7 +176,9 @@ fn measure(ar: &AllReduce, nv: &Nvshmem, algo: Algo, bytes: usize, args: &Args) 
     // (the values grow; the sums stay finite or become inf, never NaN).
     let median_s = example_measure::back_to_back(nv, args.warmup, args.iters, || ar.call(algo, n))?;
 
-    // The final round, checked on the device and element by element here.
+    // The final round, checked on the device and element by element here,
+    // with the call's signal words (at 1 PE the sum is the input: only they
+    // show that the kernel ran).
     let seed = ar.fill(n)?;
     ar.call(algo, n)?;
     ar.check(n, seed, VERIFY_ROUNDS)?;
@@ -184,7 +186,7 @@ fn measure(ar: &AllReduce, nv: &Nvshmem, algo: Algo, bytes: usize, args: &Args) 
     Ok(Measured {
         median_s,
         device_errors: ar.device_errors()?,
-        host_errors: ar.host_errors(n, seed)?,
+        host_errors: ar.host_errors(n, seed)? + ar.signal_errors(algo, n)?,
     })
 }
 
@@ -200,7 +202,9 @@ struct Row {
 fn run(nv: &Nvshmem, args: &Args) -> Res<bool> {
     let (me, np) = (nv.my_pe(), nv.n_pes());
     let lead = me.index() == 0;
-    let kernels = AllReduceKernels::load(nv)?;
+    // From `nvshmem_rs::ptx_dir()` (NVSHMEM_RS_PTX_DIR at run time on a GPU
+    // machine), not the bindings' own `load`, which reads the build's folder.
+    let kernels = <AllReduceKernels as KernelSet>::load(nv)?;
     let threshold = args.threshold.unwrap_or(allreduce::oneshot_threshold(np));
     let runs: Vec<(usize, Algo)> = args
         .sizes

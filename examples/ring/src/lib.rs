@@ -10,6 +10,8 @@ use nvshmem_host::{Nvshmem, Result};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+nvshmem_host::include_kernels!(ring_kernels);
+
 /// The folder of this package's kernels (`ring-kernels`), which its build
 /// script builds.
 pub fn ptx_dir() -> PathBuf {
@@ -89,21 +91,13 @@ pub fn run(nv: &Nvshmem, laps: u64) -> Result<RingOutcome> {
     let send = nv.alloc_zeroed::<u64>(1)?;
     let signal = nv.alloc_zeroed::<u64>(1)?;
     let out = nv.alloc_zeroed::<u64>(1)?;
-    let module = nv.load_module_in(ptx_dir(), "ring-kernels")?;
-    let ring = module.kernel("ring_pass")?;
-    let args = (
-        token.sym_ptr(),
-        send.sym_ptr(),
-        signal.sym_ptr(),
-        laps,
-        out.device_ptr(),
-    );
+    let kernels = ring_kernels::Kernels::load_in(nv, ptx_dir())?;
 
     nv.barrier_all_on_stream(stream)?;
     nv.synchronize(stream)?;
     let start = Instant::now();
     // SAFETY: ring_pass touches one u64 of each symmetric buffer and `out` locally.
-    unsafe { ring.launch(stream, 1, 1, args)? };
+    unsafe { ring_kernels::ring_pass(&kernels, stream, 1, 1, &token, &send, &signal, laps, &out)? };
     nv.synchronize(stream)?;
     let elapsed = start.elapsed();
     nv.barrier_all_on_stream(stream)?;

@@ -11,7 +11,8 @@
 //!
 //! fn ring(pe: &mut TestPe) -> TestResult {
 //!     let nv = pe.nvshmem();
-//!     let buf = nv.alloc_zeroed::<i32>(1)?;
+//!     // Poisoned: if the kernel writes nothing, the check fails.
+//!     let buf = pe.poisoned::<i32>(1)?;
 //!     let kernels = pe.module("my-kernels")?;
 //!     let k = kernels.kernel("put_rank_to_next")?;
 //!     // SAFETY: the kernel writes one i32 through its argument.
@@ -26,12 +27,23 @@
 //! }
 //! ```
 //!
+//! # Checks that can fail
+//! A check must be able to fail on a kernel that did nothing. Allocate every
+//! destination with [`TestPe::poisoned`] (or [`poisoned`] with a marker of
+//! your own): floats hold NaN, integers the test's own sentinel
+//! ([`Poison`]), so an element left unwritten never equals what is
+//! expected, and [`check_close`] never accepts NaN. Where an expected value
+//! could equal the poison, choose another marker. A part of a test that
+//! cannot run on this build or GPU says so with [`TestPe::skip_part`]: its
+//! line then reads `ok (...), part(s) SKIPPED: why`, never a plain `ok`.
+//!
 //! # Under mpirun, srun or torchrun
 //! Started by an outside launcher (`mpirun -n 2 target/release/deps/gpu-*`),
 //! the binary is one PE of that job: NVSHMEM starts once through the
 //! launcher's bootstrap, and every test whose PE counts include the job's
-//! size runs on every rank in turn. Each rank prints `[rank R]` lines and its
-//! own summary. A failed test stops the rank at once with exit status 1,
+//! size runs on every rank in turn; every other selected test is listed as
+//! SKIPPED with the PE counts it runs on. Each rank prints `[rank R]` lines
+//! and its own summary. A failed test stops the rank at once with exit status 1,
 //! without finalizing: after a failure the PEs may be out of step, and a
 //! collective would wait forever; the launcher then stops the job. Run the
 //! remaining tests with a filter.
@@ -62,7 +74,8 @@
 //! | `NVSHMEM_RS_PTX_DIR=dir` | where [`TestPe::module`] finds manifests (default: the one given to [`main`]) |
 
 use crate::job::launcher::{self, LaunchPlan, Outcome};
-use crate::{Error, Module, Nvshmem};
+use crate::{Error, Module, Nvshmem, SymBuffer};
+use bytemuck::Pod;
 use std::fmt::{Debug, Display};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -128,6 +141,165 @@ pub fn check_eq<T: PartialEq + Debug>(kernel: &str, got: &[T], expected: &[T]) -
     }
 }
 
+/// How far a float result may be from its expected value in
+/// [`check_close`]: `|got - expected| <= abs + rel * |expected|`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    /// The absolute part.
+    pub abs: f64,
+    /// The part relative to the expected value's magnitude.
+    pub rel: f64,
+}
+
+impl Tolerance {
+    /// Exact equality (for results that are exact in their type).
+    pub const EXACT: Tolerance = Tolerance { abs: 0.0, rel: 0.0 };
+
+    /// Only an absolute tolerance.
+    pub const fn abs(abs: f64) -> Tolerance {
+        Tolerance { abs, rel: 0.0 }
+    }
+
+    /// Only a relative tolerance.
+    pub const fn rel(rel: f64) -> Tolerance {
+        Tolerance { abs: 0.0, rel }
+    }
+
+    /// Whether `got` is close enough to `expected`. A NaN `got` (the
+    /// [`Poison`] of floats) never is, nor is anything when `expected` is NaN.
+    pub fn accepts(&self, got: f64, expected: f64) -> bool {
+        (got - expected).abs() <= self.abs + self.rel * expected.abs()
+    }
+}
+
+/// Fails with the kernel's name, the first index where `got` is not within
+/// `tol` of `expected`, both values and the tolerance. NaN is never close
+/// to anything, so a float destination [`poisoned`] with NaN and left
+/// untouched fails.
+///
+/// ```
+/// use nvshmem_host::harness::{Tolerance, check_close};
+/// let tol = Tolerance { abs: 1e-6, rel: 1e-3 };
+/// assert!(check_close("scale", &[1.0005f32, 2.0], &[1.0, 2.0], tol).is_ok());
+/// let e = check_close("scale", &[1.0f32, f32::NAN], &[1.0, 2.0], tol).unwrap_err();
+/// assert!(e.0.starts_with("kernel `scale`: element 1 is NaN, expected 2.0 (±"), "{}", e.0);
+/// ```
+pub fn check_close<T: Copy + Debug + Into<f64>>(
+    kernel: &str,
+    got: &[T],
+    expected: &[T],
+    tol: Tolerance,
+) -> TestResult {
+    if got.len() != expected.len() {
+        return Err(Failure(format!(
+            "kernel `{kernel}`: {} elements, expected {}",
+            got.len(),
+            expected.len()
+        )));
+    }
+    let far = |(g, e): (&T, &T)| !tol.accepts((*g).into(), (*e).into());
+    let wrong = got.iter().zip(expected).filter(|p| far(*p)).count();
+    match got.iter().zip(expected).position(far) {
+        None => Ok(()),
+        Some(i) => {
+            let (g, e): (f64, f64) = (got[i].into(), expected[i].into());
+            Err(Failure(format!(
+                "kernel `{kernel}`: element {i} is {g:?}, expected {e:?} (±{:.3e}: abs {:e} + rel {:e}; {wrong} of {} elements outside)",
+                tol.abs + tol.rel * e.abs(),
+                tol.abs,
+                tol.rel,
+                got.len()
+            )))
+        }
+    }
+}
+
+/// A marker that poisoned memory holds: a value no correct result of the
+/// test equals, so that a kernel that skips an element (or does nothing)
+/// leaves a value every check rejects. Floats use NaN (never equal, never
+/// [close](check_close), to anything); integers a sentinel derived from a
+/// seed, which [`TestPe`] takes from the test's name, so each test has its
+/// own and a value left over from another test does not pass either.
+/// Integer sentinels have the top bit set and the next clear: below
+/// `-2^(bits-2)` when signed, at least `2^(bits-1)` when unsigned.
+pub trait Poison: Pod + PartialEq + Debug {
+    /// The marker for sentinel seed `seed` (never 0 for integers).
+    fn poison(seed: u64) -> Self;
+}
+
+/// A 64-bit scramble (splitmix64's finalizer), for sentinels.
+fn scramble(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+macro_rules! int_poison {
+    ($($t:ty),*) => {$(
+        impl Poison for $t {
+            fn poison(seed: u64) -> Self {
+                // The top bit set and the next clear: far from the small
+                // values (of either sign) tests compute.
+                let v = ((scramble(seed) | 1 << 63) & !(1 << 62)) >> (64 - <$t>::BITS);
+                v as $t
+            }
+        }
+    )*};
+}
+int_poison!(u8, u16, u32, u64, i8, i16, i32, i64);
+
+impl Poison for f32 {
+    fn poison(_: u64) -> Self {
+        f32::NAN
+    }
+}
+impl Poison for f64 {
+    fn poison(_: u64) -> Self {
+        f64::NAN
+    }
+}
+impl Poison for half::f16 {
+    fn poison(_: u64) -> Self {
+        half::f16::NAN
+    }
+}
+impl Poison for half::bf16 {
+    fn poison(_: u64) -> Self {
+        half::bf16::NAN
+    }
+}
+
+/// Arrays of poison (a `[u8; 3]` element, say).
+impl<T: Poison, const N: usize> Poison for [T; N]
+where
+    [T; N]: Pod,
+{
+    fn poison(seed: u64) -> Self {
+        [T::poison(seed); N]
+    }
+}
+
+/// The sentinel seed of a test, from its name (FNV-1a).
+pub fn sentinel_seed(test: &str) -> u64 {
+    test.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// [`Nvshmem::alloc`] of `len` elements, every one set to `marker` (say
+/// [`Poison::poison`], or [`TestPe::poisoned`] for the test's own).
+/// **Collective**, like [`Nvshmem::alloc_zeroed`]: it returns once the
+/// buffer holds `marker` on every PE, so a peer's kernel may write into it
+/// at once.
+pub fn poisoned<T: Pod>(nv: &Nvshmem, len: usize, marker: T) -> crate::Result<SymBuffer<T>> {
+    let buf = nv.alloc::<T>(len)?;
+    let stream = nv.stream();
+    buf.fill(stream, marker)?;
+    nv.barrier_all_on_stream(stream)?;
+    nv.synchronize(stream)?;
+    Ok(buf)
+}
+
 /// Fails with `message` unless `condition` holds.
 pub fn ensure<M: Display>(condition: bool, message: impl FnOnce() -> M) -> TestResult {
     if condition {
@@ -190,13 +362,60 @@ impl GpuTest {
     }
 }
 
-/// What a test gets on each PE: NVSHMEM, initialized, and the project's modules.
+/// What a test gets on each PE: NVSHMEM, initialized, the project's
+/// modules, the test's poison, and a way to say a part of it was skipped.
 pub struct TestPe {
     nv: Nvshmem,
     ptx_dir: PathBuf,
+    /// The running test's [`sentinel_seed`].
+    seed: u64,
+    /// Parts of the running test that did not run, and why.
+    skipped: Vec<String>,
 }
 
 impl TestPe {
+    fn new(nv: Nvshmem, ptx_dir: &Path) -> TestPe {
+        TestPe {
+            nv,
+            ptx_dir: ptx_dir.to_path_buf(),
+            seed: 0,
+            skipped: Vec::new(),
+        }
+    }
+
+    /// Gets ready for `test`: its sentinel, no parts skipped yet.
+    fn start(&mut self, test: &GpuTest) {
+        self.seed = sentinel_seed(test.name);
+        self.skipped.clear();
+    }
+
+    /// This test's poison marker for `T` (NaN for floats, the test's own
+    /// sentinel for integers): what an untouched element of a buffer from
+    /// [`poisoned`](Self::poisoned) holds.
+    pub fn poison<T: Poison>(&self) -> T {
+        T::poison(self.seed)
+    }
+
+    /// The running test's [`sentinel_seed`]: [`Poison::poison`] of it is
+    /// [`poison`](Self::poison).
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// [`poisoned`](fn@poisoned) with this test's [`poison`](Self::poison):
+    /// a destination whose every element a kernel must overwrite, or leave
+    /// as the poison where it must not write. **Collective.**
+    pub fn poisoned<T: Poison>(&self, len: usize) -> crate::Result<SymBuffer<T>> {
+        poisoned(&self.nv, len, self.poison::<T>())
+    }
+
+    /// Records that `part` of the test did not run, and why: the test's
+    /// line then says `SKIPPED` for it even when the rest passes, and the
+    /// summary counts it.
+    pub fn skip_part(&mut self, part: &str, why: impl Display) {
+        self.skipped.push(format!("{part}: {why}"));
+    }
+
     /// This PE's NVSHMEM.
     pub fn nvshmem(&self) -> &Nvshmem {
         &self.nv
@@ -218,6 +437,8 @@ impl TestPe {
 pub enum Verdict {
     /// Every PE passed.
     Passed,
+    /// Every PE passed what ran, but parts were skipped (why, each).
+    PassedWithSkips(Vec<String>),
     /// A PE failed, crashed or timed out: the message says which and why.
     Failed(String),
     /// Not run, and why.
@@ -271,6 +492,11 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
             let secs = started.elapsed().as_secs_f64();
             match &verdict {
                 Verdict::Passed => println!("test {} [{n} PE] ... ok ({secs:.2} s)", test.name),
+                Verdict::PassedWithSkips(parts) => println!(
+                    "test {} [{n} PE] ... ok ({secs:.2} s), {}",
+                    test.name,
+                    skipped_parts(parts)
+                ),
                 Verdict::Failed(why) => println!(
                     "test {} [{n} PE] ... FAILED ({secs:.2} s)\n    {why}",
                     test.name
@@ -281,14 +507,15 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
         }
     }
     let count = |f: fn(&Verdict) -> bool| rows.iter().filter(|r| f(&r.2)).count();
-    let (passed, failed, skipped) = (
-        count(|v| matches!(v, Verdict::Passed)),
+    let (passed, partly, failed, skipped) = (
+        count(|v| matches!(v, Verdict::Passed | Verdict::PassedWithSkips(_))),
+        count(|v| matches!(v, Verdict::PassedWithSkips(_))),
         count(|v| matches!(v, Verdict::Failed(_))),
         count(|v| matches!(v, Verdict::Skipped(_))),
     );
-    println!("\n{passed} passed, {failed} failed, {skipped} skipped");
+    println!("\n{}", summary_line(passed, partly, failed, skipped));
     if skipped > 0 && passed == 0 && failed == 0 {
-        println!("(every GPU test was SKIPPED: nothing ran on a GPU)");
+        println!("(nothing ran on a GPU: every test above was skipped)");
     }
     if let Some(path) = std::env::var_os("NVSHMEM_RS_TEST_REPORT") {
         let report = json_report(&rows, passed, failed, skipped);
@@ -301,6 +528,30 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
         }
     }
     std::process::exit(if failed > 0 { 1 } else { 0 });
+}
+
+/// The summary: `N passed, N failed, N skipped`, and how many passes had
+/// parts skipped.
+fn summary_line(passed: usize, partly: usize, failed: usize, skipped: usize) -> String {
+    let partly = if partly > 0 {
+        format!(" ({partly} with parts skipped)")
+    } else {
+        String::new()
+    };
+    format!("{passed} passed{partly}, {failed} failed, {skipped} skipped")
+}
+
+/// `SKIPPED part(s): ...` of a run that passed the rest.
+fn skipped_parts(parts: &[String]) -> String {
+    format!("part(s) SKIPPED: {}", parts.join("; "))
+}
+
+/// The verdict file of a PE that passed: `ok`, then a skipped part a line.
+fn ok_verdict(skipped: &[String]) -> String {
+    std::iter::once("ok")
+        .chain(skipped.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn first_line(s: &str) -> &str {
@@ -348,16 +599,24 @@ fn run_orchestrated(test: &GpuTest, n: u32, ptx_dir: &Path) -> Verdict {
     }
     let outcome = launcher::run(&plan);
     let mut failures = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
     for rank in 0..n {
         match std::fs::read_to_string(verdicts.join(format!("{rank}.txt"))) {
-            Ok(v) if v == "ok" => {}
+            Ok(v) if v.lines().next() == Some("ok") => {
+                for part in v.lines().skip(1) {
+                    if !skipped.iter().any(|p| p == part) {
+                        skipped.push(part.to_string());
+                    }
+                }
+            }
             Ok(v) => failures.push(format!("PE {rank}: {v}")),
             Err(_) => failures.push(format!("PE {rank}: no verdict (it crashed or was stopped)")),
         }
     }
     let _ = std::fs::remove_dir_all(&verdicts);
     match outcome {
-        Ok(Outcome::Success) if failures.is_empty() => Verdict::Passed,
+        Ok(Outcome::Success) if failures.is_empty() && skipped.is_empty() => Verdict::Passed,
+        Ok(Outcome::Success) if failures.is_empty() => Verdict::PassedWithSkips(skipped),
         Ok(Outcome::Success) => Verdict::Failed(failures.join("\n    ")),
         Ok(other) => {
             failures.insert(0, format!("{other:?}"));
@@ -373,7 +632,8 @@ fn run_orchestrated(test: &GpuTest, n: u32, ptx_dir: &Path) -> Verdict {
 /// counts runs in turn on every rank, with a barrier after each. Each rank
 /// prints its own lines and summary, and exits 1 if a test failed on it (the
 /// launcher then fails). Tests that need environment variables this job was
-/// not started with are skipped, saying which.
+/// not started with, and tests that do not run at this job's size, are
+/// skipped, saying why.
 fn run_in_job(launcher: &str, rank: u32, size: u32, tests: &[GpuTest], ptx_dir: &Path) -> i32 {
     let filters: Vec<String> = std::env::args()
         .skip(1)
@@ -393,14 +653,19 @@ fn run_in_job(launcher: &str, rank: u32, size: u32, tests: &[GpuTest], ptx_dir: 
             return 1;
         }
     };
-    let mut pe = TestPe {
-        nv,
-        ptx_dir: ptx_dir.to_path_buf(),
-    };
-    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    let mut pe = TestPe::new(nv, ptx_dir);
+    let (mut passed, mut partly, mut failed, mut skipped) = (0, 0, 0, 0);
     for test in tests {
         let wanted = filters.is_empty() || filters.iter().any(|f| test.name.contains(f.as_str()));
-        if !wanted || !test.pes.contains(&size) {
+        if !wanted {
+            continue;
+        }
+        if !test.pes.contains(&size) {
+            skipped += 1;
+            say(format!(
+                "test {} [{size} PE] ... SKIPPED: runs on {:?} PEs, not on this job's {size}",
+                test.name, test.pes
+            ));
             continue;
         }
         let missing = test
@@ -416,6 +681,7 @@ fn run_in_job(launcher: &str, rank: u32, size: u32, tests: &[GpuTest], ptx_dir: 
             continue;
         }
         let started = Instant::now();
+        pe.start(test);
         let result = run_caught(test, &mut pe);
         let secs = started.elapsed().as_secs_f64();
         if let Err(why) = result {
@@ -427,16 +693,25 @@ fn run_in_job(launcher: &str, rank: u32, size: u32, tests: &[GpuTest], ptx_dir: 
                 test.name
             ));
             say(format!(
-                "stopping after a failed test (the PEs may be out of step): {passed} passed, {} failed, {skipped} skipped; run the others with a filter",
-                failed + 1
+                "stopping after a failed test (the PEs may be out of step): {}; run the others with a filter",
+                summary_line(passed, partly, failed + 1, skipped)
             ));
             return 1;
         }
         passed += 1;
-        say(format!(
-            "test {} [{size} PE] ... ok ({secs:.2} s)",
-            test.name
-        ));
+        if pe.skipped.is_empty() {
+            say(format!(
+                "test {} [{size} PE] ... ok ({secs:.2} s)",
+                test.name
+            ));
+        } else {
+            partly += 1;
+            say(format!(
+                "test {} [{size} PE] ... ok ({secs:.2} s), {}",
+                test.name,
+                skipped_parts(&pe.skipped)
+            ));
+        }
         if pe.nv.is_poisoned() {
             say("the CUDA context is unusable after that test: stopping".into());
             failed += 1;
@@ -457,9 +732,7 @@ fn run_in_job(launcher: &str, rank: u32, size: u32, tests: &[GpuTest], ptx_dir: 
         say(format!("finalize: {e}"));
         failed += 1;
     }
-    say(format!(
-        "{passed} passed, {failed} failed, {skipped} skipped"
-    ));
+    say(summary_line(passed, partly, failed, skipped));
     i32::from(failed > 0)
 }
 
@@ -483,10 +756,8 @@ fn run_worker(name: &str, tests: &[GpuTest], ptx_dir: &Path) -> i32 {
             return 1;
         }
     };
-    let mut pe = TestPe {
-        nv,
-        ptx_dir: ptx_dir.to_path_buf(),
-    };
+    let mut pe = TestPe::new(nv, ptx_dir);
+    pe.start(test);
     if let Err(why) = run_caught(test, &mut pe) {
         // Finalize is collective: the other PEs may be waiting in a
         // collective this PE left, so it would never return. Exit instead;
@@ -503,7 +774,7 @@ fn run_worker(name: &str, tests: &[GpuTest], ptx_dir: &Path) -> i32 {
             1
         }
         _ => {
-            record("ok");
+            record(&ok_verdict(&pe.skipped));
             0
         }
     }
@@ -535,8 +806,13 @@ fn json_report(
     let items: Vec<String> = rows
         .iter()
         .map(|(name, n, v, secs)| {
+            let parts;
             let (status, detail) = match v {
                 Verdict::Passed => ("passed", ""),
+                Verdict::PassedWithSkips(p) => {
+                    parts = skipped_parts(p);
+                    ("passed", parts.as_str())
+                }
                 Verdict::Failed(d) => ("failed", d.as_str()),
                 Verdict::Skipped(d) => ("skipped", d.as_str()),
             };
@@ -571,6 +847,47 @@ mod tests {
                 .0
                 .contains("1 elements, expected 2")
         );
+    }
+
+    #[test]
+    fn poison_is_never_a_small_value_and_never_close() {
+        let seed = sentinel_seed("put_block");
+        assert_ne!(seed, sentinel_seed("get_nbi"));
+        assert!(i32::poison(seed) < -(1 << 30));
+        assert!((0x80..0xc0).contains(&u8::poison(seed)));
+        assert!(u64::poison(seed) >= 1 << 63);
+        assert!(f32::poison(seed).is_nan());
+        assert!(check_eq("k", &[f32::poison(seed)], &[f32::poison(seed)]).is_err());
+        let tol = Tolerance { abs: 1.0, rel: 1.0 };
+        assert!(check_close("k", &[f64::poison(seed)], &[0.0], tol).is_err());
+        assert!(check_close("k", &[half::bf16::poison(seed)], &[half::bf16::ZERO], tol).is_err());
+    }
+
+    #[test]
+    fn check_close_uses_both_tolerances() {
+        let tol = Tolerance { abs: 0.5, rel: 0.1 };
+        assert!(check_close("k", &[10.9f64, -0.4], &[10.0, 0.0], Tolerance::rel(0.1)).is_err());
+        assert!(check_close("k", &[11.4f64, -0.4], &[10.0, 0.0], tol).is_ok());
+        let e = check_close("k", &[11.6f64, 9.0], &[10.0, 10.0], tol).unwrap_err();
+        assert!(e.0.contains("element 0 is 11.6, expected 10.0"), "{}", e.0);
+        assert!(e.0.contains("1 of 2 elements outside"), "{}", e.0);
+        assert!(check_close("k", &[1.0f32], &[1.0, 2.0], Tolerance::EXACT).is_err());
+    }
+
+    #[test]
+    fn skipped_parts_are_said_and_counted() {
+        assert_eq!(ok_verdict(&[]), "ok");
+        let v = ok_verdict(&["wgmma: not an sm_90a build".into()]);
+        assert_eq!(v, "ok\nwgmma: not an sm_90a build");
+        assert_eq!(
+            skipped_parts(&v.lines().skip(1).map(String::from).collect::<Vec<_>>()),
+            "part(s) SKIPPED: wgmma: not an sm_90a build"
+        );
+        assert_eq!(
+            summary_line(3, 1, 0, 2),
+            "3 passed (1 with parts skipped), 0 failed, 2 skipped"
+        );
+        assert_eq!(summary_line(3, 0, 1, 0), "3 passed, 1 failed, 0 skipped");
     }
 
     #[test]

@@ -1,14 +1,14 @@
 //! Initialization: [`InitOptions`] and the steps of [`InitOptions::init`].
 
-use crate::job::bootstrap::{Bootstrap, IdSource, Plan};
-use crate::runtime::driver;
 use crate::env::{self, Lookup};
 use crate::error::{Error, Result};
+use crate::job::bootstrap::{Bootstrap, IdSource, Plan};
+use crate::job::rendezvous::{self, Store};
+use crate::job::uniqueid::UniqueId;
+use crate::runtime::driver;
 use crate::runtime::heap::HeapLimit;
 use crate::runtime::library::{HostLibrary, LibraryRequest};
 use crate::runtime::nvshmem::{ActiveGuard, Nvshmem, Started};
-use crate::job::rendezvous::{self, Store};
-use crate::job::uniqueid::UniqueId;
 use nvshmem_types::Version;
 use std::path::PathBuf;
 
@@ -60,7 +60,6 @@ impl Nvshmem {
     pub fn options() -> InitOptions {
         InitOptions::default()
     }
-
 }
 
 impl InitOptions {

@@ -1,9 +1,9 @@
 //! The CUDA driver side: finding the driver, choosing the PE's GPU, making its
 //! context current, and telling kernel faults from other driver errors.
 
-use crate::job::bootstrap::parse_index;
 use crate::env::Lookup;
 use crate::error::{Error, Result};
+use crate::job::bootstrap::parse_index;
 use crate::job::launcher::env as launcher_env;
 use cudarc::driver::{CudaContext, DriverError, result, sys};
 use std::sync::{Arc, OnceLock};

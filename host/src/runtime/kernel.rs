@@ -1,8 +1,8 @@
 //! Launching the kernels of a loaded [`Module`](crate::Module): plain and
 //! collective (cooperative) launches, checked against the manifest.
 
-use crate::runtime::driver;
 use crate::error::{Error, Result};
+use crate::runtime::driver;
 use crate::runtime::launch::{KernelArgs, LaunchConfig, check_co_resident, check_kernel_args};
 use crate::runtime::loaded::ModuleInner;
 use cudarc::driver::{CudaStream, DriverError, result, sys};

@@ -8,7 +8,6 @@
 use crate::error::{Error, Result};
 use crate::runtime::memory::DevicePtr;
 use nvshmem_types::manifest::KernelInfo;
-use nvshmem_types::{Pe, SymPtr};
 use std::ffi::c_void;
 
 /// A grid or block shape. Converts from `u32`, `(u32, u32)` and `(u32, u32, u32)`.
@@ -119,15 +118,9 @@ impl LaunchConfig {
     }
 }
 
-/// A value that can be passed to a kernel parameter of the same size.
-///
-/// Implemented for the integer and float primitives, `bool`, `half::f16` and
-/// `half::bf16`, [`SymPtr`], [`DevicePtr`], [`Pe`] and [`Team`](nvshmem_types::Team).
-/// Memory goes to a kernel as an address: [`SymBuffer::sym_ptr`](crate::SymBuffer::sym_ptr)
-/// for symmetric memory (a `SymPtr<T>`, what NVSHMEM's device calls take), or
-/// [`SymBuffer::device_ptr`](crate::SymBuffer::device_ptr) for a plain `T*`
-/// (a `DevicePtr<T>`). Raw pointers are not accepted: a host pointer in a
-/// kernel is a fault.
+/// A value that can be passed to a kernel parameter (defined in
+/// `nvshmem-types`, so that a kernel crate's `#[derive(KernelParam)]`
+/// structs are kernel arguments here too).
 ///
 /// ```compile_fail
 /// # fn f(k: &nvshmem_host::Kernel, nv: &nvshmem_host::Nvshmem, host: *mut u64) -> nvshmem_host::Result<()> {
@@ -135,58 +128,10 @@ impl LaunchConfig {
 /// unsafe { k.launch(nv.stream(), 1, 1, (host,)) }
 /// # }
 /// ```
-///
-/// # Safety
-/// The type must have the ABI of the PTX parameter it is passed to: a plain
-/// `#[repr(C)]` or `#[repr(transparent)]` value with no pointers to host
-/// memory, passed by value. Implement it for your own `#[repr(C)]` structs
-/// only when the kernel takes that struct by value.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be passed to a kernel",
-    label = "not a kernel argument",
-    note = "pass symmetric memory as `buf.sym_ptr()` (a `SymPtr<T>`) and other device memory as \
-            `buf.device_ptr()` (a `DevicePtr<T>`); numbers, `Pe` and `Team` go by value",
-    note = "a `#[repr(C)]` struct the kernel takes by value can implement `KernelParam` (unsafe)"
-)]
-pub unsafe trait KernelParam: Copy {
-    /// The type's name, for error messages.
-    fn type_name() -> &'static str {
-        std::any::type_name::<Self>()
-    }
-}
+pub use nvshmem_types::KernelParam;
 
-macro_rules! kernel_params {
-    ($($t:ty),* $(,)?) => { $(
-        // SAFETY: a primitive passed by value has its C ABI.
-        unsafe impl KernelParam for $t {}
-    )* };
-}
-kernel_params!(
-    i8,
-    u8,
-    i16,
-    u16,
-    i32,
-    u32,
-    i64,
-    u64,
-    isize,
-    usize,
-    f32,
-    f64,
-    bool,
-    half::f16,
-    half::bf16
-);
-
-// SAFETY: `#[repr(transparent)]` over `*mut T`: the ABI of `T*`.
-unsafe impl<T> KernelParam for SymPtr<T> {}
 // SAFETY: `#[repr(transparent)]` over `u64`: the ABI of `T*`.
 unsafe impl<T> KernelParam for DevicePtr<T> {}
-// SAFETY: `#[repr(transparent)]` over `u32`.
-unsafe impl KernelParam for Pe {}
-// SAFETY: `#[repr(transparent)]` over `i32` (`nvshmem_team_t`).
-unsafe impl KernelParam for nvshmem_types::Team {}
 
 /// A kernel's arguments: a tuple of up to 16 [`KernelParam`]s (`()` for none,
 /// `(x,)` for one).
@@ -361,6 +306,7 @@ pub fn check_co_resident(
 mod tests {
     use super::*;
     use nvshmem_types::manifest::ParamInfo;
+    use nvshmem_types::{Pe, SymPtr};
 
     fn info(params: &[(&str, &str, u32)], collective: bool) -> KernelInfo {
         let params = params

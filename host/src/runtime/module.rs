@@ -10,12 +10,11 @@
 //! way to get a [`Kernel`] is from a `Module`. A module without NVSHMEM code
 //! (no `nvshmemi_device_lib_version_d`) loads without registration.
 
-use crate::error::record_drop_error;
 use crate::error::{Error, Result};
 use crate::runtime::image::ImageKind;
 use crate::runtime::kernel::Kernel;
 use crate::runtime::loaded::ModuleInner;
-use crate::runtime::nvshmem::{Inner, Nvshmem};
+use crate::runtime::nvshmem::Nvshmem;
 use cudarc::driver::{DriverError, result, sys};
 use nvshmem_types::manifest::Manifest;
 use nvshmem_types::{Arch, Version};

@@ -1,9 +1,9 @@
 //! The runtime handle, [`Nvshmem`], and the state its buffers, modules and
 //! kernels share; finalization.
 
+use crate::error::{Error, Result, record_drop_error, take_drop_error};
 use crate::job::bootstrap::Plan;
 use crate::runtime::driver::{self, GpuChoice};
-use crate::error::{Error, Result, record_drop_error, take_drop_error};
 use crate::runtime::heap::HeapLimit;
 use crate::runtime::library::HostLibrary;
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
@@ -252,7 +252,8 @@ pub struct Nvshmem {
     /// Where the PEs compare their allocations (see `Nvshmem::alloc`);
     /// made at the first one. Declared first: dropped (freed, collectively)
     /// before `inner` lets NVSHMEM finalize.
-    pub(crate) alloc_check: std::cell::OnceCell<(crate::runtime::exchange::WordExchange, Arc<CudaStream>)>,
+    pub(crate) alloc_check:
+        std::cell::OnceCell<(crate::runtime::exchange::WordExchange, Arc<CudaStream>)>,
     /// Allocation calls made so far: the next allocation's number, the
     /// first word each PE compares.
     pub(crate) allocations: Cell<u64>,

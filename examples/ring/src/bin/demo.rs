@@ -142,7 +142,9 @@ fn run_ring(n: usize) -> bool {
         Ok(other) => {
             eprintln!("demo: the ring on {n} PEs failed: {other}");
             if n > 2 {
-                eprintln!("demo: more than 2 PEs on one GPU need CUDA MPS (see docs/guide.md, host side)");
+                eprintln!(
+                    "demo: more than 2 PEs on one GPU need CUDA MPS (see docs/guide.md, host side)"
+                );
             }
             false
         }

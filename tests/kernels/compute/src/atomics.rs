@@ -62,6 +62,8 @@ pub unsafe fn atomics_global(w: *mut u32, d: *mut u64, tickets: *mut u32, olds: 
         }
         atomic::dec(s(19), 4, Release, Gpu);
         atomic::global::fetch_xor(s(20), 1, Relaxed, Gpu);
+        // One thread wins: the slot ends as some `g + 8`.
+        let _ = atomic::global::compare_exchange(s(22), 7, g32 + 8, Relaxed, Sys);
         atomic::fetch_add(s(23).cast::<f32>(), 0.5, Relaxed, Gpu);
         atomic::global::sub(s(24), 3, Relaxed, Gpu);
         atomic::global::fetch_inc(s(25), u32::MAX, SeqCst, Sys);

@@ -421,3 +421,26 @@ pub unsafe fn address_queries(buf: SymPtr<u32>, out: *mut u32) {
         }
     }
 }
+
+/// A by-value `#[repr(C)]` parameter (24 bytes, 8-aligned): the host passes
+/// this crate's own struct through the typed bindings.
+#[derive(Clone, Copy, KernelParam)]
+#[repr(C)]
+pub struct Affine {
+    /// The factor.
+    pub a: f64,
+    /// The offset.
+    pub b: f64,
+    /// Elements to transform.
+    pub n: u64,
+}
+
+/// `x[i] = a * x[i] + b` for the first `p.n` elements, the struct as the
+/// last parameter (where the builder once misread its size).
+#[kernel]
+pub unsafe fn affine(x: *mut f32, p: Affine) {
+    let i = global_index_x();
+    if (i as u64) < p.n {
+        unsafe { *x.add(i) = (p.a * *x.add(i) as f64 + p.b) as f32 };
+    }
+}

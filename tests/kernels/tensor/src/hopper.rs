@@ -1,6 +1,6 @@
 //! The sm_90a kernels: TMA + mbarrier, and one `wgmma` tile per shape.
 
-use super::smem;
+use super::{STALE, smem};
 use nvshmem_device::cp_async::SharedAddr;
 use nvshmem_device::half::bf16;
 use nvshmem_device::kernel;
@@ -22,11 +22,20 @@ fn smem_1k() -> (*mut u8, SharedAddr) {
 /// One TMA load: the box of `map` at (`x`, `y`) into shared memory through an
 /// mbarrier transaction, then its `box_bytes` raw bytes (in the map's
 /// swizzle) to `out`. 128 threads; shared memory `box_bytes + 1024 + 16`.
+/// The tile holds [`STALE`] first, so zero fill that did not happen shows.
 #[kernel]
 pub unsafe fn tma_load_box(map: *const TensorMap, x: i32, y: i32, box_bytes: u32, out: *mut u8) {
     let (tile, tile_addr) = smem_1k();
     let bar = tile_addr.add(box_bytes.next_multiple_of(16));
     let t = thread_idx_x();
+    let mut i = t as usize;
+    while i < box_bytes as usize {
+        // SAFETY: the tile holds `box_bytes`.
+        unsafe { *tile.add(i) = STALE };
+        i += block_dim_x() as usize;
+    }
+    // The generic proxy's stores before the TMA's (async proxy) writes.
+    tma::fence_proxy_async_shared_cta();
     if t == 0 {
         // SAFETY: an 8-byte aligned word after the tile.
         unsafe { tma::mbarrier_init(bar, 1) };

@@ -154,11 +154,20 @@ pub unsafe fn frag_loads(x: *const bf16, out: *mut u32) {
 /// `cg16_zfill` with `src_bytes = c % 17` (the rest of the chunk zero).
 /// Groups: chunk `c` goes into group `c % 3`... committed in order, then
 /// `wait_group::<1>`, `wait_group::<0>` and `wait_all`. Any block size.
+/// The shared memory holds [`STALE`] first, so zeros the copy did not
+/// write show.
 #[kernel]
 pub unsafe fn cp_async_copy(src: *const u8, dst: *mut u8, n: u32) {
     let sm = smem();
     let base = SharedAddr::from_ptr(sm);
     let chunks = n as usize / 16;
+    let mut i = thread_idx_x() as usize;
+    while i < n as usize {
+        // SAFETY: `n` bytes of shared memory.
+        unsafe { *sm.add(i) = STALE };
+        i += block_dim_x() as usize;
+    }
+    sync_threads();
     let mut round = 0;
     while round < 3 {
         let mut c = thread_idx_x() as usize;
@@ -200,6 +209,11 @@ pub unsafe fn cp_async_copy(src: *const u8, dst: *mut u8, n: u32) {
         i += block_dim_x() as usize;
     }
 }
+
+/// What shared memory holds before a copy with zero fill (`cp_async_copy`,
+/// `tma_load_box`): not zero, so a zero the copy should have written but
+/// did not shows.
+pub const STALE: u8 = 0xa5;
 
 #[cfg(feature = "sm90a")]
 mod hopper;
