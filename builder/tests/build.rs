@@ -444,6 +444,99 @@ fn struct_params_get_named_c_types() {
     }
 }
 
+/// Every parameter kind in every position reaches the manifest and the
+/// header with its own size, alignment and types: each scalar type, pointers,
+/// `SymPtr`, `Pe`, `Team`, and a by-value struct first, in the middle, last
+/// (llc writes `)  // @name` after the last parameter) and alone.
+#[test]
+fn every_parameter_kind_and_position_is_described() {
+    let Some(v) = installed("3.4.5") else { return };
+    let out = builder("params")
+        .nvshmem_version(v)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let params = |kernel: &str| -> Vec<(String, String, String, u32, u32)> {
+        let k = out
+            .manifest
+            .kernels
+            .iter()
+            .find(|k| k.name == kernel)
+            .unwrap_or_else(|| panic!("no kernel {kernel}"));
+        k.params
+            .iter()
+            .map(|p| {
+                let c = p.c_type.clone();
+                (p.name.clone(), p.rust_type.clone(), c, p.size, p.align)
+            })
+            .collect()
+    };
+    let row = |n: &str, r: &str, c: &str, size: u32, align: u32| {
+        (n.to_string(), r.to_string(), c.to_string(), size, align)
+    };
+    let out_f64 = row("out", "*mut f64", "double*", 8, 8);
+    let affine = row("s", "Affine", "fixture_params_affine_t", 24, 8);
+    let scalars = [
+        ("a", "i8", "int8_t", 1),
+        ("b", "u8", "uint8_t", 1),
+        ("c", "i16", "int16_t", 2),
+        ("d", "u16", "uint16_t", 2),
+        ("e", "i32", "int32_t", 4),
+        ("f", "u32", "uint32_t", 4),
+        ("g", "i64", "int64_t", 8),
+        ("h", "u64", "uint64_t", 8),
+        ("i", "isize", "int64_t", 8),
+        ("j", "usize", "uint64_t", 8),
+        ("k", "f32", "float", 4),
+        ("l", "f64", "double", 8),
+        ("m", "bool", "bool", 1),
+    ]
+    .map(|(n, r, c, size)| row(n, r, c, size, size));
+    let mut want = scalars.to_vec();
+    want.push(out_f64.clone());
+    assert_eq!(params("scalars"), want);
+    assert_eq!(
+        params("pointers"),
+        [
+            row("p", "*mut f32", "float*", 8, 8),
+            row("q", "*const u8", "const uint8_t*", 8, 8),
+            row("s", "SymPtr<u64>", "uint64_t*", 8, 8),
+            row("pe", "Pe", "uint32_t", 4, 4),
+            row("team", "Team", "int32_t", 4, 4),
+        ]
+    );
+    assert_eq!(params("struct_first"), [affine.clone(), out_f64.clone()]);
+    assert_eq!(
+        params("struct_middle"),
+        [
+            out_f64.clone(),
+            affine.clone(),
+            row("n", "u32", "uint32_t", 4, 4)
+        ]
+    );
+    assert_eq!(params("struct_last"), [out_f64.clone(), affine.clone()]);
+    assert_eq!(params("struct_only"), [affine]);
+    assert_eq!(
+        params("small_struct_last"),
+        [
+            row("out", "*mut u32", "uint32_t*", 8, 8),
+            row("f", "Flag", "fixture_params_flag_t", 1, 1)
+        ]
+    );
+    let h = std::fs::read_to_string(&out.header).unwrap();
+    for want in [
+        "sizeof(fixture_params_affine_t) == 24",
+        "NVSHMEM_RS_ALIGNOF(fixture_params_affine_t) == 8",
+        "CUstream stream, double* out, fixture_params_affine_t s)",
+        // `f` is also the helper's own CUfunction parameter.
+        "int32_t e, uint32_t f_, int64_t g",
+        "(void*)&e, (void*)&f_, (void*)&g",
+        "CUstream stream, fixture_params_affine_t s, double* out)",
+        "CUstream stream, double* out, fixture_params_affine_t s, uint32_t n)",
+    ] {
+        assert!(h.contains(want), "no `{want}` in\n{h}");
+    }
+}
+
 /// Every header the tests build (the fixtures' and a real kernel crate's)
 /// compiles as C99, C11, C++11 and C++17 with `-Wall -Wextra -Werror`,
 /// without the launch helpers and, when `cuda.h` is found (the
@@ -453,7 +546,7 @@ fn struct_params_get_named_c_types() {
 fn generated_headers_compile_as_c_and_cpp() {
     let Some(v) = installed("3.4.5") else { return };
     let mut headers = Vec::new();
-    for name in ["ok", "structs"] {
+    for name in ["ok", "structs", "params"] {
         headers.push(builder(name).nvshmem_version(v).build().unwrap().header);
     }
     let ring = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ring/kernel");

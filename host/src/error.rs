@@ -234,6 +234,32 @@ pub enum Error {
         reason: String,
     },
 
+    /// A launch argument from a dynamic host (see [`crate::dynamic`]) that
+    /// the kernel's parameter does not accept; nothing was launched.
+    #[error("kernel `{kernel}`, {param}: {reason}. Fix: {fix}")]
+    ArgumentRejected {
+        /// The kernel.
+        kernel: String,
+        /// Which parameter (argument 2 `n: u32`), or the count expected.
+        param: String,
+        /// A wrong type, or a wrong value.
+        refusal: crate::runtime::dynamic::Refusal,
+        /// What is wrong.
+        reason: String,
+        /// What to do.
+        fix: String,
+    },
+
+    /// NVSHMEM is not loaded or not initialized in this process, so there is
+    /// nothing to attach to ([`Nvshmem::attach`](crate::Nvshmem::attach)).
+    #[error("cannot attach to NVSHMEM: {reason}. Fix: {fix}")]
+    NotAttachable {
+        /// What is missing.
+        reason: String,
+        /// What to do.
+        fix: &'static str,
+    },
+
     /// A plain launch of a kernel that calls NVSHMEM barriers or collectives.
     #[error(
         "kernel `{kernel}` calls NVSHMEM barriers or collectives, so all its blocks must run at \

@@ -66,7 +66,7 @@ mod job;
 mod runtime;
 
 pub use job::{bootstrap, harness, launcher};
-pub use runtime::{bindings, exchange, launch, library, memory, tensor_map};
+pub use runtime::{bindings, dynamic, exchange, launch, library, memory, tensor_map};
 
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaStream};
@@ -81,10 +81,10 @@ pub use nvshmem_types::{
     And, Cmp, Max, Min, Or, Pe, Prod, ReduceOp, SignalOp, Sum, SymPtr, Team, Version, Xor,
 };
 pub use runtime::bindings::{AsDevicePtr, AsSymPtr};
-pub use runtime::driver::device_count as gpu_count;
+pub use runtime::driver::{device_count as gpu_count, gpu_arch};
 pub use runtime::kernel::Kernel;
 pub use runtime::launch::{Dim3, KernelArgs, KernelParam, LaunchConfig};
 pub use runtime::memory::{AsSymView, DevicePtr, SymBuffer, SymView};
-pub use runtime::module::{Module, ModuleImage};
+pub use runtime::module::{Module, ModuleImage, find_manifest};
 pub use runtime::nvshmem::Nvshmem;
 pub use runtime::team::{AsTeam, SplitTeam};

@@ -4,6 +4,7 @@
 pub mod bindings;
 pub(crate) mod collectives;
 pub(crate) mod driver;
+pub mod dynamic;
 pub mod exchange;
 pub(crate) mod heap;
 pub(crate) mod image;

@@ -443,6 +443,21 @@ fn cache_dirs(cache: &Path, wanted: Option<Version>) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The NVSHMEM pip package (`nvidia-nvshmem-cu1x`, as PyTorch installs it)
+/// in the first of `dirs` that holds one: for a Python process, its
+/// `sys.path`, so that kernels are built for the NVSHMEM that process loads.
+///
+/// ```no_run
+/// let dirs = nvshmem_types::install::python_site_packages();
+/// if let Some(nv) = nvshmem_types::install::in_site_packages(&dirs) {
+///     println!("this Python has NVSHMEM {}", nv.version);
+/// }
+/// ```
+pub fn in_site_packages(dirs: &[PathBuf]) -> Option<Installation> {
+    dirs.iter()
+        .find_map(|d| Installation::at(&d.join("nvidia/nvshmem"), Source::Python).ok())
+}
+
 /// The `site-packages` folders of the active virtual environment
 /// (`VIRTUAL_ENV`) and of `python3` (its site and user site), in that order;
 /// empty when there is no `python3`. Pip's `nvidia-*` wheels unpack under

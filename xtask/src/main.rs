@@ -11,7 +11,8 @@
 //!   `nvshmem-bench` on each PE count (results in `bench/results/`);
 //! - `cpp-host`: the C++ drop-in host built with nvcc (from pip wheels when
 //!   no CUDA is installed) against a kernel crate's header, and run;
-//! - `check-links`: the relative links of the README and the guide (`docs/`).
+//! - `check-links`: the relative links of the README and the guide (`docs/`);
+//! - `python-test`: the Python package's tests that need no GPU (pytest).
 
 mod bench;
 mod cpp_host;
@@ -20,6 +21,7 @@ mod lint;
 mod nvcc;
 mod pack;
 mod ptx;
+mod python;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -48,6 +50,8 @@ enum Task {
     CppHost(cpp_host::Args),
     /// Check that every relative link of README.md and docs/*.md resolves (files and #anchors).
     CheckLinks,
+    /// The Python package's tests that need no GPU (python/tests/test_offline.py), with pytest.
+    PythonTest(python::Args),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
         Task::CppHost(args) => cpp_host::run(args),
         Task::Bench(args) => bench::run(args),
         Task::CheckLinks => links::run(),
+        Task::PythonTest(args) => python::run(args),
     };
     match result {
         Ok(code) => code,

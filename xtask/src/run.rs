@@ -52,6 +52,8 @@ pub enum Mode {
     CppHost,
     /// The benchmark: the C++ twins built with this machine's nvcc, SASS, 1 and 2 PEs; results in $OUT/bench (not a default).
     Bench,
+    /// The Python package on this machine's PyTorch: pytest in one process, then under torchrun with 2 ranks under MPS (graph capture, version mismatch), the torch example, the launch-overhead benchmark.
+    Torch,
 }
 
 impl Mode {
@@ -64,6 +66,7 @@ impl Mode {
             "variants" => &[Info, NvshmemPath, Separate],
             "mpi" => &[Info, Mpirun],
             "nvshmem38" => &[Info, Nvshmem38, Ucx],
+            "torch" => &[Info, Torch],
             _ => &[Info],
         }
     }
@@ -320,6 +323,7 @@ impl Runner {
                     self.record(&format!("costs-{n}-mps"), c);
                 }
             }
+            Mode::Torch => self.torch()?,
             Mode::NvshmemPath | Mode::Separate => {
                 let (name, folder) = if mode == Mode::NvshmemPath {
                     ("gpu-nvshmem-path-mps", "ptx-nvshmem-path")
@@ -412,6 +416,66 @@ impl Runner {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The torch pack's runs: the wheel unpacked into `$OUT/pylib` beside
+    /// the pack's pytest, then pytest in one process, the launch benchmark,
+    /// and under MPS pytest and the example with 2 torchrun ranks.
+    fn torch(&mut self) -> Result<(), String> {
+        let has_torch = Command::new("python3")
+            .args(["-c", "import torch"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !has_torch {
+            println!("=== torch\n    SKIPPED: python3 cannot import torch here");
+            self.table
+                .push(("torch".into(), "SKIPPED (python3 has no torch)".into()));
+            return Ok(());
+        }
+        let pylib = self.out.join("pylib");
+        let _ = std::fs::remove_dir_all(&pylib);
+        let wheel = std::fs::read_dir(self.pack.join("wheel"))
+            .map_err(|e| format!("the pack's wheel/: {e}"))?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "whl"))
+            .ok_or("the pack has no wheel")?;
+        crate::check(
+            Command::new("python3")
+                .args(["-m", "zipfile", "-e"])
+                .arg(&wheel)
+                .arg(&pylib),
+        )?;
+        let path = crate::python::python_path(&[pylib, self.pack.join("pylib")]);
+        let tests = self.pack.join("python-tests");
+        let examples = self.pack.join("examples-torch");
+        let python = |r: &Self| {
+            let mut c = r.command(Path::new("python3"), &r.pack.join("ptx"));
+            c.env("PYTHONPATH", &path)
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .env("NVSHMEM_RS_TEST_KERNELS", r.pack.join("ptx-pytest"))
+                .env("NVSHMEM_RS_EXAMPLE_KERNELS", r.pack.join("ptx"))
+                .current_dir(&r.out);
+            c
+        };
+        let pytest = ["-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"];
+        let mut c = python(self);
+        c.args(pytest).arg(&tests);
+        self.record("torch-pytest-1", c);
+        let mut c = python(self);
+        c.arg(examples.join("launch_overhead.py"));
+        self.record("torch-launch-overhead-1", c);
+        let _mps = self.mps()?;
+        let torchrun = ["-m", "torch.distributed.run", "--nproc-per-node", "2"];
+        let mut c = python(self);
+        c.args(torchrun)
+            .args(["-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"])
+            .arg(tests.join("test_gpu.py"));
+        self.record("torch-pytest-2-mps", c);
+        let mut c = python(self);
+        c.args(torchrun).arg(examples.join("torch_example.py"));
+        self.record("torch-example-2-mps", c);
         Ok(())
     }
 

@@ -95,8 +95,8 @@ impl<'a> CTypes<'a> {
         if let Some(c) = ty.map(c_type).filter(|c| !c.is_empty()) {
             return c;
         }
-        let aggregate = ptx.ty == "b8" && ptx.size != 1;
-        if !aggregate {
+        // A byte array (`.b8 name[N]`) is a struct by value, even of one byte.
+        if ptx.ty != "b8" {
             return scalar_c_type(ptx);
         }
         if let Some(c) = ty.and_then(|t| self.named_struct(t, 0)) {
@@ -104,6 +104,9 @@ impl<'a> CTypes<'a> {
                 s.layout.get_or_insert((ptx.size, ptx.align));
             }
             return c;
+        }
+        if ptx.size == 1 {
+            return scalar_c_type(ptx);
         }
         let opaque = format!("{}_{kernel}_{name}_t", self.prefix);
         if !self.structs.iter().any(|s| s.name == opaque) {
@@ -298,13 +301,17 @@ pub(crate) fn render(m: &Manifest, structs: &[CStruct]) -> String {
          typedef struct {{ unsigned x, y, z; }} dim3_t;\n#endif\n"
     );
     for k in &m.kernels {
-        let c = c_params(k);
+        let c: Vec<String> = k
+            .params
+            .iter()
+            .map(|p| format!("{} {}", p.c_type, helper_param(&p.name)))
+            .collect();
         let addrs = if k.params.is_empty() {
             "0".to_string()
         } else {
             k.params
                 .iter()
-                .map(|p| format!("(void*)&{}", p.name))
+                .map(|p| format!("(void*)&{}", helper_param(&p.name)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -362,6 +369,18 @@ fn render_struct(h: &mut String, s: &CStruct) {
 }
 
 /// A kernel's parameters as C declares them: `type name` each.
+/// A kernel parameter's name in its launch helper: `f_` for a parameter
+/// named like one of the helper's own (`f`, `grid`, `block`, `shared_bytes`,
+/// `stream`, `args`), which C would refuse as a redefinition.
+fn helper_param(name: &str) -> String {
+    const OWN: [&str; 6] = ["f", "grid", "block", "shared_bytes", "stream", "args"];
+    if OWN.contains(&name) {
+        format!("{name}_")
+    } else {
+        name.to_string()
+    }
+}
+
 fn c_params(k: &KernelInfo) -> Vec<String> {
     k.params
         .iter()

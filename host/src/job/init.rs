@@ -245,6 +245,7 @@ impl InitOptions {
             plan,
             heap_limit,
             guard,
+            attached: false,
         })
     }
 }

@@ -93,6 +93,41 @@ pub fn device_count() -> Result<usize> {
     Ok(count as usize)
 }
 
+/// The architecture of GPU `ordinal` (its compute capability), without
+/// creating a context: what to build kernels for.
+///
+/// ```no_run
+/// println!("GPU 0 is {}", nvshmem_host::gpu_arch(0)?);
+/// # Ok::<(), nvshmem_host::Error>(())
+/// ```
+pub fn gpu_arch(ordinal: usize) -> Result<nvshmem_types::Arch> {
+    let count = device_count()?;
+    if ordinal >= count {
+        return Err(Error::InvalidGpu {
+            ordinal,
+            count,
+            from: String::new(),
+        });
+    }
+    let attribute = |a| {
+        // SAFETY: the driver is initialized (device_count) and the ordinal exists.
+        result::device::get(ordinal as i32)
+            .and_then(|dev| unsafe { result::device::get_attribute(dev, a) })
+            .map_err(|source| Error::NoGpu { source })
+    };
+    use sys::CUdevice_attribute::{
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR as MAJOR,
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR as MINOR,
+    };
+    let number = (attribute(MAJOR)? * 10 + attribute(MINOR)?).max(0) as u32;
+    nvshmem_types::Arch::new(number).ok_or_else(|| Error::InvalidArgument {
+        reason: format!(
+            "GPU {ordinal} is sm_{number}, which the builder does not support ({})",
+            nvshmem_types::ParseArchError
+        ),
+    })
+}
+
 /// Retains `ordinal`'s primary context and makes it current on this thread.
 pub(crate) fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
     probe()?;

@@ -74,6 +74,12 @@ impl Kernel {
         &self.info
     }
 
+    /// The driver's function handle, for interop and benchmarks (launching
+    /// through it skips every check).
+    pub fn cu_function(&self) -> sys::CUfunction {
+        self.func
+    }
+
     /// Whether it calls NVSHMEM barriers or collectives, so needs
     /// [`Kernel::launch_collective`].
     pub fn is_collective(&self) -> bool {
@@ -141,9 +147,7 @@ impl Kernel {
         launch_collective_with => true;
     }
 
-    /// Checks a launch (a collective kernel only `cooperative`; a cooperative
-    /// one on a GPU that supports it, with a co-resident grid), launches, and
-    /// records the kernel so that a later fault on the stream can name it.
+    /// Checks the stream and the typed arguments, then [`Kernel::launch_params`].
     ///
     /// # Safety
     /// As [`Kernel::launch`].
@@ -154,6 +158,56 @@ impl Kernel {
         args: A,
         cooperative: bool,
     ) -> Result<()> {
+        self.module.nv.check_stream(stream)?;
+        check_kernel_args(&self.info, &args)?;
+        // SAFETY: a stream of this context; arguments checked against the
+        // manifest; the rest is the caller's.
+        args.with_params(|params| unsafe {
+            self.launch_params(
+                stream.cu_stream(),
+                Some(stream),
+                config,
+                params,
+                cooperative,
+            )
+        })
+    }
+
+    /// Launches with arguments a dynamic host encoded ([`crate::dynamic`]):
+    /// `cuLaunchKernel` (or `cuLaunchCooperativeKernel` when `cooperative`)
+    /// on a stream given by its handle (PyTorch's current stream, say), after
+    /// the same checks as [`Kernel::launch`] but for the arguments, which
+    /// [`Signature::encode`](crate::dynamic::Signature::encode) checked.
+    ///
+    /// # Safety
+    /// As [`Kernel::launch`]; `args` must come from this kernel's
+    /// [`Signature`](crate::dynamic::Signature), and `stream` must be a live
+    /// stream of this kernel's CUDA context (or null, the legacy stream).
+    pub unsafe fn launch_encoded(
+        &self,
+        stream: sys::CUstream,
+        config: LaunchConfig,
+        args: &mut crate::runtime::dynamic::ArgBuffer,
+        cooperative: bool,
+    ) -> Result<()> {
+        // SAFETY: the caller's.
+        unsafe { self.launch_params(stream, None, config, args.params(), cooperative) }
+    }
+
+    /// Checks a launch (a collective kernel only `cooperative`; a cooperative
+    /// one on a GPU that supports it, with a co-resident grid), launches, and
+    /// records the kernel so that a later fault on the stream can name it.
+    ///
+    /// # Safety
+    /// As [`Kernel::launch`], with `params` pointing at the kernel's arguments.
+    unsafe fn launch_params(
+        &self,
+        stream: sys::CUstream,
+        typed: Option<&CudaStream>,
+        config: LaunchConfig,
+        params: &mut [*mut std::ffi::c_void],
+        cooperative: bool,
+    ) -> Result<()> {
         if self.info.collective && !cooperative {
             return Err(Error::CollectiveLaunchRequired {
                 kernel: self.info.name.clone(),
@@ -161,42 +215,36 @@ impl Kernel {
         }
         let nv = &self.module.nv;
         nv.enter("Kernel::launch")?;
-        nv.check_stream(stream)?;
         config.check(&self.info.name)?;
-        check_kernel_args(&self.info, &args)?;
         self.set_shared_mem(config.shared_mem_bytes)?;
         if cooperative {
             self.check_cooperative(&config)?;
         }
         let (grid, block) = (config.grid, config.block);
-        let launched = args.with_params(|params| {
-            let launch = if cooperative {
-                result::launch_cooperative_kernel
-            } else {
-                result::launch_kernel
-            };
-            // SAFETY: a function of a loaded module, a stream of its context,
-            // arguments checked against the manifest; the rest is the caller's.
-            unsafe {
-                launch(
-                    self.func,
-                    (grid.x, grid.y, grid.z),
-                    (block.x, block.y, block.z),
-                    config.shared_mem_bytes,
-                    stream.cu_stream(),
-                    params,
-                )
-            }
-        });
+        let launch = if cooperative {
+            result::launch_cooperative_kernel
+        } else {
+            result::launch_kernel
+        };
+        // SAFETY: a function of a loaded module, a stream of its context,
+        // arguments checked against the manifest; the rest is the caller's.
+        let launched = unsafe {
+            launch(
+                self.func,
+                (grid.x, grid.y, grid.z),
+                (block.x, block.y, block.z),
+                config.shared_mem_bytes,
+                stream,
+                params,
+            )
+        };
         match launched {
             Ok(()) => {
                 nv.record_launch(stream, &self.info.name);
                 Ok(())
             }
             // A sticky fault reported here comes from an earlier kernel.
-            Err(e) if driver::is_kernel_fault(&e) => {
-                Err(nv.classify("cuLaunchKernel", Some(stream), e))
-            }
+            Err(e) if driver::is_kernel_fault(&e) => Err(nv.classify("cuLaunchKernel", typed, e)),
             Err(source) => Err(self.refused(config.block.count() as u32, source)),
         }
     }

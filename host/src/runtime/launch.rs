@@ -303,12 +303,13 @@ pub fn check_co_resident(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use nvshmem_types::manifest::ParamInfo;
     use nvshmem_types::{Pe, SymPtr};
 
-    fn info(params: &[(&str, &str, u32)], collective: bool) -> KernelInfo {
+    /// A kernel `k` with these `(name, Rust type, size)` parameters.
+    pub(crate) fn info(params: &[(&str, &str, u32)], collective: bool) -> KernelInfo {
         let params = params
             .iter()
             .map(|(n, t, s)| ParamInfo {

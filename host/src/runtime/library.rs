@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::sys::{self, InitAttr, NvshmemLib, VersionBindings, coll::CollLib};
 use nvshmem_types::install::{Installation, Query, Source};
 use nvshmem_types::{SupportedVersions, Version};
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -70,6 +70,9 @@ pub enum LibrarySource {
     BuildTime,
     /// Run-time discovery, and where it found it.
     Discovered(Source),
+    /// Already loaded by another component of the process (PyTorch, say):
+    /// see [`HostLibrary::attach`].
+    Attached,
 }
 
 /// A library file chosen by [`locate`], not yet loaded.
@@ -246,8 +249,46 @@ impl HostLibrary {
         Ok(lib)
     }
 
+    /// The host library that another component of this process (PyTorch's
+    /// symmetric memory, say) already loaded, found by its file name without
+    /// loading a second copy (`dlopen` with `RTLD_NOLOAD`). It becomes the
+    /// process's library, as [`HostLibrary::load`]'s. [`Error::NotAttachable`]
+    /// when none is loaded. Works without a GPU.
+    ///
+    /// ```no_run
+    /// let lib = nvshmem_host::library::HostLibrary::attach()?;
+    /// println!("NVSHMEM {} already loaded from {}", lib.version(), lib.path().display());
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn attach() -> Result<&'static HostLibrary> {
+        let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(lib) = *loaded {
+            return Ok(lib);
+        }
+        let name = format!(
+            "libnvshmem_host.so.{}",
+            nvshmem_types::DEFAULT_VERSION.major
+        );
+        let path = loaded_path(&name).ok_or_else(|| Error::NotAttachable {
+            reason: format!("no {name} is loaded in this process"),
+            fix: ATTACH_FIX,
+        })?;
+        let lib: &'static HostLibrary = Box::leak(Box::new(Self::open_with(
+            &path,
+            LibrarySource::Attached,
+            libc::RTLD_NOLOAD,
+        )?));
+        *loaded = Some(lib);
+        Ok(lib)
+    }
+
     /// Opens `path` and binds the functions of its version.
     fn open(path: &Path, source: LibrarySource) -> Result<HostLibrary> {
+        Self::open_with(path, source, 0)
+    }
+
+    /// [`HostLibrary::open`] with extra `dlopen` flags (`RTLD_NOLOAD` to attach).
+    fn open_with(path: &Path, source: LibrarySource, flags: c_int) -> Result<HostLibrary> {
         let unusable = |reason: String| Error::NvshmemUnusable {
             path: path.to_path_buf(),
             reason,
@@ -257,7 +298,7 @@ impl HostLibrary {
         // the host library and may resolve its symbols.
         // SAFETY: loading runs the library's initializers; NVSHMEM's only set up
         // static state and start nothing.
-        let library = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_GLOBAL) }
+        let library = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_GLOBAL | flags) }
             .map_err(|e| unusable(e.to_string()))?;
         let version = {
             type VersionInfo = unsafe extern "C" fn(*mut c_int, *mut c_int, *mut c_int);
@@ -278,7 +319,7 @@ impl HostLibrary {
             |e: libloading::Error| unusable(format!("{e} (is it a complete NVSHMEM {version}?)"));
         // A second handle to the same library (dlopen counts references).
         // SAFETY: as above; the library is already loaded.
-        let again = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_GLOBAL) }
+        let again = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_GLOBAL | flags) }
             .map_err(|e| unusable(e.to_string()))?;
         let Some(bindings) = sys::bindings_for(version) else {
             return Err(Error::UnsupportedNvshmemVersion {
@@ -397,10 +438,53 @@ impl HostLibrary {
     }
 }
 
+/// What [`Error::NotAttachable`] suggests.
+pub(crate) const ATTACH_FIX: &str = "in PyTorch, set up symmetric memory first \
+    (symm_mem.set_backend(\"NVSHMEM\"), symm_mem.empty(...), symm_mem.rendezvous(t, group)); \
+    without a framework that owns NVSHMEM, initialize it yourself (Nvshmem::init, nvshmem_rs.init())";
+
+/// The file of the library `name` when this process has loaded it, without
+/// loading it otherwise.
+fn loaded_path(name: &str) -> Option<PathBuf> {
+    use libc::RTLD_NOLOAD;
+    use libloading::os::unix::{Library, RTLD_NOW};
+    // SAFETY: RTLD_NOLOAD loads nothing: it only returns a handle to a
+    // library that is already loaded (and initialized).
+    let library = unsafe { Library::open(Some(name), RTLD_NOW | RTLD_NOLOAD) }.ok()?;
+    // SAFETY: only the symbol's address is used.
+    let symbol =
+        unsafe { library.get::<*const c_void>(b"nvshmemx_vendor_get_version_info\0") }.ok()?;
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid address inside a loaded library, and a writable Dl_info.
+    let found = unsafe { libc::dladdr(*symbol, &mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr's file name is a NUL-terminated string owned by the loader.
+    let file = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    use std::os::unix::ffi::OsStrExt;
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(file.to_bytes())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::env::of as env_of;
+
+    #[test]
+    fn attaching_without_a_loaded_library_says_how_to_get_one() {
+        // Nothing in this test process loads NVSHMEM by its soname first.
+        assert_eq!(loaded_path("libnvshmem_host_not_here.so.3"), None);
+        let err = Error::NotAttachable {
+            reason: "no libnvshmem_host.so.3 is loaded in this process".into(),
+            fix: ATTACH_FIX,
+        };
+        let msg = err.to_string();
+        assert!(
+            msg.contains("symm_mem.set_backend") && msg.contains("nvshmem_rs.init()"),
+            "{msg}"
+        );
+    }
 
     #[test]
     fn nvshmem_home_pointing_nowhere_is_not_found_with_the_install_hint() {

@@ -32,7 +32,11 @@ impl Drop for ModuleInner {
             // A kernel launched from this module may still run: cuModuleUnload
             // is not documented to wait for it.
             self.nv.sync_context()?;
-            if self.nvshmem.is_some() && self.nv.check_active("Module").is_ok() {
+            // Attached, the owner (PyTorch) may have finalized NVSHMEM first.
+            if self.nvshmem.is_some()
+                && self.nv.check_active("Module").is_ok()
+                && self.nv.lib.is_initialized()
+            {
                 // SAFETY: registered at load; finalized once, here.
                 let status = unsafe { self.nv.lib.raw().nvshmemx_cumodule_finalize(self.module) };
                 if status != 0 {

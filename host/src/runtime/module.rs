@@ -87,25 +87,7 @@ impl Nvshmem {
     /// [`Nvshmem::load_module`] for the kernel crate `crate_name` in `dir`
     /// (`dir/<crate_name>.json`, with `-` or `_`).
     pub fn load_module_in(&self, dir: impl AsRef<Path>, crate_name: &str) -> Result<Module> {
-        let dir = dir.as_ref();
-        let candidates = [
-            crate_name.to_string(),
-            crate_name.replace('-', "_"),
-            crate_name.replace('_', "-"),
-        ];
-        let found = candidates
-            .iter()
-            .map(|n| dir.join(format!("{n}.json")))
-            .find(|p| p.is_file());
-        match found {
-            Some(path) => self.load_module(path),
-            None => Err(Error::ModuleLoad {
-                what: format!("`{crate_name}` in {}", dir.display()),
-                reason: format!(
-                    "there is no {crate_name}.json there; build the kernel crate with nvshmem-builder first"
-                ),
-            }),
-        }
+        self.load_module(find_manifest(dir.as_ref(), Some(crate_name))?)
     }
 
     /// [`Nvshmem::load_module`], choosing the image.
@@ -267,6 +249,36 @@ impl Nvshmem {
             }),
         })
     }
+}
+
+/// The builder manifest that `path` names: with `crate_name`, the kernel
+/// crate's in folder `path` (`<crate_name>.json`, with `-` or `_`);
+/// without, `path` itself or the one manifest in folder `path`. Works
+/// without a GPU.
+///
+/// ```no_run
+/// let m = nvshmem_host::find_manifest("ptx/nvshmem-3.4.5/sm_90".as_ref(), Some("kernels"))?;
+/// # Ok::<(), nvshmem_host::Error>(())
+/// ```
+pub fn find_manifest(path: &Path, crate_name: Option<&str>) -> Result<PathBuf> {
+    let Some(crate_name) = crate_name else {
+        return manifest_path(path);
+    };
+    let candidates = [
+        crate_name.to_string(),
+        crate_name.replace('-', "_"),
+        crate_name.replace('_', "-"),
+    ];
+    candidates
+        .iter()
+        .map(|n| path.join(format!("{n}.json")))
+        .find(|p| p.is_file())
+        .ok_or_else(|| Error::ModuleLoad {
+            what: format!("`{crate_name}` in {}", path.display()),
+            reason: format!(
+                "there is no {crate_name}.json there; build the kernel crate with nvshmem-builder first"
+            ),
+        })
 }
 
 /// The manifest file: `path` itself, or the one `*.json` manifest in folder `path`.

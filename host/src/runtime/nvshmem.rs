@@ -55,6 +55,8 @@ pub(crate) struct Started {
     pub(crate) plan: Plan,
     pub(crate) heap_limit: HeapLimit,
     pub(crate) guard: ActiveGuard,
+    /// Initialized by another component ([`Nvshmem::attach`]).
+    pub(crate) attached: bool,
 }
 
 /// The state behind [`Nvshmem`], shared by its buffers, modules and kernels
@@ -80,6 +82,9 @@ pub(crate) struct Inner {
     fault: RefCell<Option<(String, DriverError)>>,
     /// Several PEs share a GPU without MPS, so NVSHMEM supports only some APIs.
     limited_mpg: bool,
+    /// NVSHMEM belongs to another component of the process ([`Nvshmem::attach`]),
+    /// which finalizes it: this runtime never does.
+    attached: bool,
     /// The last kernel launched on each stream, to name it in a fault.
     launches: RefCell<Vec<(usize, String)>>,
     /// The handles of the live split teams: host calls refuse any other
@@ -129,8 +134,8 @@ impl Inner {
         }
     }
 
-    pub(crate) fn record_launch(&self, stream: &CudaStream, kernel: &str) {
-        let key = stream.cu_stream() as usize;
+    pub(crate) fn record_launch(&self, stream: cudarc::driver::sys::CUstream, kernel: &str) {
+        let key = stream as usize;
         let mut launches = self.launches.borrow_mut();
         match launches.iter_mut().find(|(s, _)| *s == key) {
             Some(entry) => kernel.clone_into(&mut entry.1),
@@ -211,7 +216,7 @@ impl Inner {
             self.sync_context()
         };
         let fault = self.fault.borrow().clone();
-        if fault.is_none() {
+        if fault.is_none() && !self.attached {
             // SAFETY: initialized, and no work of ours is in flight after the sync.
             unsafe { self.lib.raw().nvshmemx_hostlib_finalize() };
         }
@@ -273,6 +278,68 @@ impl std::fmt::Debug for Nvshmem {
 }
 
 impl Nvshmem {
+    /// Attaches to the NVSHMEM that another component of this process
+    /// (PyTorch's symmetric memory, say) loaded and initialized, on CUDA
+    /// device `gpu` (that component's): its host library is found without
+    /// loading a second copy ([`HostLibrary::attach`]), and modules loaded
+    /// through the returned handle are registered with it. This runtime
+    /// never finalizes it; dropping the handle only unloads modules.
+    /// [`Error::NotAttachable`] when NVSHMEM is not loaded or not initialized.
+    ///
+    /// ```no_run
+    /// // Inside a process where torch has set up NVSHMEM symmetric memory:
+    /// let nv = nvshmem_host::Nvshmem::attach(0)?;
+    /// let module = nv.load_module("ptx/nvshmem-3.4.5/sm_90/kernels.json")?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn attach(gpu: usize) -> Result<Nvshmem> {
+        let lib = HostLibrary::attach()?;
+        if !lib.is_initialized() {
+            return Err(Error::NotAttachable {
+                reason: format!(
+                    "NVSHMEM {} is loaded from {} but not initialized",
+                    lib.version(),
+                    lib.path().display()
+                ),
+                fix: crate::runtime::library::ATTACH_FIX,
+            });
+        }
+        let guard = ActiveGuard::acquire()?;
+        let count = driver::device_count()?;
+        let gpu = driver::choose_gpu(Some(gpu), &crate::env::process, None, count)?;
+        let ctx = driver::context(gpu.ordinal)?;
+        let total_mem = ctx.total_mem().map_err(Error::driver("cuDeviceTotalMem"))?;
+        let heap_limit = HeapLimit::from_env(&crate::env::process, total_mem)?;
+        Nvshmem::started(Started {
+            lib,
+            ctx,
+            gpu,
+            plan: Plan::attached(),
+            heap_limit,
+            guard,
+            attached: true,
+        })
+    }
+
+    /// Whether this handle is attached to another component's NVSHMEM
+    /// ([`Nvshmem::attach`]) rather than initialized by this runtime.
+    pub fn is_attached(&self) -> bool {
+        self.inner.attached
+    }
+
+    /// Whether `[ptr, ptr + bytes)` lies in NVSHMEM's symmetric heap on this
+    /// PE (`nvshmem_ptr` of both ends, which is null elsewhere): memory a
+    /// `SymPtr` may point at.
+    pub fn is_symmetric(&self, ptr: u64, bytes: u64) -> bool {
+        let lib = self.inner.lib.raw();
+        let last = ptr.saturating_add(bytes.max(1) - 1);
+        // SAFETY: nvshmem_ptr only compares the address with the heap's range.
+        [ptr, last].iter().all(|&p| {
+            !unsafe { lib.nvshmem_ptr(p as *const std::ffi::c_void, self.inner.my_pe as i32) }
+                .is_null()
+        })
+    }
+
     /// The handle over a library [`InitOptions::init`](crate::InitOptions::init) just initialized;
     /// checks that NVSHMEM sees as many PEs as the launcher started.
     pub(crate) fn started(s: Started) -> Result<Nvshmem> {
@@ -315,6 +382,7 @@ impl Nvshmem {
                 frees: Cell::new((0, 0)),
                 heap_limit: s.heap_limit,
                 limited_mpg: lib.is_limited_mpg(),
+                attached: s.attached,
                 launches: RefCell::new(Vec::new()),
                 split_teams: RefCell::new(Vec::new()),
             }),

@@ -120,6 +120,22 @@ pub(crate) struct Plan {
     pub(crate) hint: &'static str,
 }
 
+impl Plan {
+    /// The plan of [`Nvshmem::attach`](crate::Nvshmem::attach): another
+    /// component initialized NVSHMEM, so there is nothing to bootstrap.
+    pub(crate) fn attached() -> Plan {
+        Plan {
+            uid: None,
+            env: Vec::new(),
+            expected_pes: None,
+            local_rank: None,
+            launcher: Launcher::None,
+            describe: "attached to the NVSHMEM this process already runs".into(),
+            hint: "",
+        }
+    }
+}
+
 const UID_HINT: &str = "every PE must get the same unique id, its own rank and the same PE count; \
     the PE that generated the id (rank 0) must still be running; on one machine set \
     NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo; 3 or more PEs on one GPU need CUDA MPS \

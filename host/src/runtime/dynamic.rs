@@ -1,0 +1,785 @@
+//! Kernel arguments known only at run time, for hosts in dynamic languages
+//! (the Python package, `python/`): what each parameter accepts, from its
+//! type in the builder's manifest, and the checks that turn a value into the
+//! bytes of the launch. One implementation, so every host refuses the same
+//! arguments with the same messages.
+//!
+//! A [`Signature`] is made once per kernel; [`Signature::encode`] checks a
+//! launch's [`Arg`]s (count, type, element type, contiguity, device,
+//! symmetric-heap membership, integer range, PE number) and writes them into
+//! an [`ArgBuffer`]. Nothing here needs a GPU: the GPU's facts come from an
+//! [`ArgContext`].
+//!
+//! ```
+//! use nvshmem_host::dynamic::{Arg, ArgContext, Location, Scalar, Signature, TensorArg};
+//! use nvshmem_types::manifest::{KernelInfo, ParamInfo};
+//! let param = |name: &str, ty: &str, size| ParamInfo {
+//!     name: name.into(), rust_type: ty.into(), c_type: String::new(), size, align: size,
+//! };
+//! let info = KernelInfo::new("scale", vec![param("x", "SymPtr<f32>", 8), param("n", "u32", 4)], false);
+//! let sig = Signature::new(&info);
+//! struct Gpu0;
+//! impl ArgContext for Gpu0 {
+//!     fn device(&self) -> i32 { 0 }
+//!     fn n_pes(&self) -> Option<u32> { Some(2) }
+//!     fn is_symmetric(&self, ptr: u64, bytes: u64) -> bool { ptr >= 0x1000 && ptr + bytes <= 0x9000 }
+//! }
+//! let x = TensorArg { ptr: 0x1000, bytes: 64, dtype: Ok(Scalar::F32), contiguous: true, location: Location::Cuda(0) };
+//! assert!(sig.encode(&[Arg::Tensor(x.clone()), Arg::Int(16)], &Gpu0).is_ok());
+//! let err = sig.encode(&[Arg::Tensor(x), Arg::Int(-1)], &Gpu0).unwrap_err();
+//! assert!(err.to_string().contains("`n: u32`"));
+//! ```
+
+use crate::error::{Error, Result};
+use nvshmem_types::Team;
+use nvshmem_types::manifest::{KernelInfo, ParamInfo};
+use std::ffi::c_void;
+
+/// Generates [`Scalar`] and its facts from one table: variant, Rust name,
+/// size, class, other Rust names, PyTorch's dtype name, the array
+/// interface's type string (empty where it has none).
+macro_rules! scalars {
+    ($($v:ident $name:literal $size:literal $class:ident [$($alias:literal),*] $torch:literal $typestr:literal;)*) => {
+        /// An element or scalar type that kernel parameters use.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Scalar {
+            $(#[doc = concat!("`", $name, "`")] $v,)*
+        }
+
+        impl Scalar {
+            /// Every scalar type.
+            pub const ALL: &'static [Scalar] = &[$(Scalar::$v),*];
+
+            /// The Rust name, such as `bf16`.
+            pub const fn name(self) -> &'static str {
+                match self { $(Scalar::$v => $name,)* }
+            }
+
+            /// Size in bytes.
+            pub const fn size(self) -> u32 {
+                match self { $(Scalar::$v => $size,)* }
+            }
+
+            /// Integer, float or bool.
+            pub const fn class(self) -> ScalarClass {
+                match self { $(Scalar::$v => ScalarClass::$class,)* }
+            }
+
+            /// PyTorch's name of the dtype, such as `bfloat16` (`torch.bfloat16`).
+            pub const fn torch_name(self) -> &'static str {
+                match self { $(Scalar::$v => $torch,)* }
+            }
+
+            /// The type named `name` in Rust (the last path segment: `half::bf16`
+            /// is `bf16`; `usize` is `u64`, `isize` `i64`, as on the GPU).
+            ///
+            /// ```
+            /// use nvshmem_host::dynamic::Scalar;
+            /// assert_eq!(Scalar::from_rust("half::bf16"), Some(Scalar::BF16));
+            /// assert_eq!(Scalar::from_rust("usize"), Some(Scalar::U64));
+            /// assert_eq!(Scalar::from_rust("TensorMap"), None);
+            /// ```
+            pub fn from_rust(name: &str) -> Option<Scalar> {
+                let last = name.trim().rsplit("::").next().unwrap_or("");
+                match last {
+                    $($name $(| $alias)* => Some(Scalar::$v),)*
+                    _ => None,
+                }
+            }
+
+            /// The type of an `__cuda_array_interface__` `typestr` such as `<f4`
+            /// (`bf16` has none).
+            ///
+            /// ```
+            /// use nvshmem_host::dynamic::Scalar;
+            /// assert_eq!(Scalar::from_typestr("<f4"), Some(Scalar::F32));
+            /// assert_eq!(Scalar::from_typestr("|u1"), Some(Scalar::U8));
+            /// assert_eq!(Scalar::from_typestr(">f4"), None); // big-endian
+            /// ```
+            pub fn from_typestr(typestr: &str) -> Option<Scalar> {
+                // One-byte types have no byte order (`|`); on this little-endian
+                // host `=` is `<`.
+                let s = typestr.replace('=', "<");
+                let s = if s.len() == 3 && s.ends_with('1') { s.replacen('<', "|", 1) } else { s };
+                $(if !$typestr.is_empty() && s == $typestr {
+                    return Some(Scalar::$v);
+                })*
+                None
+            }
+
+            /// The type PyTorch names `name` (`bfloat16`, `float32`, ...).
+            ///
+            /// ```
+            /// use nvshmem_host::dynamic::Scalar;
+            /// assert_eq!(Scalar::from_torch("bfloat16"), Some(Scalar::BF16));
+            /// ```
+            pub fn from_torch(name: &str) -> Option<Scalar> {
+                match name.trim_start_matches("torch.") {
+                    $($torch => Some(Scalar::$v),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+scalars! {
+    I8 "i8" 1 Signed [] "int8" "|i1";
+    U8 "u8" 1 Unsigned [] "uint8" "|u1";
+    I16 "i16" 2 Signed [] "int16" "<i2";
+    U16 "u16" 2 Unsigned [] "uint16" "<u2";
+    I32 "i32" 4 Signed [] "int32" "<i4";
+    U32 "u32" 4 Unsigned [] "uint32" "<u4";
+    I64 "i64" 8 Signed ["isize"] "int64" "<i8";
+    U64 "u64" 8 Unsigned ["usize"] "uint64" "<u8";
+    F16 "f16" 2 Float [] "float16" "<f2";
+    BF16 "bf16" 2 Float [] "bfloat16" "";
+    F32 "f32" 4 Float [] "float32" "<f4";
+    F64 "f64" 8 Float [] "float64" "<f8";
+    Bool "bool" 1 Bool [] "bool" "|b1";
+}
+
+/// What kind of number a [`Scalar`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScalarClass {
+    /// `i8` ... `i64`.
+    Signed,
+    /// `u8` ... `u64`.
+    Unsigned,
+    /// `f16`, `bf16`, `f32`, `f64`.
+    Float,
+    /// `bool`.
+    Bool,
+}
+
+impl Scalar {
+    /// The integers this type holds, `(min, max)`; `None` for floats and bool.
+    pub fn int_range(self) -> Option<(i128, i128)> {
+        let bits = self.size() * 8;
+        match self.class() {
+            ScalarClass::Signed => Some((-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)),
+            ScalarClass::Unsigned => Some((0, (1i128 << bits) - 1)),
+            _ => None,
+        }
+    }
+}
+
+/// What a kernel parameter accepts, from its Rust type in the manifest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// `SymPtr<T>`: a tensor inside NVSHMEM's symmetric heap, of `T` when
+    /// `T` is a [`Scalar`] (any element type otherwise).
+    Symmetric(Option<Scalar>),
+    /// `*mut T`, `*const T`, `&T` or `DevicePtr<T>`: a tensor on this
+    /// process's GPU, of `T` when it is a [`Scalar`].
+    Device(Option<Scalar>),
+    /// A number passed by value.
+    Scalar(Scalar),
+    /// `Pe`: a PE number below the PE count.
+    Pe,
+    /// `Team`: a team handle.
+    Team,
+    /// A type a dynamic host cannot build (a struct by value), or a
+    /// parameter whose type the manifest does not name.
+    Unsupported,
+}
+
+impl ParamKind {
+    /// The kind of `param`, from its `rust_type`.
+    ///
+    /// ```
+    /// use nvshmem_host::dynamic::{ParamKind, Scalar};
+    /// assert_eq!(ParamKind::parse("nvshmem_device::SymPtr<half::bf16>"), ParamKind::Symmetric(Some(Scalar::BF16)));
+    /// assert_eq!(ParamKind::parse("*const TensorMap"), ParamKind::Device(None));
+    /// assert_eq!(ParamKind::parse("u32"), ParamKind::Scalar(Scalar::U32));
+    /// assert_eq!(ParamKind::parse("Pe"), ParamKind::Pe);
+    /// assert_eq!(ParamKind::parse("Params"), ParamKind::Unsupported);
+    /// ```
+    pub fn parse(rust_type: &str) -> ParamKind {
+        let t = rust_type.trim();
+        for prefix in ["*mut ", "*const ", "&mut ", "&"] {
+            if let Some(elem) = t.strip_prefix(prefix) {
+                return ParamKind::Device(Scalar::from_rust(elem));
+            }
+        }
+        let (head, generic) = match t.split_once('<') {
+            Some((head, rest)) => (head, rest.strip_suffix('>')),
+            None => (t, None),
+        };
+        let last = head.rsplit("::").next().unwrap_or("");
+        match (last, generic) {
+            ("SymPtr", Some(elem)) => ParamKind::Symmetric(Scalar::from_rust(elem)),
+            ("DevicePtr", Some(elem)) => ParamKind::Device(Scalar::from_rust(elem)),
+            ("Pe", None) => ParamKind::Pe,
+            ("Team", None) => ParamKind::Team,
+            (name, None) => {
+                Scalar::from_rust(name).map_or(ParamKind::Unsupported, ParamKind::Scalar)
+            }
+            _ => ParamKind::Unsupported,
+        }
+    }
+
+    /// What a caller passes, in words.
+    fn wants(self) -> String {
+        let elems = |e: Option<Scalar>| match e {
+            Some(s) => format!("a contiguous {} tensor", s.torch_name()),
+            None => "a contiguous tensor".into(),
+        };
+        match self {
+            ParamKind::Symmetric(e) => {
+                format!(
+                    "{} in NVSHMEM's symmetric heap (torch: symm_mem.empty)",
+                    elems(e)
+                )
+            }
+            ParamKind::Device(e) => format!("{} on this process's GPU", elems(e)),
+            ParamKind::Scalar(s) if s.class() == ScalarClass::Float => "a float".into(),
+            ParamKind::Scalar(s) if s.class() == ScalarClass::Bool => "a bool".into(),
+            ParamKind::Scalar(s) => format!(
+                "an int in {}..={}",
+                s.int_range().unwrap().0,
+                s.int_range().unwrap().1
+            ),
+            ParamKind::Pe => "a PE number (int)".into(),
+            ParamKind::Team => "an nvshmem_rs.Team (such as Team.WORLD)".into(),
+            ParamKind::Unsupported => "nothing a dynamic host can pass".into(),
+        }
+    }
+}
+
+/// Where a tensor's memory is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// On the CUDA device with this ordinal.
+    Cuda(i32),
+    /// In host memory.
+    Cpu,
+    /// Not known (an `__cuda_array_interface__` object without a device).
+    Unknown,
+}
+
+/// A tensor argument, as the caller describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorArg {
+    /// Its first element's device address.
+    pub ptr: u64,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Its element type, or the caller's name for one that is not a [`Scalar`].
+    pub dtype: std::result::Result<Scalar, String>,
+    /// Whether its elements are contiguous, in row-major order.
+    pub contiguous: bool,
+    /// Where it is.
+    pub location: Location,
+}
+
+/// One launch argument.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg {
+    /// A tensor (for pointer parameters).
+    Tensor(TensorArg),
+    /// An integer; the caller's integers that fit no `i128` are out of every range anyway.
+    Int(i128),
+    /// A float.
+    Float(f64),
+    /// A bool.
+    Bool(bool),
+    /// A team handle.
+    Team(Team),
+    /// Something else; the caller's name for its type.
+    Other(String),
+}
+
+impl Arg {
+    /// Its type in words, for messages.
+    fn describe(&self) -> String {
+        match self {
+            Arg::Tensor(t) => format!(
+                "a tensor of {}",
+                t.dtype
+                    .as_ref()
+                    .map_or_else(|s| s.clone(), |d| d.torch_name().to_string())
+            ),
+            Arg::Int(v) => format!("the int {v}"),
+            Arg::Float(v) => format!("the float {v}"),
+            Arg::Bool(v) => format!("the bool {v}"),
+            Arg::Team(_) => "a Team".into(),
+            Arg::Other(t) => format!("a {t}"),
+        }
+    }
+}
+
+/// What the checks need to know about the process that launches.
+pub trait ArgContext {
+    /// This process's CUDA device ordinal.
+    fn device(&self) -> i32;
+    /// The PE count, when known.
+    fn n_pes(&self) -> Option<u32>;
+    /// Whether `[ptr, ptr + bytes)` lies inside NVSHMEM's symmetric heap.
+    fn is_symmetric(&self, ptr: u64, bytes: u64) -> bool;
+}
+
+/// Whether a refused argument is of the wrong type or has a wrong value (a
+/// Python host raises `TypeError` or `ValueError`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The wrong type, count or element type.
+    Type,
+    /// The right type, with a value the kernel cannot take.
+    Value,
+}
+
+/// A kernel's parameters as a dynamic host checks them: built once per kernel.
+#[derive(Clone, Debug)]
+pub struct Signature {
+    kernel: String,
+    params: Vec<(ParamKind, ParamInfo)>,
+}
+
+/// Bytes of one argument slot: every accepted parameter is at most 8 bytes.
+const SLOT: usize = 8;
+
+/// The encoded arguments of one launch: a value slot per parameter, and the
+/// pointers to them that `cuLaunchKernel` takes.
+#[derive(Debug, Default)]
+pub struct ArgBuffer {
+    slots: Vec<u64>,
+    ptrs: Vec<*mut c_void>,
+}
+
+impl ArgBuffer {
+    /// The parameter pointers, as `cuLaunchKernel`'s `kernelParams`. They
+    /// point into this buffer: valid while it is neither moved nor dropped.
+    pub fn params(&mut self) -> &mut [*mut c_void] {
+        self.ptrs.clear();
+        let base = self.slots.as_mut_ptr();
+        // SAFETY: every index is below `slots.len()`.
+        self.ptrs
+            .extend((0..self.slots.len()).map(|i| unsafe { base.add(i) }.cast::<c_void>()));
+        &mut self.ptrs
+    }
+
+    /// The slot values, for tests: each argument's bytes, little-endian, zero-padded.
+    pub fn slots(&self) -> &[u64] {
+        &self.slots
+    }
+}
+
+impl Signature {
+    /// The signature of `info`'s kernel.
+    pub fn new(info: &KernelInfo) -> Signature {
+        Signature {
+            kernel: info.name.clone(),
+            params: info
+                .params
+                .iter()
+                .map(|p| (ParamKind::parse(&p.rust_type), p.clone()))
+                .collect(),
+        }
+    }
+
+    /// The kernel's name.
+    pub fn kernel(&self) -> &str {
+        &self.kernel
+    }
+
+    /// Each parameter's kind and manifest entry, in order.
+    pub fn params(&self) -> &[(ParamKind, ParamInfo)] {
+        &self.params
+    }
+
+    /// The parameters as `name: Type`, for messages and help.
+    pub fn describe(&self) -> String {
+        let list: Vec<String> = self.params.iter().map(|(_, p)| describe(p)).collect();
+        format!("{}({})", self.kernel, list.join(", "))
+    }
+
+    /// Checks `args` against the parameters and encodes them; an
+    /// [`Error::ArgumentRejected`] names the kernel, the parameter and the fix.
+    pub fn encode(&self, args: &[Arg], ctx: &dyn ArgContext) -> Result<ArgBuffer> {
+        let mut buf = ArgBuffer {
+            slots: Vec::with_capacity(self.params.len()),
+            ptrs: Vec::new(),
+        };
+        self.encode_into(args, ctx, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// [`Signature::encode`] into a buffer that is reused between launches.
+    pub fn encode_into(
+        &self,
+        args: &[Arg],
+        ctx: &dyn ArgContext,
+        buf: &mut ArgBuffer,
+    ) -> Result<()> {
+        if args.len() != self.params.len() {
+            return Err(Error::ArgumentRejected {
+                kernel: self.kernel.clone(),
+                param: format!("{} argument(s)", self.params.len()),
+                refusal: Refusal::Type,
+                reason: format!("{} were given", args.len()),
+                fix: format!("call it as {}", self.describe()),
+            });
+        }
+        buf.slots.clear();
+        for (i, ((kind, param), arg)) in self.params.iter().zip(args).enumerate() {
+            let slot =
+                self.encode_one(*kind, param, arg, ctx)
+                    .map_err(|(refusal, reason, fix)| Error::ArgumentRejected {
+                        kernel: self.kernel.clone(),
+                        param: format!("argument {i} `{}`", describe(param)),
+                        refusal,
+                        reason,
+                        fix,
+                    })?;
+            buf.slots.push(slot);
+        }
+        Ok(())
+    }
+
+    /// One argument's slot, or why it is refused and the fix.
+    fn encode_one(
+        &self,
+        kind: ParamKind,
+        param: &ParamInfo,
+        arg: &Arg,
+        ctx: &dyn ArgContext,
+    ) -> std::result::Result<u64, (Refusal, String, String)> {
+        let wrong_type = || {
+            (
+                Refusal::Type,
+                format!(
+                    "it takes {}, but {} was given",
+                    kind.wants(),
+                    arg.describe()
+                ),
+                format!("pass {}", kind.wants()),
+            )
+        };
+        if kind != ParamKind::Unsupported && param.size as usize > SLOT {
+            return Err((
+                Refusal::Type,
+                format!("the manifest says it is {} bytes", param.size),
+                "rebuild the kernels with this nvshmem_rs's builder".into(),
+            ));
+        }
+        match (kind, arg) {
+            (ParamKind::Symmetric(elem) | ParamKind::Device(elem), Arg::Tensor(t)) => {
+                if let Some(want) = elem
+                    && t.dtype.as_ref() != Ok(&want)
+                {
+                    let got = t.dtype.as_ref().map_or_else(|s| s.clone(), |d| d.torch_name().into());
+                    return Err((
+                        Refusal::Type,
+                        format!("its elements are {}, but the tensor's dtype is {got}", want.name()),
+                        format!("pass a torch.{} tensor (tensor.to(torch.{}))", want.torch_name(), want.torch_name()),
+                    ));
+                }
+                if !t.contiguous {
+                    return Err((
+                        Refusal::Value,
+                        "the tensor is not contiguous".into(),
+                        "pass tensor.contiguous() (the kernel reads elements in row-major order)".into(),
+                    ));
+                }
+                match t.location {
+                    Location::Cuda(d) if d != ctx.device() => {
+                        return Err((
+                            Refusal::Value,
+                            format!("the tensor is on cuda:{d}, but this process's GPU is cuda:{}", ctx.device()),
+                            format!("move it with tensor.to('cuda:{}')", ctx.device()),
+                        ));
+                    }
+                    Location::Cpu => {
+                        return Err((
+                            Refusal::Value,
+                            "the tensor is in host memory".into(),
+                            format!("move it with tensor.to('cuda:{}')", ctx.device()),
+                        ));
+                    }
+                    _ => {}
+                }
+                if matches!(kind, ParamKind::Symmetric(_)) && !ctx.is_symmetric(t.ptr, t.bytes.max(1)) {
+                    return Err((
+                        Refusal::Value,
+                        format!("the tensor (address {:#x}, {} bytes) is not inside NVSHMEM's symmetric heap", t.ptr, t.bytes),
+                        "allocate it with torch.distributed._symmetric_memory.empty(...) after \
+                         symm_mem.set_backend(\"NVSHMEM\"), and rendezvous it"
+                            .into(),
+                    ));
+                }
+                Ok(t.ptr)
+            }
+            (ParamKind::Scalar(s), _) => encode_scalar(s, arg).ok_or_else(|| match (s.class(), arg) {
+                (ScalarClass::Signed | ScalarClass::Unsigned, Arg::Int(v)) => {
+                    let (lo, hi) = s.int_range().unwrap();
+                    (
+                        Refusal::Value,
+                        format!("{v} does not fit in a {} ({lo}..={hi})", s.name()),
+                        format!("pass an int in {lo}..={hi}"),
+                    )
+                }
+                _ => wrong_type(),
+            }),
+            (ParamKind::Pe, Arg::Int(v)) => {
+                let n = ctx.n_pes().map_or(u32::MAX as i128, i128::from);
+                if (0..n).contains(v) {
+                    Ok(*v as u64)
+                } else {
+                    Err((
+                        Refusal::Value,
+                        format!("PE {v} does not exist (this job has PEs 0..{n})"),
+                        format!("pass a PE number in 0..{n}"),
+                    ))
+                }
+            }
+            (ParamKind::Team, Arg::Team(t)) => Ok(t.raw() as u32 as u64),
+            (ParamKind::Unsupported, _) => Err((
+                Refusal::Type,
+                format!(
+                    "its type `{}` cannot be passed from a dynamic host",
+                    if param.rust_type.is_empty() { "(unknown)" } else { &param.rust_type }
+                ),
+                "give the kernel scalar, pointer, Pe or Team parameters (pass a struct through device memory)".into(),
+            )),
+            _ => Err(wrong_type()),
+        }
+    }
+}
+
+/// A number's bytes for a scalar parameter, or `None` when it is the wrong
+/// kind or out of range. Ints are accepted for floats; floats are not
+/// accepted for ints, nor anything but bools for bools.
+fn encode_scalar(s: Scalar, arg: &Arg) -> Option<u64> {
+    match (s.class(), arg) {
+        (ScalarClass::Signed | ScalarClass::Unsigned, Arg::Int(v)) => {
+            let (lo, hi) = s.int_range()?;
+            // Two's complement, truncated to the type's width.
+            let bits = s.size() * 8;
+            ((lo..=hi).contains(v)).then(|| (*v as u64) & (u64::MAX >> (64 - bits)))
+        }
+        (ScalarClass::Float, Arg::Float(_) | Arg::Int(_)) => {
+            let v = match arg {
+                Arg::Float(f) => *f,
+                Arg::Int(i) => *i as f64,
+                _ => return None,
+            };
+            Some(match s {
+                Scalar::F16 => half::f16::from_f64(v).to_bits() as u64,
+                Scalar::BF16 => half::bf16::from_f64(v).to_bits() as u64,
+                Scalar::F32 => (v as f32).to_bits() as u64,
+                _ => v.to_bits(),
+            })
+        }
+        (ScalarClass::Bool, Arg::Bool(b)) => Some(*b as u64),
+        _ => None,
+    }
+}
+
+/// `name: Type` of a parameter.
+fn describe(p: &ParamInfo) -> String {
+    if p.rust_type.is_empty() {
+        p.name.clone()
+    } else {
+        format!("{}: {}", p.name, p.rust_type)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Ctx;
+    impl ArgContext for Ctx {
+        fn device(&self) -> i32 {
+            1
+        }
+        fn n_pes(&self) -> Option<u32> {
+            Some(2)
+        }
+        fn is_symmetric(&self, ptr: u64, bytes: u64) -> bool {
+            ptr >= 0x10000 && ptr + bytes <= 0x20000
+        }
+    }
+
+    fn sig(params: &[(&str, &str, u32)]) -> Signature {
+        Signature::new(&crate::runtime::launch::tests::info(params, false))
+    }
+
+    fn tensor(ptr: u64, dtype: Scalar) -> Arg {
+        Arg::Tensor(TensorArg {
+            ptr,
+            bytes: 256,
+            dtype: Ok(dtype),
+            contiguous: true,
+            location: Location::Cuda(1),
+        })
+    }
+
+    fn refused(s: &Signature, args: &[Arg]) -> (Refusal, String) {
+        match s.encode(args, &Ctx).unwrap_err() {
+            Error::ArgumentRejected { refusal, .. } => {
+                (refusal, s.encode(args, &Ctx).unwrap_err().to_string())
+            }
+            e => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn every_check_names_the_kernel_the_parameter_and_the_fix() {
+        let s = sig(&[
+            ("x", "SymPtr<bf16>", 8),
+            ("y", "*mut f32", 8),
+            ("n", "u32", 4),
+            ("scale", "f32", 4),
+            ("pe", "Pe", 4),
+            ("team", "Team", 4),
+        ]);
+        let good = |i: usize, a: Arg| {
+            let mut v = vec![
+                tensor(0x10000, Scalar::BF16),
+                tensor(0x90000, Scalar::F32),
+                Arg::Int(7),
+                Arg::Float(0.5),
+                Arg::Int(1),
+                Arg::Team(Team::WORLD),
+            ];
+            v[i] = a;
+            v
+        };
+        let buf = s
+            .encode(&good(0, tensor(0x10000, Scalar::BF16)), &Ctx)
+            .unwrap();
+        assert_eq!(
+            buf.slots(),
+            &[0x10000, 0x90000, 7, 0.5f32.to_bits() as u64, 1, 0]
+        );
+        let cases: Vec<(Vec<Arg>, Refusal, &[&str])> = vec![
+            (
+                good(0, tensor(0x10000, Scalar::F32)),
+                Refusal::Type,
+                &["`x: SymPtr<bf16>`", "float32", "torch.bfloat16"],
+            ),
+            (
+                good(0, tensor(0x90000, Scalar::BF16)),
+                Refusal::Value,
+                &["symmetric heap", "_symmetric_memory.empty"],
+            ),
+            (
+                good(1, Arg::Int(3)),
+                Refusal::Type,
+                &["`y: *mut f32`", "the int 3"],
+            ),
+            (
+                good(2, Arg::Int(-1)),
+                Refusal::Value,
+                &["`n: u32`", "-1 does not fit", "0..=4294967295"],
+            ),
+            (
+                good(2, Arg::Float(1.5)),
+                Refusal::Type,
+                &["`n: u32`", "the float 1.5"],
+            ),
+            (
+                good(3, Arg::Other("str".into())),
+                Refusal::Type,
+                &["`scale: f32`", "a str"],
+            ),
+            (good(4, Arg::Int(2)), Refusal::Value, &["PE 2", "0..2"]),
+            (
+                good(5, Arg::Int(0)),
+                Refusal::Type,
+                &["`team: Team`", "Team.WORLD"],
+            ),
+        ];
+        for (args, want, needles) in cases {
+            let (refusal, msg) = refused(&s, &args);
+            assert_eq!(refusal, want, "{msg}");
+            assert!(msg.contains("kernel `k`") && msg.contains("Fix:"), "{msg}");
+            for n in needles {
+                assert!(msg.contains(n), "{n:?} not in {msg}");
+            }
+        }
+        let mut t = TensorArg {
+            ptr: 0x10000,
+            bytes: 8,
+            dtype: Ok(Scalar::BF16),
+            contiguous: false,
+            location: Location::Cuda(1),
+        };
+        let (r, msg) = refused(&s, &good(0, Arg::Tensor(t.clone())));
+        assert!(r == Refusal::Value && msg.contains("contiguous()"), "{msg}");
+        t.contiguous = true;
+        t.location = Location::Cuda(0);
+        let (r, msg) = refused(&s, &good(0, Arg::Tensor(t.clone())));
+        assert!(
+            r == Refusal::Value && msg.contains("cuda:0") && msg.contains("cuda:1"),
+            "{msg}"
+        );
+        t.location = Location::Cpu;
+        let (_, msg) = refused(&s, &good(0, Arg::Tensor(t)));
+        assert!(msg.contains("host memory"), "{msg}");
+        let (r, msg) = refused(&s, &[Arg::Int(1)]);
+        assert!(
+            r == Refusal::Type && msg.contains("6 argument(s)") && msg.contains("1 were given"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn scalars_are_encoded_at_their_width() {
+        let s = sig(&[
+            ("a", "i8", 1),
+            ("b", "u64", 8),
+            ("c", "bf16", 2),
+            ("d", "bool", 1),
+            ("e", "f64", 8),
+        ]);
+        let buf = s
+            .encode(
+                &[
+                    Arg::Int(-1),
+                    Arg::Int(u64::MAX as i128),
+                    Arg::Int(1),
+                    Arg::Bool(true),
+                    Arg::Float(2.0),
+                ],
+                &Ctx,
+            )
+            .unwrap();
+        assert_eq!(buf.slots(), &[0xff, u64::MAX, 0x3f80, 1, 2.0f64.to_bits()]);
+        assert!(
+            s.encode(
+                &[
+                    Arg::Int(128),
+                    Arg::Int(0),
+                    Arg::Int(0),
+                    Arg::Bool(false),
+                    Arg::Int(0)
+                ],
+                &Ctx
+            )
+            .is_err()
+        );
+        assert!(
+            s.encode(
+                &[
+                    Arg::Int(0),
+                    Arg::Int(0),
+                    Arg::Int(0),
+                    Arg::Int(1),
+                    Arg::Int(0)
+                ],
+                &Ctx
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn a_struct_by_value_is_refused_with_a_reason() {
+        let s = sig(&[("p", "Params", 16)]);
+        let (r, msg) = refused(&s, &[Arg::Other("dict".into())]);
+        assert!(r == Refusal::Type && msg.contains("`Params`"), "{msg}");
+    }
+}

@@ -1,0 +1,122 @@
+"""NVSHMEM kernels written in Rust, from Python and PyTorch.
+
+    import torch, torch.distributed as dist
+    import torch.distributed._symmetric_memory as symm_mem
+    import nvshmem_rs
+
+    out = nvshmem_rs.build("my_kernels")          # for this GPU and torch's NVSHMEM
+    symm_mem.set_backend("NVSHMEM")
+    x = symm_mem.empty(1024, dtype=torch.float32, device="cuda")
+    symm_mem.rendezvous(x, dist.group.WORLD.group_name)
+    k = nvshmem_rs.load(out, "my_kernels")["scale"]  # attached to torch's NVSHMEM
+    k(4, 256, x, 1024)                               # on torch's current stream
+
+Everything is checked by the Rust host crate: the kernels' NVSHMEM version
+against the host library's, and each argument against the kernel's manifest
+(TypeError / ValueError naming the kernel, the parameter and the fix).
+"""
+
+import os as _os
+import sys as _sys
+
+# NVLink multicast stays off in every process this package runs in.
+for _name, _value in (
+    ("NVSHMEM_DISABLE_NVLS", "1"),
+    ("NCCL_NVLS_ENABLE", "0"),
+    ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+):
+    _os.environ.setdefault(_name, _value)
+
+from ._native import (  # noqa: E402
+    Kernel,
+    KernelSignature,
+    ManifestFile as Manifest,
+    Module,
+    NotAttachableError,
+    NvshmemError,
+    Runtime,
+    Team,
+    VersionMismatchError,
+    gpu_count,
+    runtime,
+    supported_versions,
+)
+from . import _native  # noqa: E402
+
+__all__ = [
+    "Kernel",
+    "KernelSignature",
+    "Manifest",
+    "Module",
+    "NotAttachableError",
+    "NvshmemError",
+    "Runtime",
+    "Team",
+    "VersionMismatchError",
+    "attach",
+    "build",
+    "gpu_count",
+    "init",
+    "load",
+    "runtime",
+    "supported_versions",
+]
+
+
+def _torch_device():
+    """torch's current CUDA device, when torch is imported and has one."""
+    torch = _sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return None
+    return torch.cuda.current_device()
+
+
+def init(gpu=None):
+    """Initializes NVSHMEM in this process, for use without a framework that
+    owns it (the launcher's variables choose the bootstrap: torchrun, mpirun,
+    srun, nvshmem-run, or one PE). Returns the `Runtime`."""
+    return _native.init(gpu)
+
+
+def attach(gpu=None):
+    """Attaches to the NVSHMEM that PyTorch (or another component) loaded and
+    initialized, on `gpu` (default: torch's current device). Raises
+    `NotAttachableError` saying what to set up when there is none."""
+    if gpu is None:
+        gpu = _torch_device()
+    return _native.attach(0 if gpu is None else gpu)
+
+
+def load(path, crate=None):
+    """Loads and registers a built kernel crate: `path` is `build()`'s output
+    folder (with `crate`, the crate's name) or a manifest file. Uses the
+    runtime of `init()`, else attaches to the NVSHMEM the process runs."""
+    rt = runtime()
+    if rt is None:
+        rt = attach()
+    return rt.load(_os.fspath(path), crate)
+
+
+def build(kernel_crate_dir, arch=None, nvshmem_version=None, out_dir=None, features=None,
+          target_dir=None):
+    """Builds a kernel crate with nvshmem-builder and returns its output folder.
+
+    Defaults: `arch` of torch's current GPU (else GPU 0, else the builder's
+    default, sm_90); `nvshmem_version` of the NVSHMEM pip package PyTorch
+    installed (`nvidia-nvshmem-cu1x` on `sys.path`), so the kernels match the
+    host library in this process. Needs Rust (rustup); the builder installs
+    its pinned nightly and downloads NVSHMEM and ptxas when missing. Kernel
+    crates sharing a `target_dir` share its build of `core`."""
+    if arch is None:
+        device = _torch_device()
+        if device is not None:
+            major, minor = _sys.modules["torch"].cuda.get_device_capability(device)
+            arch = f"sm_{major}{minor}"
+    return _native.build(
+        _os.fspath(kernel_crate_dir),
+        arch,
+        nvshmem_version,
+        None if out_dir is None else _os.fspath(out_dir),
+        features,
+        None if target_dir is None else _os.fspath(target_dir),
+    )

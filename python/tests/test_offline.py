@@ -1,0 +1,236 @@
+"""nvshmem_rs without a GPU: import, manifests, every argument check and its
+message (through a __cuda_array_interface__ object), build(), and the
+messages a machine without a GPU or without NVSHMEM gets.
+
+Run: `cargo xtask python-test` (CI), or `pytest python/tests` after
+`pip install ./python`."""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import nvshmem_rs
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+PARAMS = [
+    ("x", "SymPtr<f32>", 8),
+    ("y", "*const i32", 8),
+    ("n", "u32", 4),
+    ("scale", "f32", 4),
+    ("pe", "Pe", 4),
+    ("team", "Team", 4),
+    ("flag", "bool", 1),
+]
+HEAP = (0x7000_0000, 1 << 20)  # the symmetric heap the checks are told about
+DEVICE = 1
+
+
+class Cai:
+    """A device array known only through __cuda_array_interface__ (v3) and
+    __dlpack_device__, as CuPy and Numba arrays are."""
+
+    def __init__(self, ptr, shape, typestr="<f4", strides=None, device=(2, DEVICE)):
+        self.__cuda_array_interface__ = {
+            "data": (ptr, False),
+            "shape": shape,
+            "typestr": typestr,
+            "strides": strides,
+            "version": 3,
+        }
+        self._device = device
+
+    def __dlpack_device__(self):
+        return self._device
+
+
+@pytest.fixture
+def manifest(tmp_path):
+    def kernel(name, params, collective=False):
+        return {
+            "name": name,
+            "params": [
+                {"name": n, "rust_type": t, "c_type": "", "size": s, "align": s}
+                for n, t, s in params
+            ],
+            "collective": collective,
+            "registers": None,
+            "spill_stores": None,
+            "spill_loads": None,
+            "stack_frame": None,
+        }
+
+    m = {
+        "format": 1,
+        "crate_name": "my-kernels",
+        "nvshmem_version": "3.4.5",
+        "arch": "sm_90",
+        "ptx_isa": "8.3",
+        "ptx": "my-kernels.ptx",
+        "cubin": None,
+        "kernels": [
+            kernel("k", PARAMS),
+            kernel("allreduce", [("data", "SymPtr<bf16>", 8)], collective=True),
+            kernel("by_value", [("p", "Params", 16)]),
+        ],
+    }
+    (tmp_path / "my-kernels.json").write_text(json.dumps(m))
+    return nvshmem_rs.Manifest(str(tmp_path), "my_kernels")
+
+
+def good_args():
+    return [
+        Cai(HEAP[0], (64,)),
+        Cai(0x1000, (4, 4), "<i4"),
+        64,
+        0.5,
+        1,
+        nvshmem_rs.Team.WORLD,
+        True,
+    ]
+
+
+def check(sig, args):
+    return sig.check(*args, device=DEVICE, n_pes=2, symmetric=[HEAP])
+
+
+def test_import_and_what_it_supports():
+    assert "3.4.5" in nvshmem_rs.supported_versions()
+    assert repr(nvshmem_rs.Team.WORLD) == "Team.WORLD"
+    # NVLink multicast stays off in every process the package runs in.
+    assert os.environ["NVSHMEM_DISABLE_NVLS"] == "1"
+    assert os.environ["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
+
+
+def test_manifest_is_read_with_its_kernels_and_kinds(manifest):
+    assert manifest.crate_name == "my-kernels"
+    assert manifest.nvshmem_version == "3.4.5" and manifest.arch == "sm_90"
+    assert manifest.kernels == ["k", "allreduce", "by_value"]
+    sig = manifest["k"]
+    assert sig.name == "k" and not sig.collective
+    assert [kind for _, _, kind in sig.params] == [
+        "symmetric f32", "device i32", "u32", "f32", "pe", "team", "bool"]
+    assert manifest["allreduce"].collective
+    with pytest.raises(KeyError, match="no kernel `nope`.*k, allreduce"):
+        manifest.kernel("nope")
+
+
+def test_a_missing_manifest_says_to_build(tmp_path):
+    with pytest.raises(nvshmem_rs.NvshmemError, match="no other.json there; build"):
+        nvshmem_rs.Manifest(str(tmp_path), "other")
+
+
+def test_good_arguments_are_encoded(manifest):
+    slots = check(manifest["k"], good_args())
+    assert slots == [HEAP[0], 0x1000, 64, 0x3F000000, 1, 0, 1]
+
+
+# (argument index, value, exception, words the message must hold)
+REFUSED = [
+    (0, Cai(HEAP[0], (64,), "<f8"), TypeError, ["`x: SymPtr<f32>`", "float64", "torch.float32"]),
+    (0, Cai(HEAP[0], (8, 8), strides=(4, 32)), ValueError, ["`x: SymPtr<f32>`", "not contiguous", "contiguous()"]),
+    (0, Cai(HEAP[0], (64,), device=(2, 0)), ValueError, ["cuda:0", "cuda:1", "tensor.to('cuda:1')"]),
+    (0, Cai(HEAP[0], (64,), device=(1, 0)), ValueError, ["host memory"]),
+    (0, Cai(0x1000, (64,)), ValueError, ["not inside NVSHMEM's symmetric heap", "_symmetric_memory.empty"]),
+    (0, Cai(HEAP[0] + HEAP[1] - 4, (64,)), ValueError, ["symmetric heap"]),  # runs past its end
+    (1, 5, TypeError, ["`y: *const i32`", "the int 5", "tensor"]),
+    (1, object(), TypeError, ["`y: *const i32`", "a object"]),
+    (2, -1, ValueError, ["`n: u32`", "-1 does not fit", "0..=4294967295"]),
+    (2, 1 << 32, ValueError, ["`n: u32`", "4294967296 does not fit"]),
+    (2, 2.5, TypeError, ["`n: u32`", "the float 2.5", "an int"]),
+    (3, "0.5", TypeError, ["`scale: f32`", "a str", "a float"]),
+    (4, 2, ValueError, ["`pe: Pe`", "PE 2 does not exist", "0..2"]),
+    (4, -1, ValueError, ["`pe: Pe`", "PE -1"]),
+    (5, 0, TypeError, ["`team: Team`", "Team.WORLD"]),
+    (6, 1, TypeError, ["`flag: bool`", "a bool"]),
+]
+
+
+@pytest.mark.parametrize("index,value,exc,words", REFUSED)
+def test_every_refused_argument_names_kernel_parameter_and_fix(manifest, index, value, exc, words):
+    args = good_args()
+    args[index] = value
+    with pytest.raises(exc) as e:
+        check(manifest["k"], args)
+    msg = str(e.value)
+    assert "kernel `k`" in msg and f"argument {index}" in msg and "Fix:" in msg, msg
+    for w in words:
+        assert w in msg, (w, msg)
+
+
+def test_a_wrong_count_shows_the_signature(manifest):
+    with pytest.raises(TypeError) as e:
+        check(manifest["k"], good_args()[:3])
+    msg = str(e.value)
+    assert "7 argument(s)" in msg and "3 were given" in msg and "k(x: SymPtr<f32>, y: *const i32" in msg, msg
+
+
+def test_ints_are_accepted_for_floats_and_bf16_is_typed(manifest):
+    args = good_args()
+    args[3] = 2  # an int for an f32
+    assert check(manifest["k"], args)[3] == 0x40000000
+    # bf16 has no __cuda_array_interface__ type string: the dtype is named.
+    with pytest.raises(TypeError, match="elements are bf16.*<V2.*torch.bfloat16"):
+        manifest["allreduce"].check(Cai(HEAP[0], (8,), "<V2"), symmetric=[HEAP])
+
+
+def test_a_struct_by_value_is_refused(manifest):
+    with pytest.raises(TypeError, match="`Params` cannot be passed"):
+        manifest["by_value"].check({"a": 1})
+
+
+def test_without_a_gpu_init_and_gpu_count_say_why():
+    try:
+        n = nvshmem_rs.gpu_count()
+    except nvshmem_rs.NvshmemError as e:
+        msg = str(e)
+        assert "GPU" in msg and ("libcuda" in msg or "nvidia-smi" in msg), msg
+    else:
+        pytest.skip(f"SKIPPED: this machine has {n} GPU(s); the no-GPU message needs none")
+    with pytest.raises(nvshmem_rs.NvshmemError, match="GPU"):
+        nvshmem_rs.init()
+
+
+def test_attach_without_torch_says_what_to_set_up():
+    # A fresh interpreter: nothing has loaded NVSHMEM there.
+    code = (
+        "import nvshmem_rs\n"
+        "try:\n    nvshmem_rs.attach()\n"
+        "except nvshmem_rs.NotAttachableError as e:\n    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "no libnvshmem_host.so.3 is loaded" in out.stdout, out
+    assert "symm_mem.set_backend" in out.stdout and "nvshmem_rs.init()" in out.stdout, out
+
+
+needs_rust = pytest.mark.skipif(
+    shutil.which("cargo") is None or not (REPO / "python/tests/kernels/Cargo.toml").exists(),
+    reason="SKIPPED: build() needs Rust (cargo) and this checkout's kernel crates",
+)
+
+
+@needs_rust
+def test_build_refuses_an_unknown_version_with_the_supported_ones():
+    with pytest.raises(ValueError, match="nvshmem_version=\"three\".*3.4.5"):
+        nvshmem_rs.build(str(REPO / "python/tests/kernels"), nvshmem_version="three")
+    with pytest.raises(nvshmem_rs.NvshmemError, match="9.9.9"):
+        nvshmem_rs.build(str(REPO / "python/tests/kernels"), nvshmem_version="9.9.9")
+
+
+@needs_rust
+def test_build_makes_a_loadable_output_folder(tmp_path):
+    # The workspace's kernel target folder: its nvptx64 `core` is built once.
+    out = nvshmem_rs.build(str(REPO / "python/tests/kernels"), out_dir=str(tmp_path),
+                           target_dir=str(REPO / "target/nvshmem-kernels"))
+    out = pathlib.Path(out)
+    assert out.parent.parent == tmp_path and out.name.startswith("sm_"), out
+    m = nvshmem_rs.Manifest(str(out), "pytest-kernels")
+    assert set(m.kernels) == {"scale", "read_peer", "barrier_read_next"}
+    assert m["barrier_read_next"].collective and not m["scale"].collective
+    assert [k for _, _, k in m["read_peer"].params] == ["symmetric f32", "device f32", "u32", "pe"]
+    assert (out / "pytest_kernels.cubin").exists() or (out / "pytest-kernels.cubin").exists()
