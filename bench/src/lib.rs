@@ -15,6 +15,7 @@
 pub mod doc;
 pub mod gemm;
 pub mod measure;
+pub mod moe;
 pub mod report;
 
 pub use example_cli::Res;

@@ -5,7 +5,7 @@ use crate::manifest::Manifest;
 use crate::toolchain::PINNED_TOOLCHAIN;
 use crate::toolchain::settings::{self, ENV_VARS, Progress};
 use nvshmem_types::install::Installation;
-use nvshmem_types::{Arch, Version};
+use nvshmem_types::{Arch, CudaMajor, Version};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -118,6 +118,7 @@ pub struct Builder {
     crate_dir: PathBuf,
     arch: Option<String>,
     version: Option<Version>,
+    cuda: Option<CudaMajor>,
     home: Option<PathBuf>,
     out_dir: Option<PathBuf>,
     target_dir: Option<PathBuf>,
@@ -184,6 +185,7 @@ pub(crate) struct Resolved {
     pub progress: Progress,
     pub arch: Arch,
     pub version: Option<Version>,
+    pub cuda: Option<CudaMajor>,
     pub home: Option<PathBuf>,
     pub device_link: DeviceLink,
     pub ptx_only: bool,
@@ -200,6 +202,7 @@ impl Builder {
             crate_dir: crate_dir.into(),
             arch: None,
             version: None,
+            cuda: None,
             home: None,
             out_dir: None,
             target_dir: None,
@@ -227,6 +230,15 @@ impl Builder {
     #[must_use]
     pub fn nvshmem_version(mut self, version: Version) -> Self {
         self.version = Some(version);
+        self
+    }
+
+    /// The CUDA major to build for: which NVSHMEM wheel (`-cu12`, `-cu13`),
+    /// `ptxas` and PTX ISA levels. Unset: `NVSHMEM_RS_CUDA_MAJOR`, else the
+    /// installation's (python3's package), else CUDA 13.
+    #[must_use]
+    pub fn cuda_major(mut self, cuda: CudaMajor) -> Self {
+        self.cuda = Some(cuda);
         self
     }
 
@@ -349,6 +361,15 @@ impl Builder {
         {
             return Err(Error::UnsupportedVersion { version: v });
         }
+        let cuda = match (self.cuda, settings::var("NVSHMEM_RS_CUDA_MAJOR")) {
+            (Some(c), _) => Some(c),
+            (None, Some(v)) => Some(v.parse::<CudaMajor>().map_err(|e| Error::InvalidSetting {
+                name: "NVSHMEM_RS_CUDA_MAJOR".into(),
+                value: v.clone(),
+                expected: e.to_string(),
+            })?),
+            (None, None) => None,
+        };
         let device_link = match (self.device_link, settings::var("NVSHMEM_RS_DEVICE_LINK")) {
             (Some(m), _) => m,
             (None, Some(v)) => v.parse().map_err(|e: String| Error::InvalidSetting {
@@ -381,6 +402,7 @@ impl Builder {
             progress: self.progress,
             arch,
             version,
+            cuda,
             home: self
                 .home
                 .clone()

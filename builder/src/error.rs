@@ -27,6 +27,36 @@ pub enum Error {
         version: nvshmem_types::Version,
     },
 
+    /// The CUDA major's `ptxas` cannot compile for the architecture, or not
+    /// at the PTX ISA level the NVSHMEM bitcode needs.
+    #[error(
+        "{arch} cannot be built for CUDA {cuda}: {why}. Fix: choose another architecture, or \
+         CUDA 13 (`Builder::cuda_major`, NVSHMEM_RS_CUDA_MAJOR=13, with a CUDA 13 driver)"
+    )]
+    NotForCuda {
+        /// The architecture asked for.
+        arch: nvshmem_types::Arch,
+        /// The CUDA major of the build.
+        cuda: nvshmem_types::CudaMajor,
+        /// What is missing.
+        why: String,
+    },
+
+    /// The installation's CUDA major is not the one asked for.
+    #[error(
+        "NVSHMEM {} in {} is not built for CUDA {asked}. Fix: install the \
+         nvidia-nvshmem-cu{asked} wheel, or ask for CUDA {} (NVSHMEM_RS_CUDA_MAJOR)",
+        found.describe(),
+        found.root.display(),
+        found.cuda.map(|c| c.to_string()).unwrap_or_default()
+    )]
+    CudaMismatch {
+        /// The installation found.
+        found: Box<nvshmem_types::install::Installation>,
+        /// The CUDA major asked for.
+        asked: nvshmem_types::CudaMajor,
+    },
+
     /// The architecture string is malformed or not supported.
     #[error(
         "invalid GPU architecture `{arch}` ({}). Write it as `sm_` and the compute \

@@ -74,7 +74,10 @@ pub use builder::{
     CheckOutput, DeviceLink,
 };
 pub use error::{Error, Result};
-pub use nvshmem_types::{Arch, SUPPORTED_ARCHS, SUPPORTED_VERSIONS, Version, install, manifest};
+pub use nvshmem_types::{
+    Arch, CudaMajor, CudaVersion, SUPPORTED_ARCHS, SUPPORTED_VERSIONS, Version, install, manifest,
+};
 pub use parallel::build_all_from_build_script;
 pub use pipeline::header::c_prefix;
+pub use pipeline::ptx_folder;
 pub use toolchain::settings::ENV_VARS;

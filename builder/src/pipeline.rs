@@ -28,11 +28,11 @@ mod transport;
 use crate::builder::{BuildOutput, Builder, CheckOutput, DeviceLink, Resolved};
 use crate::error::{Error, Result, io_err};
 use crate::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
-use crate::toolchain::{self, LlvmTools, Toolchain, libdevice, run, wheels};
+use crate::toolchain::{self, DeviceLinker, LlvmTools, Toolchain, libdevice, run, wheels};
 use cargo::CrateMeta;
 use header::CTypes;
 use nvshmem_types::install::{FindError, Installation, Query, Source};
-use nvshmem_types::{DEFAULT_VERSION, Version};
+use nvshmem_types::{CudaMajor, CudaVersion, DEFAULT_CUDA, DEFAULT_VERSION, Version};
 use reuse::{Key, write_if_changed};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -68,6 +68,12 @@ struct Prepared {
     libraries: Vec<PathBuf>,
     /// `None` for PTX-only output and for [`Builder::check`].
     ptxas: Option<PathBuf>,
+    /// The CUDA major of the NVSHMEM wheel and the tools.
+    cuda: CudaMajor,
+    /// The toolkit of `ptxas` (without one, the CUDA major's).
+    toolkit: CudaVersion,
+    /// How separate compilation links, when it can.
+    linker: Option<DeviceLinker>,
 }
 
 /// A kernel crate compiled to nvptx64 rlibs, with its work folder locked.
@@ -153,10 +159,43 @@ impl Resolved {
         let tools = LlvmTools::new(&tc, self.llvm_tools_dir.as_deref())?;
         let meta = CrateMeta::read(&tc, &self.crate_dir)?;
         let nv = self.find_nvshmem()?;
+        let cuda = match (self.cuda, nv.cuda) {
+            (Some(asked), Some(found)) if asked != found => {
+                return Err(Error::CudaMismatch {
+                    found: Box::new(nv),
+                    asked,
+                });
+            }
+            (asked, found) => asked.or(found).unwrap_or(DEFAULT_CUDA),
+        };
+        if !cuda.supports(self.arch) {
+            return Err(Error::NotForCuda {
+                arch: self.arch,
+                cuda,
+                why: format!(
+                    "it needs PTX ISA {}, and ptxas {} reads at most {}",
+                    isa(self.arch.min_ptx_isa()),
+                    cuda.toolkit(),
+                    isa(cuda.max_ptx_isa())
+                ),
+            });
+        }
         let libraries = vec![nv.device_bitcode(self.arch)?];
         let ptxas = match need_ptxas && !self.ptx_only {
-            true => Some(toolchain::ptxas_or_fetch(self.offline, self.progress)?),
+            true => Some(toolchain::ptxas_or_fetch(
+                cuda,
+                self.offline,
+                self.progress,
+            )?),
             false => None,
+        };
+        let toolkit = ptxas
+            .as_deref()
+            .and_then(toolchain::ptxas_release)
+            .unwrap_or(cuda.toolkit());
+        let linker = match &ptxas {
+            Some(p) => toolchain::find_linker(p, cuda)?,
+            None => None,
         };
         laps.lap("checks");
         Ok(Prepared {
@@ -166,11 +205,15 @@ impl Resolved {
             nv,
             libraries,
             ptxas,
+            cuda,
+            toolkit,
+            linker,
         })
     }
 
     /// NVSHMEM as [`Installation::find`] finds it, else downloaded into the
     /// per-user cache (the version asked for, else [`DEFAULT_VERSION`]).
+    /// Says once per process which version was chosen and why.
     fn find_nvshmem(&self) -> Result<Installation> {
         let mut query = Query::default().ignore_env();
         if let Some(home) = &self.home {
@@ -179,22 +222,39 @@ impl Resolved {
         if let Some(v) = self.version {
             query = query.version(v);
         }
-        match Installation::find(&query) {
-            Err(e @ FindError::NotFound { .. }) if self.offline => Err(e.into()),
+        if let Some(c) = self.cuda {
+            query = query.cuda(c);
+        }
+        let nv = match Installation::find(&query) {
+            Err(e @ FindError::NotFound { .. }) if self.offline => return Err(e.into()),
             Err(FindError::NotFound { .. }) => {
                 let version = self.version.unwrap_or(DEFAULT_VERSION);
+                let cuda = self.cuda.unwrap_or(DEFAULT_CUDA);
                 let info = version
                     .info()
                     .ok_or(Error::UnsupportedVersion { version })?;
-                let what = format!("NVSHMEM {version}");
-                let dir = wheels::ensure_with(info.wheel, &what, false, self.progress)?;
-                Ok(Installation::at(
-                    &dir.join("nvidia/nvshmem"),
-                    Source::UserCache,
-                )?)
+                let what = format!("NVSHMEM {version} (CUDA {cuda})");
+                let wheel = info.wheel(cuda).to_string();
+                let dir = wheels::ensure_with(&wheel, &what, false, self.progress)?;
+                Installation::at(&dir.join("nvidia/nvshmem"), Source::UserCache)?
             }
-            other => Ok(other?),
+            other => other?,
+        };
+        if nv.version.info().is_none() {
+            return Err(Error::UnsupportedVersion {
+                version: nv.version,
+            });
         }
+        say_once(
+            self.progress,
+            format!(
+                "NVSHMEM {}: {} (NVSHMEM_RS_NVSHMEM_VERSION and NVSHMEM_RS_CUDA_MAJOR choose \
+                 another)",
+                nv.describe(),
+                nv.why(&query)
+            ),
+        );
+        Ok(nv)
     }
 
     /// Step 2: `cargo rustc` of the kernel crate for nvptx64, holding the
@@ -211,7 +271,7 @@ impl Resolved {
         let work = target_dir
             .join("nvshmem-link")
             .join(&p.meta.name)
-            .join(format!("nvshmem-{}", p.nv.version))
+            .join(ptx_folder(p.nv.version, p.cuda))
             .join(self.arch.to_string());
         std::fs::create_dir_all(&work).map_err(io_err(&work))?;
         // Concurrent builds of the same crate, version and arch (two build
@@ -221,8 +281,10 @@ impl Resolved {
         lock.lock().map_err(io_err(&lock_path))?;
 
         let mut features = self.features.clone();
-        if p.meta.depends_on_device && p.nv.version >= Version::new(3, 8, 0) {
-            features.push("nvshmem-device/nvshmem-3-8".into());
+        if p.meta.depends_on_device
+            && let Some(f) = p.nv.version.info().and_then(|i| i.device_feature())
+        {
+            features.push(format!("nvshmem-device/{f}"));
         }
         let rlibs = cargo::build(&p.tc, &target_dir, &p.meta, &features, self.progress)?;
         // Read after the build, which has checked the attribute's arguments.
@@ -385,7 +447,7 @@ impl Resolved {
                     .map(|d| PathBuf::from(d).join("ptx"))
                     .unwrap_or_else(|| c.target_dir.join("ptx"))
             })
-            .join(format!("nvshmem-{}", c.p.nv.version))
+            .join(ptx_folder(c.p.nv.version, c.p.cuda))
             .join(&arch);
         let ptxas = c.p.ptxas.clone();
         let mut watched = cargo::dep_info_sources(&c.target_dir, &c.p.meta, &c.p.tc);
@@ -433,6 +495,20 @@ impl Resolved {
                 .unwrap_or(0)
                 .max(self.arch.min_ptx_isa())
         });
+        if ptx_isa > c.p.cuda.max_ptx_isa() {
+            return Err(Error::NotForCuda {
+                arch: self.arch,
+                cuda: c.p.cuda,
+                why: format!(
+                    "NVSHMEM {}'s bitcode (or the PTX ISA asked for) needs PTX ISA {}, and ptxas \
+                     {} reads at most {}",
+                    c.p.nv.version,
+                    isa(ptx_isa),
+                    c.p.cuda.toolkit(),
+                    isa(c.p.cuda.max_ptx_isa())
+                ),
+            });
+        }
         let retargeted = c.work.join("retargeted.ll");
         std::fs::write(&retargeted, self.rewrite_ir(&ll, &arch, ptx_isa)?)
             .map_err(io_err(&retargeted))?;
@@ -451,7 +527,7 @@ impl Resolved {
             Some(ptxas) => {
                 let cubin = out_dir.join(format!("{}.cubin", c.p.meta.name));
                 let (figures, mode, warning) = assemble::assemble(
-                    ptxas,
+                    (ptxas, c.p.linker.clone()),
                     &arch,
                     self.device_link,
                     &ptx,
@@ -566,6 +642,7 @@ impl Resolved {
             ptx: file_name(a.ptx),
             cubin: a.cubin.map(file_name),
             device_link: a.device_link.map(|m| m.as_str().to_string()),
+            cuda_toolkit: Some(c.p.toolkit),
             kernels,
         };
         (manifest, ctypes.structs)
@@ -580,6 +657,7 @@ impl Resolved {
             ("features", format!("{:?}", c.features)),
             ("ptx_only", self.ptx_only.to_string()),
             ("device_link", self.device_link.to_string()),
+            ("cuda", c.p.cuda.to_string()),
             ("max_threads", format!("{:?}", c.max_threads)),
         ]);
         let tools = &c.p.tools;
@@ -588,9 +666,9 @@ impl Resolved {
         }
         if let Some(p) = ptxas {
             key.file(p)?;
-            if let Some(nvlink) = toolchain::find_nvlink(p)? {
-                key.file(&nvlink)?;
-            }
+        }
+        if let Some(linker) = &c.p.linker {
+            key.file(linker.path())?;
         }
         for lib in &c.p.libraries {
             key.file(lib)?;
@@ -653,6 +731,36 @@ fn verify_ptx(
         }
     }
     Ok(entries)
+}
+
+/// `8.8` for 88.
+fn isa(n: u32) -> String {
+    format!("{}.{}", n / 10, n % 10)
+}
+
+/// The output folder of a version and CUDA major: `nvshmem-3.4.5` for CUDA
+/// 13 (as before CUDA 12 builds existed), `nvshmem-3.4.5-cu12` for CUDA 12.
+///
+/// ```
+/// use nvshmem_builder::{CudaMajor, Version, ptx_folder};
+/// assert_eq!(ptx_folder(Version::new(3, 3, 20), CudaMajor::Cuda12), "nvshmem-3.3.20-cu12");
+/// assert_eq!(ptx_folder(Version::new(3, 4, 5), CudaMajor::Cuda13), "nvshmem-3.4.5");
+/// ```
+pub fn ptx_folder(version: Version, cuda: CudaMajor) -> String {
+    match cuda {
+        CudaMajor::Cuda13 => format!("nvshmem-{version}"),
+        CudaMajor::Cuda12 => format!("nvshmem-{version}-cu12"),
+    }
+}
+
+/// A progress line said once per process (several crates, one choice).
+fn say_once(progress: crate::toolchain::settings::Progress, line: String) {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if !said.contains(&line) {
+        progress.say(&line);
+        said.push(line);
+    }
 }
 
 fn file_name(p: &Path) -> String {

@@ -9,10 +9,10 @@
 mod common;
 
 use common::{
-    assert_entries, build_ptx, builder, compile_header, fails_with, installed, kernel_crate,
-    max_registers, run_in_parallel, skip, target, timings,
+    assert_entries, build_ptx, builder, compile_header, fails_with, installed, installed_for,
+    kernel_crate, max_registers, run_in_parallel, skip, target, timings,
 };
-use nvshmem_builder::{Builder, DeviceLink, Error, Version};
+use nvshmem_builder::{Builder, CudaMajor, DeviceLink, Error, Version};
 use std::path::Path;
 
 #[test]
@@ -112,7 +112,7 @@ fn missing_nvshmem_says_how_to_install_it() {
     let r = builder("ok")
         .nvshmem_version("9.9.9".parse().unwrap())
         .build();
-    fails_with(r, "UnsupportedVersion", &["3.4.5, 3.8.0"]);
+    fails_with(r, "UnsupportedVersion", &["3.3.20, 3.3.24, 3.4.5"]);
     let r = builder("ok").nvshmem_home("/nonexistent/nvshmem").build();
     fails_with(r, "Nvshmem(HomeInvalid", &["NVSHMEM_HOME"]);
 }
@@ -246,9 +246,11 @@ fn max_threads_in_cargo_metadata_is_refused() {
 }
 
 /// The coverage kernels (`tests/kernels/coverage`, which call every public
-/// device function) build for 3.4.5 on sm_90 and sm_80 and for 3.8.0 on sm_90
-/// and sm_100: ptxas accepts them, every kernel of the source is an `.entry`,
-/// and the version global is there. (Unresolved externs fail the build itself.)
+/// device function) build for 3.4.5 on sm_90 and sm_80, for 3.8.0 on sm_90
+/// and sm_100, and for the versions PyTorch pins (3.3.20 for CUDA 12, ptxas
+/// 12.9 and nvJitLink; 3.7.2) on sm_90: ptxas accepts them, every kernel of
+/// the source is an `.entry`, and the version global is there. (Unresolved
+/// externs fail the build itself.) `cargo xtask matrix` builds every version.
 ///
 /// Every build uses `DeviceLink::Auto`. On 3.8.0 it must choose separate
 /// compilation: inlined whole, 3.8's transport code makes these kernels 5.7
@@ -268,27 +270,35 @@ fn coverage_kernels_build_for_both_versions() {
         "library",
         "panics",
     ];
-    let builds: Vec<(&str, &str, Version)> = [
-        ("3.4.5", "sm_90"),
-        ("3.4.5", "sm_80"),
-        ("3.8.0", "sm_90"),
-        ("3.8.0", "sm_100"),
+    use nvshmem_builder::CudaMajor::{Cuda12, Cuda13};
+    let builds: Vec<(&str, &str, Version, CudaMajor)> = [
+        ("3.4.5", "sm_90", Cuda13),
+        ("3.4.5", "sm_80", Cuda13),
+        ("3.8.0", "sm_90", Cuda13),
+        ("3.8.0", "sm_100", Cuda13),
+        ("3.3.20", "sm_90", Cuda12),
+        ("3.7.2", "sm_90", Cuda13),
     ]
     .into_iter()
-    .filter_map(|(version, arch)| Some((version, arch, installed(version)?)))
+    .filter_map(|(version, arch, c)| Some((version, arch, installed_for(version, c)?, c)))
     .collect();
     // The four builds are independent (each version and arch has its own
     // work folder) and mostly single-threaded ptxas: build them on every
     // core, then check them in order.
-    let built = run_in_parallel(&builds, |&(version, arch, v)| {
+    let built = run_in_parallel(&builds, |&(version, arch, v, cuda)| {
         let started = std::time::Instant::now();
-        let b = kernel_crate("tests/kernels/coverage", "coverage", v, arch);
+        let b = kernel_crate("tests/kernels/coverage", "coverage", v, arch).cuda_major(cuda);
         let (out, ptx) = build_ptx(b, &format!("{version}/{arch}"));
         (out, ptx, started.elapsed())
     });
     let mut first: Option<Vec<String>> = None;
-    for (&(version, arch, _), (out, ptx, took)) in builds.iter().zip(built) {
-        let what = format!("{version}/{arch}");
+    for (&(version, arch, v, cuda), (out, ptx, took)) in builds.iter().zip(built) {
+        let what = format!("{version}/cu{cuda}/{arch}");
+        assert_eq!(
+            out.manifest.cuda_toolkit.map(|t| t.major),
+            Some(cuda.number()),
+            "{what}: built with another CUDA's ptxas"
+        );
         let kernels: Vec<String> = out
             .manifest
             .kernels
@@ -313,16 +323,24 @@ fn coverage_kernels_build_for_both_versions() {
         if version == "3.8.0" {
             assert_eq!(mode, "separate", "{version}/{arch}: Auto chose {mode}");
         }
-        // 3.8 adds the kernels of its own functions (`*_3_8`); the rest is
-        // the same set in every build.
-        let (only_3_8, common): (Vec<String>, Vec<String>) =
-            kernels.iter().cloned().partition(|k| k.ends_with("_3_8"));
-        let expected_3_8: &[&str] = if version == "3.8.0" {
-            &["amo_float_add_3_8", "extensions_3_8", "flush_3_8"]
-        } else {
-            &[]
-        };
-        assert_eq!(only_3_8, expected_3_8, "{version}/{arch}");
+        // 3.5, 3.7 and 3.8 add the kernels of their own functions
+        // (`*_3_5`, ...); the rest is the same set in every build.
+        let (mut added, common): (Vec<String>, Vec<String>) = kernels
+            .iter()
+            .cloned()
+            .partition(|k| ["_3_5", "_3_7", "_3_8"].iter().any(|s| k.ends_with(s)));
+        added.sort();
+        let expected: Vec<&str> = [
+            (Version::new(3, 7, 0), "amo_float_add_3_7"),
+            (Version::new(3, 8, 0), "extensions_3_8"),
+            (Version::new(3, 7, 0), "flush_3_7"),
+            (Version::new(3, 5, 0), "qp_3_5"),
+        ]
+        .into_iter()
+        .filter(|(since, _)| v >= *since)
+        .map(|(_, k)| k)
+        .collect();
+        assert_eq!(added, expected, "{what}");
         match &first {
             None => first = Some(common),
             Some(f) => assert_eq!(f, &common, "{version}/{arch}: another set of kernels"),

@@ -90,14 +90,18 @@
 //! | [`tma`] | `mbarrier`, TMA tensor copies (`cp.async.bulk.tensor`), proxy fences, `elect.sync` | sm_90 |
 //!
 //! # Features
-//! - `nvshmem-3-8`: NVSHMEM 3.8's extra API (`flush*`, `f32`/`f64`/`f16`
-//!   atomic add, `f32`/`f64` fetch-add, the TMA shared-memory lease, RMA
-//!   regions, `signal_counted_reset`, the raw queue-pair functions).
-//!   `nvshmem-builder` turns it on when it links 3.8+ bitcode; kernels can use
-//!   [`with_nvshmem_3_8!`] for code that needs it. Without it, a call of one
-//!   of these fails to compile: `nvshmem_device::flush()` with rustc's note
-//!   "the item is gated behind the `nvshmem-3-8` feature", `atomic_add` of
-//!   an `f32` with a note that says to build against NVSHMEM 3.8.
+//! - `nvshmem-3-5`, `nvshmem-3-7`, `nvshmem-3-8`: the device API each
+//!   NVSHMEM release added, each implying the ones before: 3.5 the raw
+//!   queue-pair functions (`ffi::nvshmemx_qp_*`); 3.7 `flush*`,
+//!   `f32`/`f64`/`f16` atomic add and `f32`/`f64` fetch-add; 3.8 the TMA
+//!   shared-memory lease, RMA regions, `signal_counted_reset` and the
+//!   warp/block `put16_signal`. `nvshmem-builder` turns on the one of the
+//!   bitcode it links; kernels can use [`with_nvshmem_3_5!`],
+//!   [`with_nvshmem_3_7!`] and [`with_nvshmem_3_8!`] for code that needs it.
+//!   Without it, a call of one of these fails to compile:
+//!   `nvshmem_device::flush()` with rustc's note "the item is gated behind
+//!   the `nvshmem-3-7` feature", `atomic_add` of an `f32` with a note that
+//!   says to build against NVSHMEM 3.7.
 //! - `nvshmem-path`: every typed put/get takes NVSHMEM's own path, never the
 //!   direct copy to peers that [`ptr`] reaches ([`DIRECT_COPY`] is `false`).
 //!   For testing NVSHMEM's path on one GPU (where every peer is reachable),
@@ -226,16 +230,18 @@ pub use rma::*;
 pub use symmetric::{DIRECT_COPY, Pe, SymPtr, my_pe, n_pes, ptr};
 pub use sync::*;
 
-// NVSHMEM 3.8's functions, named here as well as through the globs above:
-// without the `nvshmem-3-8` feature, `nvshmem_device::flush()` then fails with
-// rustc's note "the item is gated behind the `nvshmem-3-8` feature" rather
-// than a bare "not found".
+// NVSHMEM 3.7's and 3.8's functions, named here as well as through the globs
+// above: without the `nvshmem-3-7` feature, `nvshmem_device::flush()` then
+// fails with rustc's note "the item is gated behind the `nvshmem-3-7`
+// feature" rather than a bare "not found".
 #[cfg(feature = "nvshmem-3-8")]
 pub use library::{
     ask_smem, give_smem, region_is_active, region_start_block, region_stop_block, release_smem,
 };
 #[cfg(feature = "nvshmem-3-8")]
-pub use sync::{flush, flush_block, flush_warp, signal_counted_reset};
+pub use sync::signal_counted_reset;
+#[cfg(feature = "nvshmem-3-7")]
+pub use sync::{flush, flush_block, flush_warp};
 
 /// Marks a function as a GPU kernel: an entry point the host launches by name.
 ///
@@ -386,6 +392,50 @@ pub use half;
 /// if nvshmem_device::NVSHMEM_3_8 { /* flush() and the float atomics exist */ }
 /// ```
 pub const NVSHMEM_3_8: bool = cfg!(feature = "nvshmem-3-8");
+
+/// Whether this build has NVSHMEM 3.7's API (the `nvshmem-3-7` feature:
+/// float atomics, `flush`).
+pub const NVSHMEM_3_7: bool = cfg!(feature = "nvshmem-3-7");
+
+/// Whether this build has NVSHMEM 3.5's API (the `nvshmem-3-5` feature:
+/// `ffi::nvshmemx_qp_*`).
+pub const NVSHMEM_3_5: bool = cfg!(feature = "nvshmem-3-5");
+
+/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-7`
+/// (NVSHMEM 3.7+ bitcode): as [`with_nvshmem_3_8!`] for 3.7's API.
+///
+/// ```no_run
+/// nvshmem_device::with_nvshmem_3_7! {
+///     fn drain() { nvshmem_device::flush(); }
+/// }
+/// ```
+#[cfg(feature = "nvshmem-3-7")]
+#[macro_export]
+macro_rules! with_nvshmem_3_7 {
+    ($($item:item)*) => { $($item)* };
+}
+
+/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-7`.
+#[cfg(not(feature = "nvshmem-3-7"))]
+#[macro_export]
+macro_rules! with_nvshmem_3_7 {
+    ($($item:item)*) => {};
+}
+
+/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-5`
+/// (NVSHMEM 3.5+ bitcode): for the queue-pair functions `ffi::nvshmemx_qp_*`.
+#[cfg(feature = "nvshmem-3-5")]
+#[macro_export]
+macro_rules! with_nvshmem_3_5 {
+    ($($item:item)*) => { $($item)* };
+}
+
+/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-5`.
+#[cfg(not(feature = "nvshmem-3-5"))]
+#[macro_export]
+macro_rules! with_nvshmem_3_5 {
+    ($($item:item)*) => {};
+}
 
 /// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-8`, so
 /// a kernel crate can use 3.8-only functions without a feature of its own

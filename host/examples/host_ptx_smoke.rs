@@ -40,6 +40,7 @@ fn manifest(nvshmem_version: String) -> Manifest {
         ptx: "plain_kernels.ptx".into(),
         cubin: None,
         device_link: None,
+        cuda_toolkit: None,
         kernels: vec![
             KernelInfo::new("fill_u32", fill(), false),
             KernelInfo::new("fill_u32_collective", fill(), true),

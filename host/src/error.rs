@@ -189,6 +189,28 @@ pub enum Error {
         detail: String,
     },
 
+    /// The driver is older than the module's image needs (a cubin from a
+    /// newer CUDA major, or PTX of an ISA the driver does not know).
+    #[error(
+        "cannot load module {what}: its {image} was built with CUDA {toolkit} and needs a driver \
+         of CUDA {needs} or newer, but this driver supports CUDA {driver}. Fix: rebuild the \
+         kernels for this driver's CUDA major (NVSHMEM_RS_CUDA_MAJOR={driver_major}, with the \
+         nvidia-nvshmem-cu{driver_major} host library), or update the driver",
+        driver_major = driver.split('.').next().unwrap_or_default()
+    )]
+    DriverTooOld {
+        /// The module.
+        what: String,
+        /// `cubin` or `PTX ISA x.y`.
+        image: String,
+        /// The manifest's `cuda_toolkit`.
+        toolkit: String,
+        /// The lowest CUDA version a driver must support to load it.
+        needs: String,
+        /// What this driver supports (`cuDriverGetVersion`).
+        driver: String,
+    },
+
     /// A module file or image could not be loaded.
     #[error("cannot load module {what}: {reason}")]
     ModuleLoad {

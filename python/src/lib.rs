@@ -652,6 +652,13 @@ impl Kernel {
         stream: Option<&Bound<'_, PyAny>>,
         cooperative: bool,
     ) -> PyResult<()> {
+        // The kernel-level refusal first: a collective kernel's arguments
+        // may be fine, and an argument error would hide the real fix.
+        if self.kernel.is_collective() && !cooperative {
+            return Err(to_py(Error::CollectiveLaunchRequired {
+                kernel: self.kernel.name().to_string(),
+            }));
+        }
         let config = config?;
         let stream = self.stream(py, stream)?;
         let mut scratch = self.scratch.borrow_mut();

@@ -46,8 +46,9 @@ pub use sym::{Pe, SymPtr};
 pub use team::Team;
 pub use tma::TensorMap;
 pub use version::{
-    BitcodeLayout, DEFAULT_VERSION, ParseVersionError, SUPPORTED_VERSIONS, SupportedVersions,
-    Version, VersionInfo,
+    BitcodeLayout, CudaMajor, CudaVersion, DEFAULT_CUDA, DEFAULT_VERSION, DEVICE_FEATURES,
+    ParseCudaError, ParseVersionError, SUPPORTED_VERSIONS, SupportedVersions, Version, VersionInfo,
+    Wheel,
 };
 pub use wait::{Cmp, SignalOp};
 

@@ -3,6 +3,7 @@
 //! The host runtime reads it to check the NVSHMEM version at load time, to know
 //! which kernels need a collective launch, and to check launch arguments.
 
+use crate::CudaVersion;
 use serde::{Deserialize, Serialize};
 use std::format;
 use std::path::Path;
@@ -44,6 +45,12 @@ pub struct Manifest {
     /// manifests from before this field.
     #[serde(default)]
     pub device_link: Option<String>,
+    /// The CUDA toolkit whose `ptxas` made the cubin (for PTX only: the one
+    /// the PTX ISA level was chosen for), such as `12.9`. The host compares
+    /// it with the driver's CUDA version before loading. Absent in manifests
+    /// from before this field.
+    #[serde(default, with = "cuda_version")]
+    pub cuda_toolkit: Option<CudaVersion>,
     /// The kernels (`.entry` functions), in PTX order.
     pub kernels: Vec<KernelInfo>,
 }
@@ -151,10 +158,30 @@ impl Manifest {
     /// ```
     /// # use nvshmem_types::manifest::Manifest;
     /// # let m = Manifest { format: 1, crate_name: "k".into(), nvshmem_version: "3.4.5".into(),
-    /// #   arch: "sm_90".into(), ptx_isa: "8.3".into(), ptx: "k.ptx".into(), cubin: None, device_link: None, kernels: vec![] };
+    /// #   arch: "sm_90".into(), ptx_isa: "8.3".into(), ptx: "k.ptx".into(), cubin: None, device_link: None, cuda_toolkit: None, kernels: vec![] };
     /// assert!(m.kernel("missing").is_none());
     /// ```
     pub fn kernel(&self, name: &str) -> Option<&KernelInfo> {
         self.kernels.iter().find(|k| k.name == name)
+    }
+}
+
+/// `Option<CudaVersion>` as `"12.9"` or `null`.
+mod cuda_version {
+    use crate::CudaVersion;
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::string::{String, ToString};
+
+    pub fn serialize<S: Serializer>(v: &Option<CudaVersion>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.serialize_some(&v.to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<CudaVersion>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|t| t.parse().map_err(serde::de::Error::custom))
+            .transpose()
     }
 }

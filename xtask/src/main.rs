@@ -6,6 +6,8 @@
 //! - `gpu-run`: on that machine, from the pack, the GPU suites of its modes,
 //!   with a PASS/FAIL/SKIPPED table last. It runs here too, where every mode
 //!   goes as far as it can without a GPU;
+//! - `matrix`: the coverage kernels through `ptxas` for every supported NVSHMEM
+//!   version, CUDA major and sm_80/sm_90/sm_100, with the table of `docs/guide.md`;
 //! - `clippy-kernels`: clippy on the kernel crates for the GPU target;
 //! - `bench`: the benchmark's C++ twins built with nvcc, their SASS, and
 //!   `nvshmem-bench` on each PE count (results in `bench/results/`);
@@ -18,6 +20,7 @@ mod bench;
 mod cpp_host;
 mod links;
 mod lint;
+mod matrix;
 mod nvcc;
 mod pack;
 mod ptx;
@@ -46,6 +49,8 @@ enum Task {
     ClippyKernels(lint::Args),
     /// Build the benchmark's C++ twins with nvcc, dump SASS, and run nvshmem-bench on each PE count.
     Bench(bench::Args),
+    /// Build the coverage kernels through ptxas for every NVSHMEM version x CUDA major x {sm_80, sm_90, sm_100}.
+    Matrix(matrix::Args),
     /// Build examples/cpp_host/main.cu with nvcc against kernel crates' headers, and run it on 1 and 2 PEs.
     CppHost(cpp_host::Args),
     /// Check that every relative link of README.md and docs/*.md resolves (files and #anchors).
@@ -63,6 +68,7 @@ fn main() -> ExitCode {
         Task::CppHost(args) => cpp_host::run(args),
         Task::Bench(args) => bench::run(args),
         Task::CheckLinks => links::run(),
+        Task::Matrix(args) => matrix::run(args),
         Task::PythonTest(args) => python::run(args),
     };
     match result {

@@ -44,6 +44,9 @@ pub enum Mode {
     Mpirun,
     /// tests/gpu.rs against NVSHMEM 3.8.0 (from the pack).
     Nvshmem38,
+    /// A `gpu-pack nvshmem` pack's release: tests/gpu.rs at 1 and 2 PEs without MPS and at 1, 2
+    /// and 4 under MPS (the driver-version error test among them), then tests/collectives.rs under MPS.
+    Release,
     /// tests/gpu.rs at 2 and 4 PEs over NVSHMEM 3.8.0's UCX transport, P2P off (SKIPPED without GDRCopy or driver R610+: the proxy's AMOs need them).
     Ucx,
     /// compute-sanitizer's memcheck and racecheck on the ring, the all-reduce and AG+GEMM at 2 PEs, without MPS (not a default).
@@ -52,6 +55,12 @@ pub enum Mode {
     CppHost,
     /// The benchmark: the C++ twins built with this machine's nvcc, SASS, 1 and 2 PEs; results in $OUT/bench (not a default).
     Bench,
+    /// The MoE tests (examples/moe/tests) at 1 and 2 PEs without MPS, then at 1, 2 and 4 under MPS.
+    MoeTests,
+    /// The MoE layer example (dispatch, grouped GEMM, combine) at 1 PE, then at 2 and 4 under MPS.
+    MoeExample,
+    /// `nvshmem-bench moe` at 1 PE, then at 2 and 4 under MPS (CSVs in $OUT).
+    MoeBench,
     /// The Python package on this machine's PyTorch: pytest in one process, then under torchrun with 2 ranks under MPS (graph capture, version mismatch), the torch example, the launch-overhead benchmark.
     Torch,
 }
@@ -66,6 +75,8 @@ impl Mode {
             "variants" => &[Info, NvshmemPath, Separate],
             "mpi" => &[Info, Mpirun],
             "nvshmem38" => &[Info, Nvshmem38, Ucx],
+            "nvshmem" => &[Info, Release],
+            "moe" => &[Info, MoeTests, MoeExample, MoeBench],
             "torch" => &[Info, Torch],
             _ => &[Info],
         }
@@ -99,6 +110,8 @@ struct Runner {
     /// Whether CUDA MPS runs now (the commands then get its variables).
     mps_on: Rc<Cell<bool>>,
     table: Vec<(String, String)>,
+    /// A `nvshmem` pack's release: `(version, CUDA major)` as written in `PACK`.
+    release: Option<(String, String)>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, String> {
@@ -114,11 +127,12 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     };
     let purpose = std::fs::read_to_string(pack.join("PACK"))
         .map_err(|e| format!("{} is not a pack (no PACK file): {e}", pack.display()))?;
-    let purpose = purpose
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string();
+    let words: Vec<&str> = purpose.split_whitespace().collect();
+    let release = match words.as_slice() {
+        ["nvshmem", v, c, ..] => Some((v.to_string(), c.to_string())),
+        _ => None,
+    };
+    let purpose = words.first().copied().unwrap_or_default().to_string();
     let modes = if args.modes.is_empty() {
         Mode::defaults(&purpose).to_vec()
     } else {
@@ -133,12 +147,14 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         gpu,
         mps_on: Rc::default(),
         table: Vec::new(),
+        release,
     };
     if !gpu {
         println!(
             "no GPU here (nvidia-smi lists none): every mode runs as far as it can, and reads SKIPPED"
         );
     }
+    r.unpack_binaries()?;
     for mode in modes {
         // A mode that cannot even start is a FAIL row: the table still prints.
         if let Err(e) = r.mode(mode) {
@@ -160,6 +176,21 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
 }
 
 impl Runner {
+    /// Unpacks the pack's xz-compressed programs (the tests and MoE packs'), once.
+    fn unpack_binaries(&self) -> Result<(), String> {
+        let dir = self.pack.join("bin");
+        for f in std::fs::read_dir(&dir)
+            .map_err(|e| e.to_string())?
+            .flatten()
+        {
+            let path = f.path();
+            if path.extension().is_some_and(|e| e == "xz") && !path.with_extension("").exists() {
+                crate::check(Command::new("xz").arg("-dk").arg(&path))?;
+            }
+        }
+        Ok(())
+    }
+
     fn bin(&self, name: &str) -> PathBuf {
         self.pack.join("bin").join(name)
     }
@@ -176,6 +207,7 @@ impl Runner {
         let mut c = Command::new(program);
         c.envs(BASE_ENV.iter().copied())
             .env("NVSHMEM_RS_PTX_DIR", ptx)
+            .env("MOE_PTX_DIR", ptx)
             .env("OUT", &self.out);
         if self.gpu {
             c.env("NVSHMEM_RS_REQUIRE_GPU", "1");
@@ -375,17 +407,71 @@ impl Runner {
                     .arg(self.out.join("bench"));
                 self.record("bench", c);
             }
-            Mode::Nvshmem38 | Mode::Ucx => {
-                let nv = self.pack.join("nvshmem");
-                // The pack carries the host library compressed.
-                let host = nv.join("lib/libnvshmem_host.so.3");
-                if !host.exists() && host.with_extension("3.xz").exists() {
-                    crate::check(
-                        Command::new("xz")
-                            .args(["-dk"])
-                            .arg(host.with_extension("3.xz")),
-                    )?;
+            Mode::Release => {
+                let Some((v, c)) = self.release.clone() else {
+                    return Err("mode release needs a `gpu-pack nvshmem` pack".into());
+                };
+                let nv = self.unpack_host()?;
+                unpack_cubins(&self.pack.join("ptx"))?;
+                let folder = match c.as_str() {
+                    "12" => format!("nvshmem-{v}-cu12"),
+                    _ => format!("nvshmem-{v}"),
+                };
+                let ptx = self.pack.join("ptx").join(folder).join("sm_90");
+                let name = format!("{v}-cu{c}");
+                let mut c = self.command(&test_gpu, &ptx);
+                c.env_remove("NVSHMEM_RS_REQUIRE_GPU")
+                    .env("NVSHMEM_HOME", &nv);
+                self.record(&format!("gpu-{name}-no-mps"), c);
+                let _mps = self.mps()?;
+                let mut c = self.command(&test_gpu, &ptx);
+                c.env("NVSHMEM_HOME", &nv);
+                self.record(&format!("gpu-{name}-mps"), c);
+                let mut c = self.command(&self.bin("test-collectives"), &ptx);
+                c.env("NVSHMEM_HOME", &nv)
+                    .env("NVSHMEM_RS_TEST_TIMEOUT", "300");
+                self.record(&format!("collectives-{name}-mps"), c);
+            }
+            Mode::MoeTests => {
+                let test = self.bin("test-moe");
+                // Without MPS, 4 PEs skip for want of it: no REQUIRE_GPU there.
+                let mut c = self.command(&test, &ptx);
+                c.env_remove("NVSHMEM_RS_REQUIRE_GPU");
+                self.record("moe-tests-no-mps", c);
+                let _mps = self.mps()?;
+                let c = self.command(&test, &ptx);
+                self.record("moe-tests-mps", c);
+            }
+            Mode::MoeExample => {
+                let c = self.command(&self.bin("moe_layer"), &ptx);
+                self.record("moe-example-1", c);
+                let _mps = self.mps()?;
+                for n in ["2", "4"] {
+                    let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
+                    c.args(["-n", n, "--timeout", "300", "--"])
+                        .arg(self.bin("moe_layer"));
+                    self.record(&format!("moe-example-{n}-mps"), c);
                 }
+            }
+            Mode::MoeBench => {
+                let bench = self.bin("nvshmem-bench");
+                let out = self.out.clone();
+                let csv = |n: &str| out.join(format!("moe-pe{n}.csv"));
+                let mut c = self.command(&bench, &ptx);
+                c.args(["moe", "--csv"]).arg(csv("1"));
+                self.record("moe-bench-1", c);
+                let _mps = self.mps()?;
+                for n in ["2", "4"] {
+                    let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
+                    c.args(["-n", n, "--timeout", "500", "--"])
+                        .arg(&bench)
+                        .args(["moe", "--csv"])
+                        .arg(csv(n));
+                    self.record(&format!("moe-bench-{n}-mps"), c);
+                }
+            }
+            Mode::Nvshmem38 | Mode::Ucx => {
+                let nv = self.unpack_host()?;
                 let ptx38 = self.ptx("ptx", "3.8.0");
                 if mode == Mode::Ucx
                     && self.gpu
@@ -417,6 +503,21 @@ impl Runner {
             }
         }
         Ok(())
+    }
+
+    /// The pack's NVSHMEM (`nvshmem/`), its host library unpacked (the pack
+    /// carries it xz-compressed).
+    fn unpack_host(&self) -> Result<PathBuf, String> {
+        let nv = self.pack.join("nvshmem");
+        let host = nv.join("lib/libnvshmem_host.so.3");
+        if !host.exists() && host.with_extension("3.xz").exists() {
+            crate::check(
+                Command::new("xz")
+                    .args(["-dk"])
+                    .arg(host.with_extension("3.xz")),
+            )?;
+        }
+        Ok(nv)
     }
 
     /// The torch pack's runs: the wheel unpacked into `$OUT/pylib` beside
@@ -731,6 +832,19 @@ impl Drop for Mps {
             Self::stop();
         }
     }
+}
+
+/// Unpacks the `*.cubin.xz` under `dir` (a `nvshmem` pack's), once.
+fn unpack_cubins(dir: &Path) -> Result<(), String> {
+    for e in std::fs::read_dir(dir).map_err(|e| e.to_string())?.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            unpack_cubins(&p)?;
+        } else if p.to_string_lossy().ends_with(".cubin.xz") && !p.with_extension("").exists() {
+            crate::check(Command::new("xz").arg("-dk").arg(&p))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

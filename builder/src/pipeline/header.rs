@@ -413,6 +413,7 @@ pub(crate) mod tests {
             ptx: "ring-kernels.ptx".into(),
             cubin: Some("ring-kernels.cubin".into()),
             device_link: Some("whole-program".into()),
+            cuda_toolkit: None,
             kernels,
         }
     }

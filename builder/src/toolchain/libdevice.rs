@@ -41,7 +41,8 @@ pub(crate) fn find() -> Result<Option<PathBuf>> {
         candidates.push(Path::new(&home).join("nvvm/libdevice/libdevice.10.bc"));
     }
     // Beside the ptxas in use: `<cuda>/bin/ptxas` → `<cuda>/nvvm/libdevice`.
-    if let Some(cuda) = super::find_ptxas()?.and_then(|p| Some(p.parent()?.parent()?.to_path_buf()))
+    if let Some(cuda) = super::find_ptxas(nvshmem_types::DEFAULT_CUDA)?
+        .and_then(|p| Some(p.parent()?.parent()?.to_path_buf()))
     {
         candidates.push(cuda.join("nvvm/libdevice/libdevice.10.bc"));
     }

@@ -29,6 +29,11 @@ pub const ENV_VARS: &[(&str, &str)] = &[
         "NVSHMEM version to link against, such as 3.4.5",
     ),
     (
+        "NVSHMEM_RS_CUDA_MAJOR",
+        "12 or 13: the CUDA major of the NVSHMEM wheel, ptxas and PTX ISA (default: the \
+         installation's, else 13)",
+    ),
+    (
         "NVSHMEM_RS_DEVICE_LINK",
         "auto, whole-program or separate (how ptxas makes the cubin)",
     ),

@@ -13,15 +13,19 @@
 
 use super::settings::{self, Progress};
 use crate::error::{Error, Result, io_err, not_runnable};
-use nvshmem_types::Version;
 use nvshmem_types::install::{Installation, Query, Source};
 pub use nvshmem_types::install::{cache_dir, wheel_dir};
+use nvshmem_types::{CudaMajor, DEFAULT_CUDA, Version};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The requirement of the pip wheel with `ptxas` and `nvlink`.
-pub const NVCC_WHEEL: &str = "nvidia-cuda-nvcc==13.0.*";
+/// The requirement of the pip wheel with `ptxas` and `nvlink` (CUDA 13).
+pub const NVCC_WHEEL: &str = CudaMajor::Cuda13.nvcc_wheel();
+
+/// The pip wheel with `libnvJitLink.so.12`: CUDA 12's nvcc wheel has no
+/// `nvlink`, so separate compilation links through nvJitLink.
+pub const NVJITLINK_CU12_WHEEL: &str = "nvidia-nvjitlink-cu12==12.9.*";
 
 /// The requirement of the pip wheel with `libdevice.10.bc` (and `cicc`).
 pub const NVVM_WHEEL: &str = "nvidia-nvvm==13.0.*";
@@ -44,24 +48,42 @@ pub fn ensure(requirement: &str, what: &str) -> Result<PathBuf> {
     ensure_with(requirement, what, settings::offline()?, Progress::Stderr)
 }
 
-/// NVSHMEM `version`: the installation [`Installation::find`] finds for it
-/// without `NVSHMEM_HOME` (python3's pip package, the per-user cache), else
-/// its pip wheel downloaded into the per-user cache as [`ensure`] does. For
-/// tools and tests that need a given version installed.
+/// What `nvshmem-build setup` (`./x setup`, CI) fetches by default: the
+/// default version, the newest, and those PyTorch pins (2.9: 3.3.20 for CUDA
+/// 12; 2.15: 3.7.2), about 0.5 GB. `cargo xtask matrix` builds every version
+/// that is fetched; `setup --all` fetches all (4.4 GB with both majors).
+pub const SETUP_DEFAULT: &[(Version, CudaMajor)] = &[
+    (Version::new(3, 4, 5), CudaMajor::Cuda13),
+    (Version::new(3, 8, 0), CudaMajor::Cuda13),
+    (Version::new(3, 3, 20), CudaMajor::Cuda12),
+    (Version::new(3, 7, 2), CudaMajor::Cuda13),
+];
+
+/// NVSHMEM `version` for CUDA 13 ([`DEFAULT_CUDA`]): [`nvshmem_for`].
+pub fn nvshmem(version: Version) -> Result<Installation> {
+    nvshmem_for(version, DEFAULT_CUDA)
+}
+
+/// NVSHMEM `version` for `cuda`: the installation [`Installation::find`]
+/// finds for it without `NVSHMEM_HOME` (python3's pip package, the per-user
+/// cache), else its pip wheel downloaded into the per-user cache as
+/// [`ensure`] does. For tools and tests that need a given version installed.
 ///
 /// ```no_run
-/// let nv = nvshmem_builder::wheels::nvshmem("3.8.0".parse().unwrap())?;
+/// use nvshmem_builder::CudaMajor;
+/// let nv = nvshmem_builder::wheels::nvshmem_for("3.3.20".parse().unwrap(), CudaMajor::Cuda12)?;
 /// println!("{}", nv.host_library().display());
 /// # Ok::<(), nvshmem_builder::Error>(())
 /// ```
-pub fn nvshmem(version: Version) -> Result<Installation> {
+pub fn nvshmem_for(version: Version, cuda: CudaMajor) -> Result<Installation> {
     let info = version
         .info()
         .ok_or(Error::UnsupportedVersion { version })?;
-    match Installation::find(&Query::default().ignore_env().version(version)) {
+    match Installation::find(&Query::default().ignore_env().version(version).cuda(cuda)) {
         Ok(nv) => Ok(nv),
         Err(_) => {
-            let dir = ensure(info.wheel, &format!("NVSHMEM {version}"))?;
+            let what = format!("NVSHMEM {version} (CUDA {cuda})");
+            let dir = ensure(&info.wheel(cuda).to_string(), &what)?;
             Ok(Installation::at(
                 &dir.join("nvidia/nvshmem"),
                 Source::UserCache,

@@ -133,12 +133,18 @@ pub fn fails_with<T: std::fmt::Debug>(
 
 /// The version, when it is installed where the builder looks.
 pub fn installed(version: &str) -> Option<Version> {
+    installed_for(version, nvshmem_builder::CudaMajor::Cuda13)
+}
+
+/// [`installed`] for a CUDA major's wheel.
+pub fn installed_for(version: &str, cuda: nvshmem_builder::CudaMajor) -> Option<Version> {
     let v: Version = version.parse().unwrap();
-    match Installation::find(&Query::default().version(v)) {
+    match Installation::find(&Query::default().version(v).cuda(cuda)) {
         Ok(_) => Some(v),
         Err(e) => {
             skip(&format!(
-                "NVSHMEM {version} is not installed ({e}); `nvshmem-build setup` fills the cache"
+                "NVSHMEM {version} for CUDA {cuda} is not installed ({e}); `nvshmem-build setup` \
+                 fills the cache"
             ));
             None
         }

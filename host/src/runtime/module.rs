@@ -17,7 +17,7 @@ use crate::runtime::loaded::ModuleInner;
 use crate::runtime::nvshmem::Nvshmem;
 use cudarc::driver::{DriverError, result, sys};
 use nvshmem_types::manifest::Manifest;
-use nvshmem_types::{Arch, Version};
+use nvshmem_types::{Arch, CudaVersion, Version};
 use std::ffi::{CString, c_void};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -196,6 +196,7 @@ impl Nvshmem {
         // PTX is text that the driver reads up to a NUL; a cubin or fatbin
         // it reads as far as its headers say, so those must fit the image.
         let is_ptx = crate::runtime::image::classify(&image).map_err(load_err)? == ImageKind::Ptx;
+        check_driver(&manifest, is_ptx, &what)?;
         if is_ptx && image.last() != Some(&0) {
             image.push(0);
         }
@@ -419,6 +420,40 @@ fn has_global(module: sys::CUmodule, name: &str) -> bool {
     let name = CString::new(name).expect("no NUL in the name");
     // SAFETY: a loaded module.
     unsafe { result::module::get_global(module, name) }.is_ok()
+}
+
+/// Refuses an image the driver cannot load, before the driver answers with a
+/// bare code: a cubin needs a driver of its toolkit's CUDA major or newer,
+/// PTX one that knows its PTX ISA.
+fn check_driver(manifest: &Manifest, is_ptx: bool, what: &str) -> Result<()> {
+    let Some(toolkit) = manifest.cuda_toolkit else {
+        return Ok(());
+    };
+    let mut v = 0i32;
+    // SAFETY: a valid out-pointer; the driver was loaded by init.
+    unsafe { sys::cuDriverGetVersion(&mut v) }
+        .result()
+        .map_err(Error::driver("cuDriverGetVersion"))?;
+    let driver = CudaVersion::from_driver(v);
+    let isa = manifest.ptx_isa.parse::<CudaVersion>().ok();
+    let needs = match (is_ptx, isa) {
+        (true, Some(isa)) => CudaVersion::for_ptx_isa(isa),
+        _ => CudaVersion::new(toolkit.major, 0),
+    };
+    if driver >= needs {
+        return Ok(());
+    }
+    Err(Error::DriverTooOld {
+        what: what.to_string(),
+        image: if is_ptx {
+            format!("PTX ISA {}", manifest.ptx_isa)
+        } else {
+            "cubin".into()
+        },
+        toolkit: toolkit.to_string(),
+        needs: needs.to_string(),
+        driver: driver.to_string(),
+    })
 }
 
 /// The NVSHMEM version compiled into a module, or `None` when it has no NVSHMEM code.
