@@ -3,7 +3,7 @@
 //!
 //! Without a GPU every run prints `SKIPPED` with the reason and nothing
 //! passes; `NVSHMEM_RS_REQUIRE_GPU=1` turns that into a failure. Runs of 4 PEs
-//! on one GPU need CUDA MPS (see the README).
+//! on one GPU need CUDA MPS (see docs/guide.md, host side).
 //!
 //! Every destination a kernel writes starts poisoned (`TestPe::poisoned`:
 //! NaN, or the test's own sentinel), so that an element a kernel skipped

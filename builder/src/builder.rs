@@ -2,8 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::manifest::Manifest;
-use crate::settings::{self, ENV_VARS, Progress};
 use crate::toolchain::PINNED_TOOLCHAIN;
+use crate::toolchain::settings::{self, ENV_VARS, Progress};
 use nvshmem_types::install::Installation;
 use nvshmem_types::{Arch, CudaMajor, Version};
 use std::path::PathBuf;
@@ -115,21 +115,21 @@ impl std::str::FromStr for DeviceLink {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Builder {
-    pub(crate) crate_dir: PathBuf,
+    crate_dir: PathBuf,
     arch: Option<String>,
     version: Option<Version>,
     cuda: Option<CudaMajor>,
     home: Option<PathBuf>,
-    pub(crate) out_dir: Option<PathBuf>,
-    pub(crate) target_dir: Option<PathBuf>,
-    pub(crate) ptx_isa: Option<u32>,
-    pub(crate) features: Vec<String>,
+    out_dir: Option<PathBuf>,
+    target_dir: Option<PathBuf>,
+    ptx_isa: Option<u32>,
+    features: Vec<String>,
     ptx_only: Option<bool>,
-    pub(crate) llvm_tools_dir: Option<PathBuf>,
+    llvm_tools_dir: Option<PathBuf>,
     device_link: Option<DeviceLink>,
     toolchain: Option<String>,
     offline: Option<bool>,
-    pub(crate) progress: Progress,
+    progress: Progress,
 }
 
 /// What [`Builder::check`] found.
@@ -172,9 +172,17 @@ pub struct BuildOutput {
     pub timings: Vec<(&'static str, Duration)>,
 }
 
-/// The settings of one build, after the environment and the defaults.
+/// The settings of one build, after the environment and the defaults: what
+/// the pipeline reads (it never reads a [`Builder`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Resolved {
+    pub crate_dir: PathBuf,
+    pub out_dir: Option<PathBuf>,
+    pub target_dir: Option<PathBuf>,
+    pub ptx_isa: Option<u32>,
+    pub features: Vec<String>,
+    pub llvm_tools_dir: Option<PathBuf>,
+    pub progress: Progress,
     pub arch: Arch,
     pub version: Option<Version>,
     pub cuda: Option<CudaMajor>,
@@ -183,18 +191,6 @@ pub(crate) struct Resolved {
     pub ptx_only: bool,
     pub offline: bool,
     pub toolchain: String,
-}
-
-/// The builder's setters: `name(arg: Type) => field = value;` makes
-/// `pub fn name(mut self, arg: Type) -> Self` that sets `field`.
-macro_rules! setters {
-    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) => $field:ident = $val:expr;)*) => {$(
-        $(#[$doc])*
-        pub fn $name(mut self, $arg: $ty) -> Self {
-            self.$field = $val;
-            self
-        }
-    )*};
 }
 
 impl Builder {
@@ -221,50 +217,108 @@ impl Builder {
         }
     }
 
-    setters! {
-        /// The GPU architecture, such as `sm_90` (H100/H200) or `sm_80` (A100).
-        /// Unset: `NVSHMEM_RS_ARCH`, else `sm_90`.
-        arch(arch: impl Into<String>) => arch = Some(arch.into());
-        /// Link against this NVSHMEM version. Unset: `NVSHMEM_RS_NVSHMEM_VERSION`,
-        /// else the version of the installation found (downloading 3.4.5 when there is none).
-        nvshmem_version(version: Version) => version = Some(version);
-        /// The CUDA major to build for: which NVSHMEM wheel (`-cu12`, `-cu13`),
-        /// `ptxas` and PTX ISA levels. Unset: `NVSHMEM_RS_CUDA_MAJOR`, else the
-        /// installation's (python3's package), else CUDA 13.
-        cuda_major(cuda: CudaMajor) => cuda = Some(cuda);
-        /// Link against the NVSHMEM in this folder. Unset: `NVSHMEM_HOME`, else
-        /// the search of [`Installation::find`].
-        nvshmem_home(dir: impl Into<PathBuf>) => home = Some(dir.into());
-        /// Where the outputs go; `<dir>/nvshmem-<version>/<arch>/` is created.
-        /// Default: `$OUT_DIR/ptx` in a build script, else `<target dir>/ptx`.
-        out_dir(dir: impl Into<PathBuf>) => out_dir = Some(dir.into());
-        /// The cargo target folder for the nvptx64 build. Default: `nvshmem-kernels`
-        /// inside the outer build's target folder, else `<crate>/target`. Sharing
-        /// one between kernel crates shares the build of `core`. A relative path
-        /// is relative to the current folder.
-        target_dir(dir: impl Into<PathBuf>) => target_dir = Some(dir.into());
-        /// Force the PTX ISA version, as `major * 10 + minor` (`83` for PTX 8.3).
-        /// Default: the highest of what NVSHMEM's bitcode asks for and the arch's minimum.
-        ptx_isa(isa: u32) => ptx_isa = Some(isa);
-        /// Write the PTX only: no `ptxas`, no cubin, no register figures (a
-        /// host then JIT-compiles the PTX). Announced with a warning. Unset:
-        /// `NVSHMEM_RS_PTX_ONLY`, else `false`: `ptxas` is found (or
-        /// downloaded) and a build without it fails.
-        ptx_only(yes: bool) => ptx_only = Some(yes);
-        /// How ptxas makes the cubin. Unset: `NVSHMEM_RS_DEVICE_LINK`, else [`DeviceLink::Auto`].
-        device_link(mode: DeviceLink) => device_link = Some(mode);
-        /// Use LLVM tools from this folder instead of the toolchain's `llvm-tools`.
-        llvm_tools_dir(dir: impl Into<PathBuf>) => llvm_tools_dir = Some(dir.into());
-        /// The Rust toolchain that compiles the kernel crate: a rustup toolchain
-        /// name, or the path of a sysroot. Unset: `NVSHMEM_RS_TOOLCHAIN`, else
-        /// [`PINNED_TOOLCHAIN`]. A rustup toolchain that is missing is installed.
-        toolchain(name: impl Into<String>) => toolchain = Some(name.into());
-        /// Never download or install anything (toolchain, wheels): fail with the
-        /// command that would. Unset: `NVSHMEM_RS_OFFLINE`, else `false`.
-        offline(yes: bool) => offline = Some(yes);
+    /// The GPU architecture, such as `sm_90` (H100/H200) or `sm_80` (A100).
+    /// Unset: `NVSHMEM_RS_ARCH`, else `sm_90`.
+    #[must_use]
+    pub fn arch(mut self, arch: impl Into<String>) -> Self {
+        self.arch = Some(arch.into());
+        self
+    }
+
+    /// Link against this NVSHMEM version. Unset: `NVSHMEM_RS_NVSHMEM_VERSION`,
+    /// else the version of the installation found (downloading 3.4.5 when there is none).
+    #[must_use]
+    pub fn nvshmem_version(mut self, version: Version) -> Self {
+        self.version = Some(version);
+        self
+    }
+
+    /// The CUDA major to build for: which NVSHMEM wheel (`-cu12`, `-cu13`),
+    /// `ptxas` and PTX ISA levels. Unset: `NVSHMEM_RS_CUDA_MAJOR`, else the
+    /// installation's (python3's package), else CUDA 13.
+    #[must_use]
+    pub fn cuda_major(mut self, cuda: CudaMajor) -> Self {
+        self.cuda = Some(cuda);
+        self
+    }
+
+    /// Link against the NVSHMEM in this folder. Unset: `NVSHMEM_HOME`, else
+    /// the search of [`Installation::find`].
+    #[must_use]
+    pub fn nvshmem_home(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.home = Some(dir.into());
+        self
+    }
+
+    /// Where the outputs go; `<dir>/nvshmem-<version>/<arch>/` is created.
+    /// Default: `$OUT_DIR/ptx` in a build script, else `<target dir>/ptx`.
+    #[must_use]
+    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// The cargo target folder for the nvptx64 build. Default: `nvshmem-kernels`
+    /// inside the outer build's target folder, else `<crate>/target`. Sharing
+    /// one between kernel crates shares the build of `core`. A relative path
+    /// is relative to the current folder.
+    #[must_use]
+    pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.target_dir = Some(dir.into());
+        self
+    }
+
+    /// Force the PTX ISA version, as `major * 10 + minor` (`83` for PTX 8.3).
+    /// Default: the highest of what NVSHMEM's bitcode asks for and the arch's minimum.
+    #[must_use]
+    pub fn ptx_isa(mut self, isa: u32) -> Self {
+        self.ptx_isa = Some(isa);
+        self
+    }
+
+    /// Write the PTX only: no `ptxas`, no cubin, no register figures (a
+    /// host then JIT-compiles the PTX). Announced with a warning. Unset:
+    /// `NVSHMEM_RS_PTX_ONLY`, else `false`: `ptxas` is found (or
+    /// downloaded) and a build without it fails.
+    #[must_use]
+    pub fn ptx_only(mut self, yes: bool) -> Self {
+        self.ptx_only = Some(yes);
+        self
+    }
+
+    /// How ptxas makes the cubin. Unset: `NVSHMEM_RS_DEVICE_LINK`, else [`DeviceLink::Auto`].
+    #[must_use]
+    pub fn device_link(mut self, mode: DeviceLink) -> Self {
+        self.device_link = Some(mode);
+        self
+    }
+
+    /// Use LLVM tools from this folder instead of the toolchain's `llvm-tools`.
+    #[must_use]
+    pub fn llvm_tools_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.llvm_tools_dir = Some(dir.into());
+        self
+    }
+
+    /// The Rust toolchain that compiles the kernel crate: a rustup toolchain
+    /// name, or the path of a sysroot. Unset: `NVSHMEM_RS_TOOLCHAIN`, else
+    /// [`PINNED_TOOLCHAIN`]. A rustup toolchain that is missing is installed.
+    #[must_use]
+    pub fn toolchain(mut self, name: impl Into<String>) -> Self {
+        self.toolchain = Some(name.into());
+        self
+    }
+
+    /// Never download or install anything (toolchain, wheels): fail with the
+    /// command that would. Unset: `NVSHMEM_RS_OFFLINE`, else `false`.
+    #[must_use]
+    pub fn offline(mut self, yes: bool) -> Self {
+        self.offline = Some(yes);
+        self
     }
 
     /// Enable a cargo feature of the kernel crate.
+    #[must_use]
     pub fn feature(mut self, feature: impl Into<String>) -> Self {
         self.features.push(feature.into());
         self
@@ -339,6 +393,13 @@ impl Builder {
             .or_else(|| settings::var("NVSHMEM_RS_TOOLCHAIN"))
             .unwrap_or_else(|| PINNED_TOOLCHAIN.into());
         Ok(Resolved {
+            crate_dir: self.crate_dir.clone(),
+            out_dir: self.out_dir.clone(),
+            target_dir: self.target_dir.clone(),
+            ptx_isa: self.ptx_isa,
+            features: self.features.clone(),
+            llvm_tools_dir: self.llvm_tools_dir.clone(),
+            progress: self.progress,
             arch,
             version,
             cuda,
@@ -375,12 +436,7 @@ impl Builder {
         ] {
             println!("cargo:rerun-if-changed={}", p.display());
         }
-        match self.build().and_then(|out| {
-            if publish {
-                publish_bindings(&out)?;
-            }
-            Ok(out)
-        }) {
+        match self.build_and_publish(publish) {
             Ok(out) => {
                 for s in &out.sources {
                     println!("cargo:rerun-if-changed={}", s.display());
@@ -393,24 +449,4 @@ impl Builder {
             }
         }
     }
-}
-
-/// The folder under `$OUT_DIR` where `nvshmem_host::include_kernels!` finds
-/// each kernel crate's bindings.
-pub(crate) const BINDINGS_DIR: &str = "nvshmem-kernels";
-
-/// Copies a build's bindings to `$OUT_DIR/nvshmem-kernels/<crate>.rs` (the
-/// crate name with `-` as `_`), for `nvshmem_host::include_kernels!`. The
-/// first build of a crate in a build script's run wins (a build of the same
-/// crate against another NVSHMEM version, say, does not replace them): see
-/// [`build_all_from_build_script`](crate::build_all_from_build_script).
-pub(crate) fn publish_bindings(out: &BuildOutput) -> Result<()> {
-    let Some(out_dir) = std::env::var_os("OUT_DIR") else {
-        return Ok(());
-    };
-    let dir = PathBuf::from(out_dir).join(BINDINGS_DIR);
-    std::fs::create_dir_all(&dir).map_err(crate::error::io_err(&dir))?;
-    let name = out.manifest.crate_name.replace('-', "_");
-    let bytes = std::fs::read(&out.bindings).map_err(crate::error::io_err(&out.bindings))?;
-    crate::reuse::write_if_changed(&dir.join(format!("{name}.rs")), &bytes)
 }

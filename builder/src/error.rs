@@ -71,13 +71,14 @@ pub enum Error {
     /// The Rust toolchain named is not a nightly.
     #[error(
         "kernel crates need a nightly Rust toolchain (for the NVPTX backend and -Zbuild-std), \
-         but NVSHMEM_RS_TOOLCHAIN names `{found}`. Fix: unset it (the builder then uses {}), \
-         or name a nightly",
-        crate::toolchain::PINNED_TOOLCHAIN
+         but NVSHMEM_RS_TOOLCHAIN names `{found}`. Fix: unset it (the builder then uses \
+         {pinned}), or name a nightly"
     )]
     NotNightly {
         /// `rustc -V` of the toolchain found.
         found: String,
+        /// The nightly the builder uses when none is named.
+        pinned: &'static str,
     },
 
     /// The toolchain that builds kernel crates (or one of its components) is

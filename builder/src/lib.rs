@@ -58,29 +58,26 @@
 //! Outputs land in `<out_dir>/nvshmem-<version>/<arch>/<crate>.{ptx,cubin,json,h,rs}`.
 #![warn(missing_docs)]
 
+mod builder;
 mod error;
+mod parallel;
+mod pipeline;
 pub mod testing;
 pub mod toolchain;
 
-mod builder;
-mod parallel;
-mod pipeline;
-
 #[doc(hidden)]
 pub use pipeline::ir;
-use pipeline::{header, ptx, reuse, signature, transport};
 pub use toolchain::wheels;
-use toolchain::{libdevice, settings};
 
 pub use builder::{
     AUTO_SEPARATE_ABOVE_LINES, AUTO_SEPARATE_TRANSPORT_ABOVE_LINES, BuildOutput, Builder,
     CheckOutput, DeviceLink,
 };
 pub use error::{Error, Result};
-pub use header::c_prefix;
 pub use nvshmem_types::{
     Arch, CudaMajor, CudaVersion, SUPPORTED_ARCHS, SUPPORTED_VERSIONS, Version, install, manifest,
 };
 pub use parallel::build_all_from_build_script;
+pub use pipeline::header::c_prefix;
 pub use pipeline::ptx_folder;
-pub use settings::ENV_VARS;
+pub use toolchain::settings::ENV_VARS;

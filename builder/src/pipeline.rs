@@ -1,29 +1,29 @@
 //! The build pipeline: kernel crate → bitcode → linked with NVSHMEM → PTX → cubin.
 //!
 //! [`Builder::build`] runs these steps, each a method or module below:
-//! 1. [`prepare`](Builder::prepare): settings, NVSHMEM, the toolchain, ptxas;
-//! 2. [`compile`](Builder::compile): `cargo rustc` of the kernel crate for nvptx64 ([`cargo`](self::cargo));
-//! 3. [`link_step`](Builder::link_step): `llvm-link` with the device libraries ([`link`](self::link));
-//! 4. [`rewrite_ir`](Builder::rewrite_ir): textual IR rewrites (retargeting to the arch and PTX ISA);
-//! 5. [`optimize`](Builder::optimize) and [`codegen`](Builder::codegen): `opt`, `llc`;
+//! 1. [`prepare`](Resolved::prepare): settings, NVSHMEM, the toolchain, ptxas;
+//! 2. [`compile`](Resolved::compile): `cargo rustc` of the kernel crate for nvptx64 ([`cargo`](self::cargo));
+//! 3. [`link_step`](Resolved::link_step): `llvm-link` with the device libraries ([`link`](self::link));
+//! 4. [`rewrite_ir`](Resolved::rewrite_ir): textual IR rewrites (retargeting to the arch and PTX ISA);
+//! 5. [`optimize`](Resolved::optimize) and [`codegen`](Resolved::codegen): `opt`, `llc`;
 //! 6. [`verify_ptx`]: nothing unresolved, every kernel an `.entry`;
 //! 7. `ptxas` ([`assemble`](self::assemble)), unless PTX-only;
-//! 8. [`describe`](Builder::describe): the manifest and the C header.
+//! 8. [`describe`](Resolved::describe): the manifest and the C header.
 //!
 //! When none of the inputs of steps 3-8 changed since the last build, their
 //! outputs are reused ([`reuse`](self::reuse)).
 
-pub(crate) mod assemble;
-pub(crate) mod bindings;
-pub(crate) mod cargo;
+mod assemble;
+mod bindings;
+mod cargo;
 pub(crate) mod header;
 pub mod ir;
-pub(crate) mod link;
-pub(crate) mod ptx;
-pub(crate) mod reuse;
-pub(crate) mod shared_memory;
-pub(crate) mod signature;
-pub(crate) mod transport;
+mod link;
+mod ptx;
+mod reuse;
+mod shared_memory;
+mod signature;
+mod transport;
 
 use crate::builder::{BuildOutput, Builder, CheckOutput, DeviceLink, Resolved};
 use crate::error::{Error, Result, io_err};
@@ -60,7 +60,6 @@ impl Laps {
 
 /// Everything a build needs before it compiles, each part checked.
 struct Prepared {
-    settings: Resolved,
     tc: Toolchain,
     tools: LlvmTools,
     meta: CrateMeta,
@@ -91,7 +90,62 @@ struct Compiled {
 }
 
 impl Builder {
-    /// Step 1: the settings, the toolchain, the kernel crate's metadata,
+    /// Checks the kernel crate without generating code: it compiles for
+    /// nvptx64, has kernels, and every function it reaches links against
+    /// NVSHMEM's bitcode (nothing unresolved). The fast part of
+    /// [`build`](Self::build) (no `opt`, `llc` or `ptxas`), like `cargo check`:
+    /// for crates whose full build would be slow, such as ones that call
+    /// hundreds of NVSHMEM collectives.
+    ///
+    /// ```no_run
+    /// let checked = nvshmem_builder::Builder::new("kernels").check()?;
+    /// println!("{} kernels link against NVSHMEM {}", checked.kernels.len(), checked.nvshmem.version);
+    /// # Ok::<(), nvshmem_builder::Error>(())
+    /// ```
+    pub fn check(&self) -> Result<CheckOutput> {
+        self.resolve()?.check()
+    }
+
+    /// Builds the kernel crate. See the crate docs for the steps.
+    pub fn build(&self) -> Result<BuildOutput> {
+        self.resolve()?.build()
+    }
+}
+
+impl Builder {
+    /// [`build`](Builder::build), and with `publish`, its bindings copied
+    /// to `$OUT_DIR` for `nvshmem_host::include_kernels!` ([`publish_bindings`]).
+    pub(crate) fn build_and_publish(&self, publish: bool) -> Result<BuildOutput> {
+        let out = self.build()?;
+        if publish {
+            publish_bindings(&out)?;
+        }
+        Ok(out)
+    }
+}
+
+/// The folder under `$OUT_DIR` where `nvshmem_host::include_kernels!` finds
+/// each kernel crate's bindings.
+pub(crate) const BINDINGS_DIR: &str = "nvshmem-kernels";
+
+/// Copies a build's bindings to `$OUT_DIR/nvshmem-kernels/<crate>.rs` (the
+/// crate name with `-` as `_`), for `nvshmem_host::include_kernels!`. The
+/// first build of a crate in a build script's run wins (a build of the same
+/// crate against another NVSHMEM version, say, does not replace them): see
+/// [`build_all_from_build_script`](crate::build_all_from_build_script).
+pub(crate) fn publish_bindings(out: &BuildOutput) -> Result<()> {
+    let Some(out_dir) = std::env::var_os("OUT_DIR") else {
+        return Ok(());
+    };
+    let dir = PathBuf::from(out_dir).join(BINDINGS_DIR);
+    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    let name = out.manifest.crate_name.replace('-', "_");
+    let bytes = std::fs::read(&out.bindings).map_err(io_err(&out.bindings))?;
+    write_if_changed(&dir.join(format!("{name}.rs")), &bytes)
+}
+
+impl Resolved {
+    /// Step 1: the toolchain, the kernel crate's metadata,
     /// NVSHMEM and ptxas, in that order (what the user wrote is checked
     /// before anything is downloaded); a missing toolchain is installed and
     /// missing wheels downloaded.
@@ -101,12 +155,11 @@ impl Builder {
                 path: self.crate_dir.clone(),
             });
         }
-        let settings = self.resolve()?;
-        let tc = Toolchain::ensure(&settings.toolchain, settings.offline, self.progress)?;
+        let tc = Toolchain::ensure(&self.toolchain, self.offline, self.progress)?;
         let tools = LlvmTools::new(&tc, self.llvm_tools_dir.as_deref())?;
         let meta = CrateMeta::read(&tc, &self.crate_dir)?;
-        let nv = self.find_nvshmem(&settings)?;
-        let cuda = match (settings.cuda, nv.cuda) {
+        let nv = self.find_nvshmem()?;
+        let cuda = match (self.cuda, nv.cuda) {
             (Some(asked), Some(found)) if asked != found => {
                 return Err(Error::CudaMismatch {
                     found: Box::new(nv),
@@ -115,23 +168,23 @@ impl Builder {
             }
             (asked, found) => asked.or(found).unwrap_or(DEFAULT_CUDA),
         };
-        if !cuda.supports(settings.arch) {
+        if !cuda.supports(self.arch) {
             return Err(Error::NotForCuda {
-                arch: settings.arch,
+                arch: self.arch,
                 cuda,
                 why: format!(
                     "it needs PTX ISA {}, and ptxas {} reads at most {}",
-                    isa(settings.arch.min_ptx_isa()),
+                    isa(self.arch.min_ptx_isa()),
                     cuda.toolkit(),
                     isa(cuda.max_ptx_isa())
                 ),
             });
         }
-        let libraries = vec![nv.device_bitcode(settings.arch)?];
-        let ptxas = match need_ptxas && !settings.ptx_only {
+        let libraries = vec![nv.device_bitcode(self.arch)?];
+        let ptxas = match need_ptxas && !self.ptx_only {
             true => Some(toolchain::ptxas_or_fetch(
                 cuda,
-                settings.offline,
+                self.offline,
                 self.progress,
             )?),
             false => None,
@@ -146,7 +199,6 @@ impl Builder {
         };
         laps.lap("checks");
         Ok(Prepared {
-            settings,
             tc,
             tools,
             meta,
@@ -162,22 +214,22 @@ impl Builder {
     /// NVSHMEM as [`Installation::find`] finds it, else downloaded into the
     /// per-user cache (the version asked for, else [`DEFAULT_VERSION`]).
     /// Says once per process which version was chosen and why.
-    fn find_nvshmem(&self, s: &Resolved) -> Result<Installation> {
+    fn find_nvshmem(&self) -> Result<Installation> {
         let mut query = Query::default().ignore_env();
-        if let Some(home) = &s.home {
+        if let Some(home) = &self.home {
             query = query.home(home);
         }
-        if let Some(v) = s.version {
+        if let Some(v) = self.version {
             query = query.version(v);
         }
-        if let Some(c) = s.cuda {
+        if let Some(c) = self.cuda {
             query = query.cuda(c);
         }
         let nv = match Installation::find(&query) {
-            Err(e @ FindError::NotFound { .. }) if s.offline => return Err(e.into()),
+            Err(e @ FindError::NotFound { .. }) if self.offline => return Err(e.into()),
             Err(FindError::NotFound { .. }) => {
-                let version = s.version.unwrap_or(DEFAULT_VERSION);
-                let cuda = s.cuda.unwrap_or(DEFAULT_CUDA);
+                let version = self.version.unwrap_or(DEFAULT_VERSION);
+                let cuda = self.cuda.unwrap_or(DEFAULT_CUDA);
                 let info = version
                     .info()
                     .ok_or(Error::UnsupportedVersion { version })?;
@@ -220,7 +272,7 @@ impl Builder {
             .join("nvshmem-link")
             .join(&p.meta.name)
             .join(ptx_folder(p.nv.version, p.cuda))
-            .join(p.settings.arch.to_string());
+            .join(self.arch.to_string());
         std::fs::create_dir_all(&work).map_err(io_err(&work))?;
         // Concurrent builds of the same crate, version and arch (two build
         // scripts, or tests in parallel) share these files: take turns.
@@ -271,11 +323,11 @@ impl Builder {
     /// links it in `--only-needed` (downloading the `nvidia-nvvm` wheel the
     /// first time) and returns the new module's text.
     fn link_libdevice(&self, c: &Compiled, ll: String) -> Result<String> {
-        let needed = libdevice::needed(&ll);
+        let needed = ir::libdevice_calls(&ll);
         if needed.is_empty() {
             return Ok(ll);
         }
-        let libdevice = libdevice::find_or_fetch(c.p.settings.offline, self.progress, needed)?;
+        let libdevice = libdevice::find_or_fetch(self.offline, self.progress, needed)?;
         link::link_more(&c.p.tools, &c.work, &libdevice)
     }
 
@@ -284,7 +336,7 @@ impl Builder {
     /// function retargeted to the arch and PTX ISA.
     fn rewrite_ir(&self, ll: &str, arch: &str, ptx_isa: u32) -> Result<String> {
         let ll = shared_memory::lower(ll).map_err(|reason| Error::SharedMemory { reason })?;
-        let ll = libdevice::unhide_reflect(&ll);
+        let ll = ir::unhide_reflect(&ll);
         Ok(ir::retarget(&ll, arch, ptx_isa))
     }
 
@@ -308,7 +360,7 @@ impl Builder {
             ))
             // -mcpu: NVPTX's own passes run, NVVMReflect among them
             // (`__nvvm_reflect("__CUDA_ARCH")` becomes the arch's number).
-            .arg(format!("-mcpu={}", c.p.settings.arch))
+            .arg(format!("-mcpu={}", self.arch))
             .arg("-passes=internalize,default<O3>,globaldce")
             .arg(ll)
             .arg("-o")
@@ -331,7 +383,7 @@ impl Builder {
         run("llc", &tools.llc, &tools.version, |cmd| {
             cmd.args([
                 "-O3",
-                &format!("-mcpu={}", c.p.settings.arch),
+                &format!("-mcpu={}", self.arch),
                 &format!("-mattr=+ptx{ptx_isa}"),
             ])
             .arg(opt_bc)
@@ -350,19 +402,8 @@ impl Builder {
         Ok((work_ptx, ptx))
     }
 
-    /// Checks the kernel crate without generating code: it compiles for
-    /// nvptx64, has kernels, and every function it reaches links against
-    /// NVSHMEM's bitcode (nothing unresolved). The fast part of
-    /// [`build`](Self::build) (no `opt`, `llc` or `ptxas`), like `cargo check`:
-    /// for crates whose full build would be slow, such as ones that call
-    /// hundreds of NVSHMEM collectives.
-    ///
-    /// ```no_run
-    /// let checked = nvshmem_builder::Builder::new("kernels").check()?;
-    /// println!("{} kernels link against NVSHMEM {}", checked.kernels.len(), checked.nvshmem.version);
-    /// # Ok::<(), nvshmem_builder::Error>(())
-    /// ```
-    pub fn check(&self) -> Result<CheckOutput> {
+    /// [`Builder::check`], on these settings.
+    fn check(&self) -> Result<CheckOutput> {
         let mut laps = Laps::new();
         let p = self.prepare(false, &mut laps)?;
         let c = self.compile(p, &mut laps)?;
@@ -377,7 +418,7 @@ impl Builder {
             .into_iter()
             .filter(|f| !f.starts_with("llvm.") && !PTXAS_BUILTINS.contains(&f.as_str()))
             // NVVM reflection is resolved by `opt`, which `check` does not run.
-            .filter(|f| ![libdevice::REFLECT_ALIAS, "__nvvm_reflect"].contains(&f.as_str()))
+            .filter(|f| ![ir::REFLECT_ALIAS, "__nvvm_reflect"].contains(&f.as_str()))
             .collect();
         if !unresolved.is_empty() {
             return Err(Error::UnresolvedExterns {
@@ -392,13 +433,12 @@ impl Builder {
         })
     }
 
-    /// Builds the kernel crate. See the crate docs for the steps.
-    pub fn build(&self) -> Result<BuildOutput> {
+    /// [`Builder::build`], on these settings.
+    fn build(&self) -> Result<BuildOutput> {
         let mut laps = Laps::new();
         let p = self.prepare(true, &mut laps)?;
         let c = self.compile(p, &mut laps)?;
-        let s = &c.p.settings;
-        let arch = s.arch.to_string();
+        let arch = self.arch.to_string();
         let out_dir = self
             .out_dir
             .clone()
@@ -431,7 +471,7 @@ impl Builder {
         .output();
         if let Some(out) = reused {
             laps.lap("reused (inputs unchanged)");
-            self.announce_ptx_only(s);
+            self.announce_ptx_only();
             let bindings = write_bindings(&c, &out.manifest, &out_dir)?;
             return Ok(BuildOutput {
                 bindings,
@@ -453,11 +493,11 @@ impl Builder {
         let ptx_isa = self.ptx_isa.unwrap_or_else(|| {
             ir::max_ptx_feature(&ll)
                 .unwrap_or(0)
-                .max(s.arch.min_ptx_isa())
+                .max(self.arch.min_ptx_isa())
         });
         if ptx_isa > c.p.cuda.max_ptx_isa() {
             return Err(Error::NotForCuda {
-                arch: s.arch,
+                arch: self.arch,
                 cuda: c.p.cuda,
                 why: format!(
                     "NVSHMEM {}'s bitcode (or the PTX ISA asked for) needs PTX ISA {}, and ptxas \
@@ -489,7 +529,7 @@ impl Builder {
                 let (figures, mode, warning) = assemble::assemble(
                     (ptxas, c.p.linker.clone()),
                     &arch,
-                    s.device_link,
+                    self.device_link,
                     &ptx,
                     &ptx_path,
                     &cubin,
@@ -503,7 +543,7 @@ impl Builder {
             None => (None, Default::default(), None),
         };
         laps.lap("ptxas");
-        self.announce_ptx_only(s);
+        self.announce_ptx_only();
 
         let assembled = Assembled {
             ptx_isa,
@@ -536,8 +576,8 @@ impl Builder {
         })
     }
 
-    fn announce_ptx_only(&self, s: &Resolved) {
-        if s.ptx_only {
+    fn announce_ptx_only(&self) {
+        if self.ptx_only {
             self.progress.say(&format!(
                 "{}: PTX only, as asked (NVSHMEM_RS_PTX_ONLY=1 or ptx_only(true)): no ptxas, no \
                  cubin; the host JIT-compiles the PTX",
@@ -597,7 +637,7 @@ impl Builder {
             format: MANIFEST_FORMAT,
             crate_name: c.p.meta.name.clone(),
             nvshmem_version: c.p.nv.version.to_string(),
-            arch: c.p.settings.arch.to_string(),
+            arch: self.arch.to_string(),
             ptx_isa: format!("{}.{}", a.ptx_isa / 10, a.ptx_isa % 10),
             ptx: file_name(a.ptx),
             cubin: a.cubin.map(file_name),
@@ -611,13 +651,12 @@ impl Builder {
     /// The inputs of steps 3-8: the settings, the exact rlibs and device
     /// libraries, and the tools.
     fn inputs_key(&self, c: &Compiled, ptxas: Option<&Path>) -> Result<Key> {
-        let s = &c.p.settings;
         let mut key = Key::new(&[
-            ("arch", s.arch.to_string()),
+            ("arch", self.arch.to_string()),
             ("ptx_isa", format!("{:?}", self.ptx_isa)),
             ("features", format!("{:?}", c.features)),
-            ("ptx_only", s.ptx_only.to_string()),
-            ("device_link", s.device_link.to_string()),
+            ("ptx_only", self.ptx_only.to_string()),
+            ("device_link", self.device_link.to_string()),
             ("cuda", c.p.cuda.to_string()),
             ("max_threads", format!("{:?}", c.max_threads)),
         ]);
@@ -715,7 +754,7 @@ pub fn ptx_folder(version: Version, cuda: CudaMajor) -> String {
 }
 
 /// A progress line said once per process (several crates, one choice).
-fn say_once(progress: crate::settings::Progress, line: String) {
+fn say_once(progress: crate::toolchain::settings::Progress, line: String) {
     static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
     if !said.contains(&line) {

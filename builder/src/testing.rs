@@ -12,7 +12,7 @@
 //! }
 //! ```
 
-use crate::wheels;
+use crate::toolchain::wheels;
 use nvshmem_types::install::{Installation, Query};
 use nvshmem_types::{CudaMajor, Version};
 use std::io::Write as _;

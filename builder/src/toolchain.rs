@@ -13,11 +13,12 @@ pub(crate) mod libdevice;
 pub(crate) mod settings;
 pub mod wheels;
 
-use crate::error::{Error, Result, io_err, not_runnable};
+use crate::error::{Error, Result, not_runnable};
 use nvshmem_types::{CudaMajor, CudaVersion};
 use settings::Progress;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use wheels::NVJITLINK_CU12_WHEEL;
 
 /// The nightly that builds kernel crates: its NVPTX backend and LLVM 22.1
 /// read the bitcode of every supported NVSHMEM (3.4: clang 18; 3.8: clang 22).
@@ -113,7 +114,7 @@ impl Toolchain {
             )));
         }
         // Two builds at once (two build scripts, or tests) install once.
-        let _lock = crate::wheels::lock(&format!("rustup-{name}"))?;
+        let _lock = wheels::lock(&format!("rustup-{name}"))?;
         if let Some(tc) = installed_sysroot(&rustup, name).and_then(|s| Self::at(&s).ok()) {
             return Ok(tc);
         }
@@ -200,6 +201,7 @@ impl Toolchain {
         if !release.contains("nightly") && !release.contains("dev") {
             return Err(Error::NotNightly {
                 found: rustc_version,
+                pinned: PINNED_TOOLCHAIN,
             });
         }
         let sysroot = match sysroot {
@@ -458,13 +460,6 @@ fn producer_from_error(stderr: &str) -> Option<String> {
     )
 }
 
-/// The requirement of the pip wheel with `ptxas` and `nvlink` (CUDA 13).
-pub const NVCC_WHEEL: &str = CudaMajor::Cuda13.nvcc_wheel();
-
-/// The pip wheel with `libnvJitLink.so.12`: CUDA 12's nvcc wheel has no
-/// `nvlink`, so separate compilation links through nvJitLink.
-pub const NVJITLINK_CU12_WHEEL: &str = "nvidia-nvjitlink-cu12==12.9.*";
-
 /// A CUDA tool (`ptxas`, `nvlink`) inside an unpacked nvcc wheel or `site-packages`
 /// (CUDA 13's wheel puts it in `nvidia/cu13/bin`, CUDA 12's in `nvidia/cuda_nvcc/bin`).
 fn in_wheel(root: &Path, tool: &str) -> [PathBuf; 2] {
@@ -539,7 +534,7 @@ pub(crate) fn find_linker(ptxas: &Path, cuda: CudaMajor) -> Result<Option<Device
     }
     Ok(match cuda {
         CudaMajor::Cuda13 => None,
-        CudaMajor::Cuda12 => crate::wheels::wheel_roots(NVJITLINK_CU12_WHEEL)
+        CudaMajor::Cuda12 => wheels::wheel_roots(NVJITLINK_CU12_WHEEL)
             .into_iter()
             .map(|root| root.join("nvidia/nvjitlink/lib/libnvJitLink.so.12"))
             .find(|p| p.is_file())
@@ -548,7 +543,7 @@ pub(crate) fn find_linker(ptxas: &Path, cuda: CudaMajor) -> Result<Option<Device
 }
 
 fn cuda_tool_candidates(tool: &str, cuda: CudaMajor) -> Vec<PathBuf> {
-    let mut candidates: Vec<PathBuf> = crate::wheels::wheel_roots(cuda.nvcc_wheel())
+    let mut candidates: Vec<PathBuf> = wheels::wheel_roots(cuda.nvcc_wheel())
         .iter()
         .flat_map(|root| in_wheel(root, tool))
         .collect();
@@ -575,7 +570,7 @@ pub(crate) fn ptxas_or_fetch(
         None => {
             let wheel = cuda.nvcc_wheel();
             let what = format!("ptxas (CUDA {cuda})");
-            let dir = crate::wheels::ensure_with(wheel, &what, offline, progress)?;
+            let dir = wheels::ensure_with(wheel, &what, offline, progress)?;
             in_wheel(&dir, "ptxas")
                 .into_iter()
                 .find(|p| p.is_file())
@@ -589,7 +584,7 @@ pub(crate) fn ptxas_or_fetch(
         }
     };
     if cuda == CudaMajor::Cuda12 && find_linker(&ptxas, cuda)?.is_none() {
-        crate::wheels::ensure_with(
+        wheels::ensure_with(
             NVJITLINK_CU12_WHEEL,
             "nvJitLink (CUDA 12's device linker)",
             offline,
@@ -597,22 +592,6 @@ pub(crate) fn ptxas_or_fetch(
         )?;
     }
     Ok(ptxas)
-}
-
-/// Makes every file in `dir` executable (wheels unpacked by Python's
-/// `zipfile` lose the mode bits).
-pub(crate) fn make_executable(dir: &Path) -> Result<()> {
-    #[cfg(unix)]
-    for e in std::fs::read_dir(dir).map_err(io_err(dir))?.flatten() {
-        use std::os::unix::fs::PermissionsExt;
-        let p = e.path();
-        if p.is_file() {
-            let mut perm = std::fs::metadata(&p).map_err(io_err(&p))?.permissions();
-            perm.set_mode(perm.mode() | 0o755);
-            std::fs::set_permissions(&p, perm).map_err(io_err(&p))?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

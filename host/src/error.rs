@@ -265,7 +265,7 @@ pub enum Error {
         /// Which parameter (argument 2 `n: u32`), or the count expected.
         param: String,
         /// A wrong type, or a wrong value.
-        refusal: crate::dynamic::Refusal,
+        refusal: Refusal,
         /// What is wrong.
         reason: String,
         /// What to do.
@@ -539,6 +539,16 @@ pub(crate) fn record_drop_error(result: Result<()>) {
 /// free, module unload or finalize that failed), if any.
 pub fn take_drop_error() -> Option<Error> {
     DROP_ERROR.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
+/// Whether a refused argument is of the wrong type or has a wrong value (a
+/// Python host raises `TypeError` or `ValueError`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The wrong type, count or element type.
+    Type,
+    /// The right type, with a value the kernel cannot take.
+    Value,
 }
 
 #[cfg(test)]

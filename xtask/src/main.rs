@@ -7,16 +7,18 @@
 //!   with a PASS/FAIL/SKIPPED table last. It runs here too, where every mode
 //!   goes as far as it can without a GPU;
 //! - `matrix`: the coverage kernels through `ptxas` for every supported NVSHMEM
-//!   version, CUDA major and sm_80/sm_90/sm_100, with the README's table;
+//!   version, CUDA major and sm_80/sm_90/sm_100, with the table of `docs/guide.md`;
 //! - `clippy-kernels`: clippy on the kernel crates for the GPU target;
 //! - `bench`: the benchmark's C++ twins built with nvcc, their SASS, and
 //!   `nvshmem-bench` on each PE count (results in `bench/results/`);
 //! - `cpp-host`: the C++ drop-in host built with nvcc (from pip wheels when
 //!   no CUDA is installed) against a kernel crate's header, and run;
+//! - `check-links`: the relative links of the README and the guide (`docs/`);
 //! - `python-test`: the Python package's tests that need no GPU (pytest).
 
 mod bench;
 mod cpp_host;
+mod links;
 mod lint;
 mod matrix;
 mod nvcc;
@@ -51,6 +53,8 @@ enum Task {
     Matrix(matrix::Args),
     /// Build examples/cpp_host/main.cu with nvcc against kernel crates' headers, and run it on 1 and 2 PEs.
     CppHost(cpp_host::Args),
+    /// Check that every relative link of README.md and docs/*.md resolves (files and #anchors).
+    CheckLinks,
     /// The Python package's tests that need no GPU (python/tests/test_offline.py), with pytest.
     PythonTest(python::Args),
 }
@@ -63,6 +67,7 @@ fn main() -> ExitCode {
         Task::ClippyKernels(args) => lint::run(args),
         Task::CppHost(args) => cpp_host::run(args),
         Task::Bench(args) => bench::run(args),
+        Task::CheckLinks => links::run(),
         Task::Matrix(args) => matrix::run(args),
         Task::PythonTest(args) => python::run(args),
     };

@@ -1,7 +1,7 @@
 //! `cargo xtask matrix`: the coverage kernels (`tests/kernels/coverage`,
 //! every public device function) built through `ptxas` for every supported
 //! NVSHMEM version × CUDA major × {sm_80, sm_90, sm_100}, with a table of
-//! the results (`target/matrix/matrix.md`, the README's table).
+//! the results (`target/matrix/matrix.md`: the table in `docs/guide.md`).
 //!
 //! Nothing is downloaded: a version that is not in the per-user cache (or
 //! python3's site-packages) is a SKIP naming the command that fetches it.

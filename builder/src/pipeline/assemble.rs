@@ -1,10 +1,9 @@
 //! PTX → cubin: `ptxas` on the whole module, or `ptxas -c` and `nvlink`.
 
+use super::{ptx, transport};
 use crate::builder::{AUTO_SEPARATE_ABOVE_LINES, AUTO_SEPARATE_TRANSPORT_ABOVE_LINES, DeviceLink};
 use crate::error::{Error, Result};
-use crate::ptx;
 use crate::toolchain::{DeviceLinker, run};
-use crate::transport;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -56,8 +55,8 @@ pub(crate) fn assemble(
                 "separate compilation needs nvlink, which was not found beside ptxas, in NVLINK \
                  or on PATH; it ships with ptxas in the {} wheel (for CUDA 12: nvJitLink, \
                  from the {} wheel)",
-                crate::toolchain::NVCC_WHEEL,
-                crate::toolchain::NVJITLINK_CU12_WHEEL
+                crate::toolchain::wheels::NVCC_WHEEL,
+                crate::toolchain::wheels::NVJITLINK_CU12_WHEEL
             ),
         ),
     })?;

@@ -15,8 +15,8 @@
 //! Each call goes through `Kernel::launch_with` (or
 //! `launch_collective_with` for a collective kernel, which gets only that).
 
+use super::signature::Sources;
 use crate::manifest::{KernelInfo, Manifest};
-use crate::signature::Sources;
 use quote::ToTokens;
 use std::fmt::Write;
 
@@ -317,8 +317,8 @@ fn generic_arg(p: &syn::TypePath) -> Option<&syn::Type> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::header::tests::manifest;
     use super::*;
-    use crate::header::tests::manifest;
     use crate::manifest::ParamInfo;
 
     fn params(names: &[&str]) -> Vec<ParamInfo> {

@@ -8,9 +8,9 @@
 //! alignment against the PTX. The launch helpers need `<cuda.h>`; defining
 //! `NVSHMEM_RS_NO_LAUNCH_HELPERS` leaves them (and `<cuda.h>`) out.
 
+use super::ptx::PtxParam;
+use super::signature::{Sources, c_type};
 use crate::manifest::{KernelInfo, Manifest};
-use crate::ptx::PtxParam;
-use crate::signature::{Sources, c_type};
 use quote::ToTokens;
 use std::fmt::Write;
 

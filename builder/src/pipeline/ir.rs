@@ -106,6 +106,41 @@ pub(crate) fn declared_functions(ll: &str) -> Vec<String> {
         .collect()
 }
 
+/// The name `nvshmem_device::math::cuda_arch` calls for `__nvvm_reflect`:
+/// rustc's own LLVM pipeline runs NVVMReflect too, with rustc's default arch,
+/// so the device crate hides the call under this name until the builder's
+/// `opt -mcpu=<arch>` can resolve it.
+pub(crate) const REFLECT_ALIAS: &str = "nvshmem_rs_nvvm_reflect";
+
+/// `ll` with calls to [`REFLECT_ALIAS`] turned into `__nvvm_reflect` calls
+/// (one declaration kept).
+pub(crate) fn unhide_reflect(ll: &str) -> String {
+    let alias = format!("@{REFLECT_ALIAS}(");
+    if !ll.contains(&alias) {
+        return ll.to_string();
+    }
+    let has_reflect = ll
+        .lines()
+        .any(|l| l.starts_with("declare ") && l.contains("@__nvvm_reflect("));
+    let mut out = String::with_capacity(ll.len());
+    for line in ll.lines() {
+        if line.starts_with("declare ") && line.contains(&alias) && has_reflect {
+            continue;
+        }
+        out.push_str(&line.replace(&alias, "@__nvvm_reflect("));
+        out.push('\n');
+    }
+    out
+}
+
+/// The libdevice functions `ll` declares but does not define.
+pub(crate) fn libdevice_calls(ll: &str) -> Vec<String> {
+    declared_functions(ll)
+        .into_iter()
+        .filter(|f| f.starts_with("__nv_"))
+        .collect()
+}
+
 /// The first `@name` on a line (the defined function for a `define` line).
 fn first_global_name(line: &str) -> Option<String> {
     global_names(line).next()
@@ -251,6 +286,28 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_undefined_nv_functions_are_needed() {
+        let ll = "declare float @__nv_expf(float)\ndeclare void @nvshmem_quiet()\n\
+                  define float @__nv_fabsf(float %x) {\n  ret float %x\n}\n";
+        assert_eq!(libdevice_calls(ll), ["__nv_expf"]);
+    }
+
+    #[test]
+    fn the_reflect_alias_becomes_nvvm_reflect() {
+        let ll = "declare i32 @nvshmem_rs_nvvm_reflect(ptr)\ndeclare i32 @__nvvm_reflect(ptr)\n\
+                  %1 = call i32 @nvshmem_rs_nvvm_reflect(ptr @s)\n";
+        let out = unhide_reflect(ll);
+        assert_eq!(
+            out.matches("declare i32 @__nvvm_reflect(ptr)").count(),
+            1,
+            "{out}"
+        );
+        assert!(out.contains("call i32 @__nvvm_reflect(ptr @s)") && !out.contains(REFLECT_ALIAS));
+        let alone = unhide_reflect("declare i32 @nvshmem_rs_nvvm_reflect(ptr)\n");
+        assert_eq!(alone, "declare i32 @__nvvm_reflect(ptr)\n");
+    }
 
     #[test]
     fn parses_llvm_function_lines() {

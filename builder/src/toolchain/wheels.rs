@@ -11,8 +11,8 @@
 //! final one and renamed into place, under a lock file, so a second build
 //! running at the same time waits and never sees half a wheel.
 
+use super::settings::{self, Progress};
 use crate::error::{Error, Result, io_err, not_runnable};
-use crate::settings::Progress;
 use nvshmem_types::install::{Installation, Query, Source};
 pub use nvshmem_types::install::{cache_dir, wheel_dir};
 use nvshmem_types::{CudaMajor, DEFAULT_CUDA, Version};
@@ -20,8 +20,15 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-pub use crate::libdevice::NVVM_WHEEL;
-pub use crate::toolchain::{NVCC_WHEEL, NVJITLINK_CU12_WHEEL};
+/// The requirement of the pip wheel with `ptxas` and `nvlink` (CUDA 13).
+pub const NVCC_WHEEL: &str = CudaMajor::Cuda13.nvcc_wheel();
+
+/// The pip wheel with `libnvJitLink.so.12`: CUDA 12's nvcc wheel has no
+/// `nvlink`, so separate compilation links through nvJitLink.
+pub const NVJITLINK_CU12_WHEEL: &str = "nvidia-nvjitlink-cu12==12.9.*";
+
+/// The requirement of the pip wheel with `libdevice.10.bc` (and `cicc`).
+pub const NVVM_WHEEL: &str = "nvidia-nvvm==13.0.*";
 
 /// The requirement of the pip wheel with `cuda.h` (the C header's launch helpers need it).
 pub const CUDA_RUNTIME_WHEEL: &str = "nvidia-cuda-runtime==13.0.*";
@@ -38,12 +45,7 @@ pub const CUDA_RUNTIME_WHEEL: &str = "nvidia-cuda-runtime==13.0.*";
 /// # Ok::<(), nvshmem_builder::Error>(())
 /// ```
 pub fn ensure(requirement: &str, what: &str) -> Result<PathBuf> {
-    ensure_with(
-        requirement,
-        what,
-        crate::settings::offline()?,
-        Progress::Stderr,
-    )
+    ensure_with(requirement, what, settings::offline()?, Progress::Stderr)
 }
 
 /// What `nvshmem-build setup` (`./x setup`, CI) fetches by default: the
@@ -187,9 +189,25 @@ fn unpack_locked(cache: &Path, dir: &Path, wheel: &Path) -> Result<()> {
     }
     // zipfile drops the mode bits: ptxas, nvlink and the rest of each bin/ must run.
     for bin in bin_dirs(&tmp) {
-        crate::toolchain::make_executable(&bin)?;
+        make_executable(&bin)?;
     }
     std::fs::rename(&tmp, dir).map_err(io_err(dir))
+}
+
+/// Makes every file in `dir` executable (wheels unpacked by Python's
+/// `zipfile` lose the mode bits).
+pub(crate) fn make_executable(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    for e in std::fs::read_dir(dir).map_err(io_err(dir))?.flatten() {
+        use std::os::unix::fs::PermissionsExt;
+        let p = e.path();
+        if p.is_file() {
+            let mut perm = std::fs::metadata(&p).map_err(io_err(&p))?.permissions();
+            perm.set_mode(perm.mode() | 0o755);
+            std::fs::set_permissions(&p, perm).map_err(io_err(&p))?;
+        }
+    }
+    Ok(())
 }
 
 /// Every folder named `bin` under `root`.
@@ -309,7 +327,7 @@ pub fn cuda_include_dir() -> Option<PathBuf> {
         .into_iter()
         .map(|root| root.join("nvidia/cu13/include"))
         .collect();
-    if let Some(home) = crate::settings::var_os("CUDA_HOME") {
+    if let Some(home) = settings::var_os("CUDA_HOME") {
         candidates.push(Path::new(&home).join("include"));
     }
     candidates.push("/usr/local/cuda/include".into());

@@ -73,7 +73,7 @@
 //! | `NVSHMEM_RS_TEST_TIMEOUT=secs` | per-run timeout (default 120) |
 //! | `NVSHMEM_RS_PTX_DIR=dir` | where [`TestPe::module`] finds manifests (default: the one given to [`main`]) |
 
-use crate::launcher::{self, LaunchPlan, Outcome};
+use crate::job::launcher::{self, LaunchPlan, Outcome};
 use crate::{Error, Module, Nvshmem, SymBuffer};
 use bytemuck::Pod;
 use std::fmt::{Debug, Display};
@@ -456,7 +456,7 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
         std::process::exit(run_worker(&name, tests, &ptx_dir));
     }
     let env = |name: &str| std::env::var(name).ok();
-    if let Some((launcher, rank, size)) = crate::bootstrap::outside_job(&env) {
+    if let Some((launcher, rank, size)) = crate::job::bootstrap::outside_job(&env) {
         std::process::exit(run_in_job(launcher, rank, size, tests, &ptx_dir));
     }
     let filters: Vec<String> = std::env::args()
@@ -478,7 +478,7 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
                 Err(e) => Verdict::Skipped(format!("no GPU: {}", first_line(&e.to_string()))),
                 Ok(count) if n as usize > *count && n > 2 && !mps_running() => {
                     Verdict::Skipped(format!(
-                        "{n} PEs on {count} GPU(s) need CUDA MPS, which is not running (see README: several PEs on one GPU)"
+                        "{n} PEs on {count} GPU(s) need CUDA MPS, which is not running (see docs/guide.md, host side: several PEs on one GPU)"
                     ))
                 }
                 Ok(_) => run_orchestrated(test, n, &ptx_dir),
@@ -739,7 +739,7 @@ fn run_in_job(launcher: &str, rank: u32, size: u32, tests: &[GpuTest], ptx_dir: 
 /// One PE: initialize, run the test, record the verdict, finalize.
 fn run_worker(name: &str, tests: &[GpuTest], ptx_dir: &Path) -> i32 {
     let verdicts = std::env::var_os(VERDICTS).map(PathBuf::from);
-    let rank = std::env::var(crate::launcher::env::RANK).unwrap_or_else(|_| "0".into());
+    let rank = std::env::var(crate::job::launcher::env::RANK).unwrap_or_else(|_| "0".into());
     let record = |v: &str| {
         if let Some(dir) = &verdicts {
             let _ = std::fs::write(dir.join(format!("{rank}.txt")), v);

@@ -10,11 +10,11 @@
 //! way to get a [`Kernel`] is from a `Module`. A module without NVSHMEM code
 //! (no `nvshmemi_device_lib_version_d`) loads without registration.
 
-use crate::error::record_drop_error;
 use crate::error::{Error, Result};
-use crate::image::ImageKind;
-use crate::kernel::Kernel;
-use crate::nvshmem::{Inner, Nvshmem};
+use crate::runtime::image::ImageKind;
+use crate::runtime::kernel::Kernel;
+use crate::runtime::loaded::ModuleInner;
+use crate::runtime::nvshmem::Nvshmem;
 use cudarc::driver::{DriverError, result, sys};
 use nvshmem_types::manifest::Manifest;
 use nvshmem_types::{Arch, CudaVersion, Version};
@@ -40,48 +40,6 @@ pub enum ModuleImage {
     Ptx,
     /// The cubin; an error if there is none.
     Cubin,
-}
-
-pub(crate) struct ModuleInner {
-    pub(crate) nv: Rc<Inner>,
-    module: sys::CUmodule,
-    what: String,
-    manifest: Manifest,
-    nvshmem: Option<Version>,
-}
-
-impl Drop for ModuleInner {
-    fn drop(&mut self) {
-        // After finalize, NVSHMEM has let go of the module, and the context
-        // stays, so only the unload is left.
-        if self.nv.poisoned() {
-            // The context is unusable after a kernel fault; leave the module to the process exit.
-            return;
-        }
-        let result = (|| {
-            // A kernel launched from this module may still run: cuModuleUnload
-            // is not documented to wait for it.
-            self.nv.sync_context()?;
-            // Attached, the owner (PyTorch) may have finalized NVSHMEM first.
-            if self.nvshmem.is_some()
-                && self.nv.check_active("Module").is_ok()
-                && self.nv.lib.is_initialized()
-            {
-                // SAFETY: registered at load; finalized once, here.
-                let status = unsafe { self.nv.lib.raw().nvshmemx_cumodule_finalize(self.module) };
-                if status != 0 {
-                    return Err(Error::NvshmemCall {
-                        call: "nvshmemx_cumodule_finalize",
-                        status,
-                    });
-                }
-            }
-            // SAFETY: loaded at load; unloaded once, here; no kernel of it is
-            // alive (kernels hold this module).
-            unsafe { result::module::unload(self.module) }.map_err(Error::driver("cuModuleUnload"))
-        })();
-        record_drop_error(result);
-    }
 }
 
 /// A loaded module: the kernels of one kernel crate, registered with NVSHMEM
@@ -237,7 +195,7 @@ impl Nvshmem {
         }
         // PTX is text that the driver reads up to a NUL; a cubin or fatbin
         // it reads as far as its headers say, so those must fit the image.
-        let is_ptx = crate::image::classify(&image).map_err(load_err)? == ImageKind::Ptx;
+        let is_ptx = crate::runtime::image::classify(&image).map_err(load_err)? == ImageKind::Ptx;
         check_driver(&manifest, is_ptx, &what)?;
         if is_ptx && image.last() != Some(&0) {
             image.push(0);
