@@ -437,9 +437,15 @@ mod tests {
         ];
         let two = vec![rec("moe_dispatch", "ll-e64", "rust", 12.5, false)];
         let t = moe(&[("1", one), ("2", two)]);
-        assert!(t.contains("| ll-e64 | 1 | 10.0 | 0.1 | 20.0 | 0.1 |"), "{t}");
+        assert!(
+            t.contains("| ll-e64 | 1 | 10.0 | 0.1 | 20.0 | 0.1 |"),
+            "{t}"
+        );
         assert!(t.contains("| ll-e64 | 2 | FAIL | FAIL | - | - |"), "{t}");
-        assert!(t.contains("| alltoall-t128-e64 | 1 | 40.0 | 0.0 | - | - |"), "{t}");
+        assert!(
+            t.contains("| alltoall-t128-e64 | 1 | 40.0 | 0.0 | - | - |"),
+            "{t}"
+        );
         assert!(!t.contains("alltoall-t128-e64 | 2"), "{t}");
     }
 }
