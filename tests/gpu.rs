@@ -493,8 +493,8 @@ fn unregistrable_module(pe: &mut TestPe) -> TestResult {
     let manifest = nvshmem_host::Manifest {
         format: nvshmem_host::MANIFEST_FORMAT,
         crate_name: "stripped".into(),
-        nvshmem_version: v.to_string(),
-        arch: "sm_90".into(),
+        nvshmem_version: v,
+        arch: nvshmem_host::Arch::DEFAULT,
         ptx_isa: "8.0".into(),
         ptx: "stripped.ptx".into(),
         cubin: None,

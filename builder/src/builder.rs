@@ -5,50 +5,9 @@ use crate::manifest::Manifest;
 use crate::toolchain::PINNED_TOOLCHAIN;
 use crate::toolchain::settings::{self, ENV_VARS, Progress};
 use nvshmem_types::install::Installation;
-use nvshmem_types::{Arch, CudaMajor, Version};
+use nvshmem_types::{Arch, CudaMajor, DeviceLink, Version};
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// How `ptxas` turns the PTX into the cubin.
-///
-/// Whole-program `ptxas` inlines every function call into its kernel. That
-/// gives the fastest kernels for small call graphs, but its time grows faster
-/// than the inlined size: NVSHMEM 3.8's transport code (IBGDA, GPUNetIO and
-/// proxy paths, kept out of line in its bitcode) makes a kernel that calls many
-/// operations hundreds of thousands of PTX lines once inlined (measured on 2
-/// cores: one kernel calling every RMA function, 315 000 lines inlined, 3 min
-/// of ptxas and 7.8 GB; the 3.8 coverage crate, 5.7 million, over 21 min).
-/// It also gives a kernel the registers of everything it calls: 3.8's ring
-/// example kernel takes 150 registers whole-program, 38 with 3.4.5.
-///
-/// Separate compilation (`ptxas -c`, then `nvlink`, as `nvcc -rdc` does)
-/// compiles each function once (that crate: 42 s), at the price of calls
-/// between functions and register counts that cover the whole call graph.
-/// When some kernel reaches more than [`AUTO_SEPARATE_TRANSPORT_ABOVE_LINES`]
-/// of NVSHMEM's transport functions (`nvshmemi_transfer_*` and the proxy,
-/// IBGDA and GPUNetIO functions; 3.8's are large), they go in an object of
-/// their own compiled at most 32 registers, as NVSHMEM compiles them into
-/// `libnvshmem_device.a` so that calling them costs a kernel no occupancy:
-/// the 3.8 ring kernel then takes 36 registers. Their spills (they have some
-/// at 32 registers, in CUDA C++ too) are not in the kernels' figures, which
-/// cover the kernels' own code. Small ones (3.4.5's) stay in the kernels'
-/// object, where they cost fewer registers than as calls between objects.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum DeviceLink {
-    /// [`Separate`](Self::Separate) when `nvlink` is found and some kernel
-    /// would exceed [`AUTO_SEPARATE_ABOVE_LINES`] with every call inlined, or
-    /// reaches more than [`AUTO_SEPARATE_TRANSPORT_ABOVE_LINES`] of NVSHMEM's
-    /// transport code (with NVSHMEM 3.8, any kernel that reaches it); else
-    /// [`WholeProgram`](Self::WholeProgram).
-    #[default]
-    Auto,
-    /// `ptxas` on the whole module: every call inlined.
-    WholeProgram,
-    /// `ptxas -c` on the module (large NVSHMEM transport functions on their
-    /// own, at most 32 registers), then `nvlink`: every function compiled once.
-    Separate,
-}
 
 /// The inlined size (PTX lines of the largest kernel with every call inlined)
 /// above which [`DeviceLink::Auto`] compiles separately. Measured with
@@ -65,39 +24,6 @@ pub const AUTO_SEPARATE_ABOVE_LINES: usize = 50_000;
 /// reaches 16 000).
 pub const AUTO_SEPARATE_TRANSPORT_ABOVE_LINES: usize = 2_000;
 
-impl DeviceLink {
-    /// The name used in manifests, `NVSHMEM_RS_DEVICE_LINK` and the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeviceLink::Auto => "auto",
-            DeviceLink::WholeProgram => "whole-program",
-            DeviceLink::Separate => crate::manifest::SEPARATE_COMPILATION,
-        }
-    }
-}
-
-impl std::fmt::Display for DeviceLink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for DeviceLink {
-    type Err = String;
-
-    /// `auto`, `whole-program` or `separate`.
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        [
-            DeviceLink::Auto,
-            DeviceLink::WholeProgram,
-            DeviceLink::Separate,
-        ]
-        .into_iter()
-        .find(|m| m.as_str() == s)
-        .ok_or_else(|| format!("`{s}` is no device link mode: use auto, whole-program or separate"))
-    }
-}
-
 /// Builds one kernel crate for one GPU architecture and NVSHMEM version.
 ///
 /// Every setting left unset here falls back to its environment variable
@@ -106,7 +32,7 @@ impl std::str::FromStr for DeviceLink {
 ///
 /// ```no_run
 /// let out = nvshmem_builder::Builder::new("examples/ring/kernel")
-///     .arch("sm_90")
+///     .arch(nvshmem_builder::Arch::DEFAULT)
 ///     .nvshmem_version("3.4.5".parse().unwrap())
 ///     .out_dir("ptx")
 ///     .build()?;
@@ -116,7 +42,7 @@ impl std::str::FromStr for DeviceLink {
 #[derive(Clone, Debug)]
 pub struct Builder {
     crate_dir: PathBuf,
-    arch: Option<String>,
+    arch: Option<Arch>,
     version: Option<Version>,
     cuda: Option<CudaMajor>,
     home: Option<PathBuf>,
@@ -160,6 +86,11 @@ pub struct BuildOutput {
     /// also copies them to `$OUT_DIR/nvshmem-kernels/<crate, - as _>.rs`, where
     /// `nvshmem_host::include_kernels!` finds them.
     pub bindings: PathBuf,
+    /// `include/` with `cuda.h`, which the header's launch helpers include:
+    /// found, or fetched into the per-user cache (the `nvidia-cuda-runtime`
+    /// wheel, 2 MB). `None` when it is nowhere and cannot be fetched
+    /// (offline; the build warns).
+    pub cuda_include: Option<PathBuf>,
     /// The manifest's contents.
     pub manifest: Manifest,
     /// The NVSHMEM installation linked against.
@@ -195,7 +126,7 @@ pub(crate) struct Resolved {
 
 impl Builder {
     /// A builder for the kernel crate in `crate_dir` (the folder with its `Cargo.toml`).
-    /// Defaults: `sm_90`, NVSHMEM found by [`Installation::find`] (and
+    /// Defaults: [`Arch::DEFAULT`], NVSHMEM found by [`Installation::find`] (and
     /// downloaded into the per-user cache when it is nowhere).
     pub fn new(crate_dir: impl Into<PathBuf>) -> Self {
         Builder {
@@ -218,10 +149,10 @@ impl Builder {
     }
 
     /// The GPU architecture, such as `sm_90` (H100/H200) or `sm_80` (A100).
-    /// Unset: `NVSHMEM_RS_ARCH`, else `sm_90`.
+    /// Unset: `NVSHMEM_RS_ARCH`, else [`Arch::DEFAULT`].
     #[must_use]
-    pub fn arch(mut self, arch: impl Into<String>) -> Self {
-        self.arch = Some(arch.into());
+    pub fn arch(mut self, arch: Arch) -> Self {
+        self.arch = Some(arch);
         self
     }
 
@@ -324,29 +255,17 @@ impl Builder {
         self
     }
 
-    /// `require_ptxas(false)` is [`ptx_only(true)`](Self::ptx_only). A
-    /// cubin is always made otherwise: there is no silent PTX-only output.
-    #[deprecated(note = "ptxas is required by default; use `ptx_only(true)` for PTX alone")]
-    pub fn require_ptxas(self, yes: bool) -> Self {
-        self.ptx_only(!yes)
-    }
-
     /// This builder's settings, resolved: the builder's own, else the environment's, else the defaults.
     pub(crate) fn resolve(&self) -> Result<Resolved> {
-        let (arch, arch_var) = self
-            .arch
-            .clone()
-            .map(|a| (a, None))
-            .or_else(|| settings::var("NVSHMEM_RS_ARCH").map(|v| (v, Some("NVSHMEM_RS_ARCH"))))
-            .unwrap_or_else(|| ("sm_90".into(), None));
-        let arch = arch.parse::<Arch>().map_err(|e| match arch_var {
-            Some(name) => Error::InvalidSetting {
-                name: name.into(),
-                value: arch.clone(),
-                expected: format!("a GPU architecture such as sm_90 ({e})"),
-            },
-            None => Error::InvalidArch { arch: arch.clone() },
-        })?;
+        let arch = match (self.arch, settings::var("NVSHMEM_RS_ARCH")) {
+            (Some(a), _) => a,
+            (None, Some(v)) => v.parse::<Arch>().map_err(|e| Error::InvalidSetting {
+                name: "NVSHMEM_RS_ARCH".into(),
+                value: v.clone(),
+                expected: format!("a GPU architecture such as {} ({e})", Arch::DEFAULT),
+            })?,
+            (None, None) => Arch::DEFAULT,
+        };
         let version = match (self.version, settings::var("NVSHMEM_RS_NVSHMEM_VERSION")) {
             (Some(v), _) => Some(v),
             (None, Some(v)) => Some(v.parse::<Version>().map_err(|e| Error::InvalidSetting {
@@ -372,10 +291,10 @@ impl Builder {
         };
         let device_link = match (self.device_link, settings::var("NVSHMEM_RS_DEVICE_LINK")) {
             (Some(m), _) => m,
-            (None, Some(v)) => v.parse().map_err(|e: String| Error::InvalidSetting {
+            (None, Some(v)) => v.parse().map_err(|e| Error::InvalidSetting {
                 name: "NVSHMEM_RS_DEVICE_LINK".into(),
                 value: v.clone(),
-                expected: e,
+                expected: format!("{e}"),
             })?,
             (None, None) => DeviceLink::Auto,
         };
@@ -414,11 +333,14 @@ impl Builder {
         })
     }
 
-    /// Runs [`build`](Self::build) for a `build.rs`: prints
-    /// `cargo:rerun-if-env-changed` for every variable in [`ENV_VARS`] and
-    /// `cargo:rerun-if-changed` for every source and tool, reports downloads,
-    /// installs and the kernel crate's warnings as `cargo:warning`, and on
-    /// error prints the message and exits with status 1 (no panic backtrace).
+    /// Runs [`build`](Self::build) for a `build.rs`. When it succeeds:
+    /// prints `cargo:rerun-if-env-changed` for every variable in
+    /// [`ENV_VARS`], `cargo:rerun-if-changed` for every source and tool, and
+    /// the kernel crate's warnings as `cargo:warning`. When it fails: the
+    /// warnings and the error on stderr, each once (no `rerun-if` lines
+    /// before it: cargo runs a failed build script again anyway), and exits
+    /// with status 1 (no panic backtrace). Downloads and installs are
+    /// reported on stderr (`cargo build -vv` shows them as they happen).
     pub fn build_from_build_script(self) -> BuildOutput {
         self.build_in_build_script(true)
     }
@@ -427,23 +349,23 @@ impl Builder {
     /// to `$OUT_DIR` too.
     pub(crate) fn build_in_build_script(mut self, publish: bool) -> BuildOutput {
         self.progress = Progress::BuildScript;
-        for (name, _) in ENV_VARS {
-            println!("cargo:rerun-if-env-changed={name}");
-        }
-        for p in [
-            self.crate_dir.join("Cargo.toml"),
-            self.crate_dir.join("src"),
-        ] {
-            println!("cargo:rerun-if-changed={}", p.display());
-        }
         match self.build_and_publish(publish) {
             Ok(out) => {
-                for s in &out.sources {
+                for (name, _) in ENV_VARS {
+                    println!("cargo:rerun-if-env-changed={name}");
+                }
+                let roots = [
+                    self.crate_dir.join("Cargo.toml"),
+                    self.crate_dir.join("src"),
+                ];
+                for s in roots.iter().chain(&out.sources) {
                     println!("cargo:rerun-if-changed={}", s.display());
                 }
+                settings::flush_warnings(true);
                 out
             }
             Err(e) => {
+                settings::flush_warnings(false);
                 eprintln!("error: {e}");
                 std::process::exit(1);
             }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 ///
 /// ```
 /// use nvshmem_builder::Error;
-/// let e = Error::InvalidArch { arch: "sm90".into() };
-/// assert!(e.to_string().contains("sm_90"));
+/// let e = Error::UnsupportedVersion { version: nvshmem_builder::Version::new(9, 9, 9) };
+/// assert!(e.to_string().contains("3.4.5"));
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -55,17 +55,6 @@ pub enum Error {
         found: Box<nvshmem_types::install::Installation>,
         /// The CUDA major asked for.
         asked: nvshmem_types::CudaMajor,
-    },
-
-    /// The architecture string is malformed or not supported.
-    #[error(
-        "invalid GPU architecture `{arch}` ({}). Write it as `sm_` and the compute \
-         capability, such as `sm_90` or `sm_80`",
-        nvshmem_types::ParseArchError
-    )]
-    InvalidArch {
-        /// What was given.
-        arch: String,
     },
 
     /// The Rust toolchain named is not a nightly.
@@ -277,6 +266,31 @@ pub enum Error {
         symbols: Vec<String>,
         /// The NVSHMEM version linked.
         version: nvshmem_types::Version,
+    },
+
+    /// A kernel uses an instruction that the architecture built for lacks
+    /// (`wgmma` or `setmaxnreg` on anything but `sm_90a`): found before `llc`,
+    /// which would abort on it ("Cannot select: intrinsic").
+    #[error(
+        "{} {} `{what}` (the intrinsic {intrinsic}, called in {}), which needs {needs}, but this          build is for {arch}. Fix: build for {needs} (`Builder::arch`, or NVSHMEM_RS_ARCH), or          keep {} out of this build (a cargo feature of the kernel crate)",
+        if kernels.len() == 1 { "kernel" } else { "kernels" },
+        kernels.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+        callers.join(", "),
+        if kernels.len() == 1 { "it" } else { "them" }
+    )]
+    ArchMismatch {
+        /// The architecture built for.
+        arch: nvshmem_types::Arch,
+        /// The instruction, as the device crate names it.
+        what: &'static str,
+        /// The LLVM intrinsic.
+        intrinsic: String,
+        /// The architectures that have it.
+        needs: &'static str,
+        /// The functions that call it (demangled).
+        callers: Vec<String>,
+        /// The kernels that reach it.
+        kernels: Vec<String>,
     },
 
     /// The kernels call libdevice math functions (`__nv_*`), and no

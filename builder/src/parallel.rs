@@ -18,7 +18,7 @@ use crate::{BuildOutput, Builder};
 ///     Builder::new("kernels/allreduce"),
 /// ]);
 /// let dir = outs[0].ptx.parent().unwrap();
-/// println!("cargo:rustc-env=KERNELS_DIR={}", dir.display());
+/// println!("cargo:rustc-env=NVSHMEM_RS_PTX_DIR={}", dir.display());
 /// ```
 ///
 /// Each crate's typed bindings go to `$OUT_DIR/nvshmem-kernels/` from its

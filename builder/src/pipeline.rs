@@ -25,14 +25,16 @@ mod shared_memory;
 mod signature;
 mod transport;
 
-use crate::builder::{BuildOutput, Builder, CheckOutput, DeviceLink, Resolved};
+use crate::builder::{BuildOutput, Builder, CheckOutput, Resolved};
 use crate::error::{Error, Result, io_err};
 use crate::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
 use crate::toolchain::{self, DeviceLinker, LlvmTools, Toolchain, libdevice, run, wheels};
 use cargo::CrateMeta;
 use header::CTypes;
 use nvshmem_types::install::{FindError, Installation, Query, Source};
-use nvshmem_types::{CudaMajor, CudaVersion, DEFAULT_CUDA, DEFAULT_VERSION, Version};
+use nvshmem_types::{
+    Arch, CudaMajor, CudaVersion, DEFAULT_CUDA, DEFAULT_VERSION, DeviceLink, Version,
+};
 use reuse::{Key, write_if_changed};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -290,8 +292,8 @@ impl Resolved {
         // Read after the build, which has checked the attribute's arguments.
         let sources = signature::read(&p.meta.src_dir());
         if sources.max_threads_in_macros > 0 {
-            self.progress.say(&format!(
-                "{}: warning: {} `#[kernel(max_threads = ..)]` inside macros get no `.maxntid`: \
+            self.progress.warn(&format!(
+                "{}: {} `#[kernel(max_threads = ..)]` inside macros get no `.maxntid`: \
                  the builder reads launch bounds from the source without expanding macros; \
                  write those kernels outside a macro",
                 p.meta.name, sources.max_threads_in_macros
@@ -475,6 +477,7 @@ impl Resolved {
             let bindings = write_bindings(&c, &out.manifest, &out_dir)?;
             return Ok(BuildOutput {
                 bindings,
+                cuda_include: self.cuda_include(),
                 sources: watched,
                 timings: laps.0,
                 ..out
@@ -512,11 +515,13 @@ impl Resolved {
         let retargeted = c.work.join("retargeted.ll");
         std::fs::write(&retargeted, self.rewrite_ir(&ll, &arch, ptx_isa)?)
             .map_err(io_err(&retargeted))?;
+        let misuses = ir::arch_misuses(&ll, self.arch);
         drop(ll);
         let kernel_names: Vec<&str> = collective.keys().map(String::as_str).collect();
         let opt_bc = self.optimize(&c, &retargeted, &kernel_names, &mut laps)?;
         // Kept only when `opt` fails on it, to read; 100+ MB for large crates.
         let _ = std::fs::remove_file(&retargeted);
+        check_arch(&misuses, &opt_bc, self.arch)?;
         let (work_ptx, ptx) = self.codegen(&c, &opt_bc, ptx_isa, &mut laps)?;
         let entries = verify_ptx(&ptx, &work_ptx, &collective, c.p.nv.version)?;
 
@@ -536,7 +541,7 @@ impl Resolved {
                     &c.work,
                 )?;
                 if let Some(w) = warning {
-                    self.progress.say(&w);
+                    self.progress.warn(&w);
                 }
                 (Some(cubin), figures, Some(mode))
             }
@@ -569,6 +574,7 @@ impl Resolved {
             manifest_path,
             header: header_path,
             bindings,
+            cuda_include: self.cuda_include(),
             manifest,
             nvshmem: c.p.nv.clone(),
             sources: watched,
@@ -576,9 +582,21 @@ impl Resolved {
         })
     }
 
+    /// `cuda.h`'s folder for the header's launch helpers, fetched when
+    /// missing; a warning, not a failure, when that is not possible.
+    fn cuda_include(&self) -> Option<PathBuf> {
+        wheels::cuda_include_with(self.offline, self.progress)
+            .map_err(|e| {
+                self.progress.warn(&format!(
+                    "the C header's launch helpers need cuda.h, which is not here: {e}"
+                ))
+            })
+            .ok()
+    }
+
     fn announce_ptx_only(&self) {
         if self.ptx_only {
-            self.progress.say(&format!(
+            self.progress.warn(&format!(
                 "{}: PTX only, as asked (NVSHMEM_RS_PTX_ONLY=1 or ptx_only(true)): no ptxas, no \
                  cubin; the host JIT-compiles the PTX",
                 self.crate_dir.display()
@@ -636,12 +654,12 @@ impl Resolved {
         let manifest = Manifest {
             format: MANIFEST_FORMAT,
             crate_name: c.p.meta.name.clone(),
-            nvshmem_version: c.p.nv.version.to_string(),
-            arch: self.arch.to_string(),
+            nvshmem_version: c.p.nv.version,
+            arch: self.arch,
             ptx_isa: format!("{}.{}", a.ptx_isa / 10, a.ptx_isa % 10),
             ptx: file_name(a.ptx),
             cubin: a.cubin.map(file_name),
-            device_link: a.device_link.map(|m| m.as_str().to_string()),
+            device_link: a.device_link,
             cuda_toolkit: Some(c.p.toolkit),
             kernels,
         };
@@ -760,6 +778,29 @@ fn say_once(progress: crate::toolchain::settings::Progress, line: String) {
     if !said.contains(&line) {
         progress.say(&line);
         said.push(line);
+    }
+}
+
+/// Step 5a': no intrinsic the arch lacks survived `opt` (a use that
+/// `__nvvm_reflect` guards away is fine); `llc` would abort on it.
+fn check_arch(misuses: &[ir::ArchMisuse], opt_bc: &Path, arch: Arch) -> Result<()> {
+    if misuses.is_empty() {
+        return Ok(());
+    }
+    let bytes = std::fs::read(opt_bc).map_err(io_err(opt_bc))?;
+    match misuses
+        .iter()
+        .find(|m| ir::bitcode_mentions(&bytes, &m.intrinsic))
+    {
+        Some(m) => Err(Error::ArchMismatch {
+            arch,
+            what: m.what,
+            intrinsic: m.intrinsic.clone(),
+            needs: m.needs,
+            callers: m.callers.clone(),
+            kernels: m.kernels.clone(),
+        }),
+        None => Ok(()),
     }
 }
 

@@ -10,9 +10,9 @@ mod common;
 
 use common::{
     assert_entries, build_ptx, builder, compile_header, fails_with, installed, installed_for,
-    kernel_crate, max_registers, run_in_parallel, skip, target, timings,
+    kernel_crate, max_registers, parse_arch, run_in_parallel, skip, target, timings,
 };
-use nvshmem_builder::{Builder, CudaMajor, DeviceLink, Error, Version};
+use nvshmem_builder::{Arch, Builder, CudaMajor, DeviceLink, Error, Version};
 use std::path::Path;
 
 #[test]
@@ -28,7 +28,10 @@ fn builds_linked_ptx_and_cubin_for_every_version_and_arch() {
             continue;
         };
         let what = format!("{version}/{arch}");
-        let (out, ptx) = build_ptx(builder("ok").nvshmem_version(v).arch(arch), &what);
+        let (out, ptx) = build_ptx(
+            builder("ok").nvshmem_version(v).arch(parse_arch(arch)),
+            &what,
+        );
         assert_entries(&ptx, &["put_rank", "barrier"], &what);
         assert!(!ptx.lines().any(|l| (l.contains(".func") || l.contains("call")) && l.contains("nvshmem_int_p")),
             "{version}/{arch}: NVSHMEM call not inlined");
@@ -40,8 +43,8 @@ fn builds_linked_ptx_and_cubin_for_every_version_and_arch() {
             );
         }
         let m = &out.manifest;
-        assert_eq!(m.nvshmem_version, version);
-        assert_eq!(m.arch, arch);
+        assert_eq!(m.nvshmem_version, v);
+        assert_eq!(m.arch, parse_arch(arch));
         assert!(
             out.cubin
                 .as_ref()
@@ -77,7 +80,7 @@ fn ptx_isa_is_at_least_what_the_bitcode_asks_for() {
     let Some(v) = installed("3.8.0") else { return };
     let out = builder("ok")
         .nvshmem_version(v)
-        .arch("sm_90")
+        .arch(Arch::DEFAULT)
         .build()
         .unwrap();
     // 3.8.0's sm_90 functions carry +ptx88 (PTX 8.8); PTX 8.0 would fail in ptxas.
@@ -117,12 +120,39 @@ fn missing_nvshmem_says_how_to_install_it() {
     fails_with(r, "Nvshmem(HomeInvalid", &["NVSHMEM_HOME"]);
 }
 
+/// An sm_90a instruction (`setmaxnreg`, as `nvshmem_device::wgmma` calls it)
+/// in a build for sm_90 or sm_80 is an error before `llc` (which would abort
+/// with "Cannot select: intrinsic") that names the kernel, the function that
+/// calls it and sm_90a; for sm_90a the same crate builds.
 #[test]
-fn bad_architectures_are_rejected() {
-    for bad in ["sm90", "sm_999", "sm_70", "sm_80a", "sm_101"] {
-        let r = builder("ok").arch(bad).build();
-        fails_with(r, "InvalidArch", &["sm_80, sm_86"]);
+fn instructions_the_arch_lacks_are_named_before_llc() {
+    let Some(v) = installed("3.4.5") else { return };
+    for arch in ["sm_90", "sm_80"] {
+        let r = builder("arch_specific")
+            .out_dir(target().join("builder-tests/arch_specific").join(arch))
+            .nvshmem_version(v)
+            .arch(parse_arch(arch))
+            .build();
+        let e = fails_with(
+            r,
+            "ArchMismatch",
+            &[
+                "kernel `producer`",
+                "setmaxnreg",
+                "fixture_arch_specific::raise_registers",
+                "needs sm_90a",
+                &format!("this build is for {arch}"),
+            ],
+        );
+        assert!(!e.contains("plain"), "{e}");
     }
+    let out = builder("arch_specific")
+        .nvshmem_version(v)
+        .arch(parse_arch("sm_90a"))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ptx = std::fs::read_to_string(&out.ptx).unwrap();
+    assert!(ptx.contains("setmaxnreg.inc.sync.aligned.u32"), "{ptx}");
 }
 
 #[test]
@@ -175,7 +205,7 @@ fn both_device_link_modes_make_a_cubin() {
         } else {
             mode
         };
-        assert_eq!(built.manifest.device_link.as_deref(), Some(used.as_str()));
+        assert_eq!(built.manifest.device_link, Some(used));
         let cubin = std::fs::read(built.cubin.as_ref().expect("a cubin")).unwrap();
         assert_eq!(&cubin[..4], b"\x7fELF", "{mode}: not an ELF image");
         // ELF e_type at byte 16: 2 = executable (loadable), 1 = relocatable.
@@ -209,6 +239,7 @@ fn both_device_link_modes_make_a_cubin() {
         "fast"
             .parse::<DeviceLink>()
             .unwrap_err()
+            .to_string()
             .contains("whole-program")
     );
 }
@@ -319,9 +350,13 @@ fn coverage_kernels_build_for_both_versions() {
             "{version}/{arch}: no version global"
         );
         assert!(out.cubin.is_some(), "{version}/{arch}: no cubin");
-        let mode = out.manifest.device_link.clone().unwrap_or_default();
+        let mode = out.manifest.device_link.unwrap_or_default();
         if version == "3.8.0" {
-            assert_eq!(mode, "separate", "{version}/{arch}: Auto chose {mode}");
+            assert_eq!(
+                mode,
+                DeviceLink::Separate,
+                "{version}/{arch}: Auto chose {mode}"
+            );
         }
         // 3.5, 3.7 and 3.8 add the kernels of their own functions
         // (`*_3_5`, ...); the rest is the same set in every build.
@@ -385,7 +420,7 @@ fn collective_coverage_kernels_link_for_both_versions() {
         let out = Builder::new(&dir)
             .target_dir(root.join("target/nvshmem-kernels"))
             .nvshmem_version(v)
-            .arch(arch)
+            .arch(parse_arch(arch))
             .check()
             .unwrap_or_else(|e| panic!("coverage_collectives {version}/{arch}: {e}"));
         for k in [

@@ -78,8 +78,8 @@ pub use job::init::InitOptions;
 pub use job::uniqueid::UniqueId;
 pub use nvshmem_types::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
 pub use nvshmem_types::{
-    And, Cmp, CudaVersion, Max, Min, Or, Pe, Prod, ReduceOp, SignalOp, Sum, SymPtr, Team, Version,
-    Xor,
+    And, Arch, Cmp, CudaVersion, DeviceLink, Max, Min, Or, Pe, Prod, ReduceOp, SignalOp, Sum,
+    SymPtr, Team, Version, Xor,
 };
 pub use runtime::bindings::{AsDevicePtr, AsSymPtr};
 pub use runtime::driver::{device_count as gpu_count, gpu_arch};

@@ -6,7 +6,7 @@
 
 use crate::nvcc::{self, Nvcc, run_shown};
 use nvshmem_builder::manifest::Manifest;
-use nvshmem_builder::{Builder, Version};
+use nvshmem_builder::{Arch, Builder, Version};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -27,8 +27,8 @@ pub struct Args {
     #[arg(long = "kernels", value_name = "NAME", requires = "ptx_dir")]
     names: Vec<String>,
     /// GPU architecture of the kernels (and of nvcc's device link).
-    #[arg(long, default_value = "sm_90")]
-    arch: String,
+    #[arg(long, default_value_t = Arch::DEFAULT)]
+    arch: Arch,
     /// NVSHMEM version to link the kernels against [default: the builder's].
     #[arg(long)]
     nvshmem_version: Option<Version>,
@@ -155,7 +155,7 @@ fn kernels(args: &Args, root: &Path, out: &Path) -> Result<Vec<Kernels>, String>
     let mut built = Vec::new();
     for dir in crates {
         let mut b = Builder::new(&dir)
-            .arch(&args.arch)
+            .arch(args.arch)
             .out_dir(out.join("ptx"))
             .target_dir(root.join("target/nvshmem-kernels"));
         if let Some(v) = args.nvshmem_version {
@@ -184,12 +184,7 @@ fn kernels(args: &Args, root: &Path, out: &Path) -> Result<Vec<Kernels>, String>
 /// wrappers live there).
 fn build(nvcc: &Nvcc, root: &Path, k: &Kernels, build: &Path) -> Result<PathBuf, String> {
     std::fs::create_dir_all(build).map_err(|e| format!("{}: {e}", build.display()))?;
-    let version: Version = k
-        .manifest
-        .nvshmem_version
-        .parse()
-        .map_err(|e| format!("{}: {e}", k.manifest.crate_name))?;
-    let nv = nvcc::nvshmem(version)?;
+    let nv = nvcc::nvshmem(k.manifest.nvshmem_version)?;
     let arch = format!("-arch={}", k.manifest.arch);
     let (obj, program) = (build.join("main.o"), build.join("cpp_host"));
     run_shown(

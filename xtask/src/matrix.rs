@@ -7,14 +7,14 @@
 //! python3's site-packages) is a SKIP naming the command that fetches it.
 
 use nvshmem_builder::install::{Installation, Query};
-use nvshmem_builder::{Builder, CudaMajor, SUPPORTED_VERSIONS, Version};
+use nvshmem_builder::{Arch, Builder, CudaMajor, DeviceLink, SUPPORTED_VERSIONS, Version};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 /// The architectures of the matrix: Ampere, Hopper, Blackwell.
-const ARCHS: [&str; 3] = ["sm_80", "sm_90", "sm_100"];
+const ARCHS: [u32; 3] = [80, 90, 100];
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -26,7 +26,7 @@ pub struct Args {
     cuda: Vec<CudaMajor>,
     /// Only these architectures (repeatable) [default: sm_80, sm_90, sm_100].
     #[arg(long = "arch")]
-    archs: Vec<String>,
+    archs: Vec<Arch>,
     /// Where the table goes (markdown) [default: target/matrix/matrix.md].
     #[arg(long)]
     table: Option<PathBuf>,
@@ -37,7 +37,7 @@ enum Outcome {
     Built {
         kernels: usize,
         registers: u32,
-        mode: String,
+        mode: DeviceLink,
         seconds: f64,
     },
     Failed(String),
@@ -52,8 +52,8 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         .table
         .clone()
         .unwrap_or_else(|| root.join("target/matrix/matrix.md"));
-    let archs: Vec<String> = if args.archs.is_empty() {
-        ARCHS.iter().map(|a| a.to_string()).collect()
+    let archs: Vec<Arch> = if args.archs.is_empty() {
+        ARCHS.iter().filter_map(|&n| Arch::new(n)).collect()
     } else {
         args.archs.clone()
     };
@@ -84,7 +84,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
                 }
                 let started = Instant::now();
                 let built = Builder::new(&crate_dir)
-                    .arch(arch)
+                    .arch(*arch)
                     .nvshmem_version(v)
                     .cuda_major(cuda)
                     .offline(true)
@@ -101,7 +101,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
                             .filter_map(|k| k.registers)
                             .max()
                             .unwrap_or(0),
-                        mode: out.manifest.device_link.clone().unwrap_or_default(),
+                        mode: out.manifest.device_link.unwrap_or_default(),
                         seconds: started.elapsed().as_secs_f64(),
                     },
                     Err(e) => Outcome::Failed(e.to_string()),
@@ -128,7 +128,11 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     let _ = writeln!(
         md,
         "| NVSHMEM | CUDA | torch | {} | GPU-tested |",
-        archs.join(" | ")
+        archs
+            .iter()
+            .map(Arch::to_string)
+            .collect::<Vec<_>>()
+            .join(" | ")
     );
     let _ = writeln!(md, "|---|---|---|{}---|", "---|".repeat(archs.len()));
     let mut failed = false;

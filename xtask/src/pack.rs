@@ -10,7 +10,7 @@
 
 use crate::check;
 use nvshmem_builder::install::{Installation, Query};
-use nvshmem_builder::{Builder, CudaMajor, DeviceLink, Version, ptx_folder, wheels};
+use nvshmem_builder::{Arch, Builder, CudaMajor, DeviceLink, Version, ptx_folder, wheels};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
@@ -419,7 +419,7 @@ fn release_pack(root: &Path, pack: &Path, v: Version, cuda: CudaMajor) -> Result
         let o = Builder::new(root.join("tests/kernels").join(krate))
             .nvshmem_version(version)
             .cuda_major(cuda)
-            .arch("sm_90")
+            .arch(Arch::DEFAULT)
             .offline(true)
             .target_dir(&target)
             .out_dir(&out)

@@ -196,9 +196,10 @@ impl Runner {
     }
 
     fn ptx(&self, folder: &str, version: &str) -> PathBuf {
-        self.pack
-            .join(folder)
-            .join(format!("nvshmem-{version}/sm_90"))
+        self.pack.join(folder).join(format!(
+            "nvshmem-{version}/{}",
+            nvshmem_builder::Arch::DEFAULT
+        ))
     }
 
     /// A command with the base settings, the pack's kernels and, with a GPU,
@@ -417,7 +418,11 @@ impl Runner {
                     "12" => format!("nvshmem-{v}-cu12"),
                     _ => format!("nvshmem-{v}"),
                 };
-                let ptx = self.pack.join("ptx").join(folder).join("sm_90");
+                let ptx = self
+                    .pack
+                    .join("ptx")
+                    .join(folder)
+                    .join(nvshmem_builder::Arch::DEFAULT.to_string());
                 let name = format!("{v}-cu{c}");
                 let mut c = self.command(&test_gpu, &ptx);
                 c.env_remove("NVSHMEM_RS_REQUIRE_GPU")

@@ -10,7 +10,7 @@
 use clap::{Args, Parser, Subcommand};
 use nvshmem_builder::toolchain::Toolchain;
 use nvshmem_builder::{
-    Builder, CudaMajor, DeviceLink, ENV_VARS, SUPPORTED_VERSIONS, Version, ptx_folder, wheels,
+    Arch, Builder, CudaMajor, DeviceLink, ENV_VARS, SUPPORTED_VERSIONS, Version, ptx_folder, wheels,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -46,7 +46,7 @@ struct BuildArgs {
     crate_dir: PathBuf,
     /// GPU architecture, such as sm_90 [default: $NVSHMEM_RS_ARCH, else sm_90].
     #[arg(long)]
-    arch: Option<String>,
+    arch: Option<Arch>,
     /// NVSHMEM version to link against [default: $NVSHMEM_RS_NVSHMEM_VERSION, else the one found].
     #[arg(long)]
     nvshmem_version: Option<Version>,
@@ -90,7 +90,7 @@ struct SetupArgs {
 
 fn builder(a: &BuildArgs) -> Builder {
     let mut b = Builder::new(&a.crate_dir);
-    if let Some(arch) = &a.arch {
+    if let Some(arch) = a.arch {
         b = b.arch(arch);
     }
     if let Some(v) = a.nvshmem_version {
@@ -130,7 +130,10 @@ fn build(a: &BuildArgs) -> nvshmem_builder::Result<()> {
             .map(|c| format!(
                 "{} ({})",
                 c.display(),
-                out.manifest.device_link.as_deref().unwrap_or("")
+                out.manifest
+                    .device_link
+                    .map(|m| m.as_str())
+                    .unwrap_or_default()
             ))
             .unwrap_or_else(|| "none (PTX only)".into()),
         out.manifest_path.display(),
@@ -212,11 +215,7 @@ fn setup(a: &SetupArgs) -> nvshmem_builder::Result<()> {
             println!("nvjitlink-cu12\t{}", jl.display());
         }
     }
-    let include = match wheels::cuda_include_dir() {
-        Some(d) => d,
-        None => wheels::ensure(wheels::CUDA_RUNTIME_WHEEL, "cuda.h")?.join("nvidia/cu13/include"),
-    };
-    println!("cuda-include\t{}", include.display());
+    println!("cuda-include\t{}", wheels::cuda_include()?.display());
     Ok(())
 }
 

@@ -1,9 +1,10 @@
 //! PTX → cubin: `ptxas` on the whole module, or `ptxas -c` and `nvlink`.
 
 use super::{ptx, transport};
-use crate::builder::{AUTO_SEPARATE_ABOVE_LINES, AUTO_SEPARATE_TRANSPORT_ABOVE_LINES, DeviceLink};
+use crate::builder::{AUTO_SEPARATE_ABOVE_LINES, AUTO_SEPARATE_TRANSPORT_ABOVE_LINES};
 use crate::error::{Error, Result};
 use crate::toolchain::{DeviceLinker, run};
+use nvshmem_types::DeviceLink;
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -276,9 +276,12 @@ pub(crate) fn build(
         }
     }
     for w in &warnings {
-        for line in w.trim_end().lines() {
-            progress.say(&format!("{}: {line}", meta.name));
-        }
+        let lines: Vec<String> = w
+            .trim_end()
+            .lines()
+            .map(|line| format!("{}: {line}", meta.name))
+            .collect();
+        progress.warn(&lines.join("\n"));
     }
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -323,6 +323,33 @@ fn lock_in(cache: &Path, name: &str) -> Result<Option<File>> {
 /// }
 /// ```
 pub fn cuda_include_dir() -> Option<PathBuf> {
+    find_cuda_include()
+}
+
+/// `include/` with `cuda.h`: [`cuda_include_dir`]'s, else the
+/// `nvidia-cuda-runtime` wheel's (2 MB), downloaded into the per-user cache
+/// as [`ensure`] does.
+///
+/// ```no_run
+/// println!("-I{}", nvshmem_builder::wheels::cuda_include()?.display());
+/// # Ok::<(), nvshmem_builder::Error>(())
+/// ```
+pub fn cuda_include() -> Result<PathBuf> {
+    cuda_include_with(settings::offline()?, Progress::Stderr)
+}
+
+/// [`cuda_include`] with the builder's settings.
+pub(crate) fn cuda_include_with(offline: bool, progress: Progress) -> Result<PathBuf> {
+    match find_cuda_include() {
+        Some(d) => Ok(d),
+        None => Ok(
+            ensure_with(CUDA_RUNTIME_WHEEL, "cuda.h", offline, progress)?
+                .join("nvidia/cu13/include"),
+        ),
+    }
+}
+
+fn find_cuda_include() -> Option<PathBuf> {
     let mut candidates: Vec<PathBuf> = wheel_roots(CUDA_RUNTIME_WHEEL)
         .into_iter()
         .map(|root| root.join("nvidia/cu13/include"))

@@ -17,7 +17,7 @@ use crate::runtime::loaded::ModuleInner;
 use crate::runtime::nvshmem::Nvshmem;
 use cudarc::driver::{DriverError, result, sys};
 use nvshmem_types::manifest::Manifest;
-use nvshmem_types::{Arch, CudaVersion, Version};
+use nvshmem_types::{CudaVersion, Version};
 use std::ffi::{CString, c_void};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -108,8 +108,7 @@ impl Nvshmem {
             .as_ref()
             .map(|c| dir.join(c))
             .filter(|p| p.is_file());
-        let arch_matches =
-            Some(self.gpu_arch()?) == manifest.arch.parse::<Arch>().ok().map(Arch::number);
+        let arch_matches = self.gpu_arch()? == manifest.arch.number();
         let file = match (image, cubin) {
             (ModuleImage::Cubin, None) => {
                 return Err(Error::ModuleLoad {
@@ -148,14 +147,7 @@ impl Nvshmem {
     }
 
     fn check_manifest_version(&self, manifest: &Manifest, what: &str) -> Result<()> {
-        let built: Version =
-            manifest
-                .nvshmem_version
-                .parse()
-                .map_err(|reason| Error::ModuleLoad {
-                    what: what.to_string(),
-                    reason: format!("the manifest's nvshmem_version: {reason}"),
-                })?;
+        let built = manifest.nvshmem_version;
         if built != self.version() {
             return Err(Error::VersionMismatch {
                 what: format!("the manifest {what}"),
@@ -185,9 +177,7 @@ impl Nvshmem {
             reason,
         };
         let gpu = self.gpu_arch()?;
-        if let Some(built) = manifest.arch.parse::<Arch>().ok().map(Arch::number)
-            && built > gpu
-        {
+        if manifest.arch.number() > gpu {
             return Err(load_err(format!(
                 "it was built for {}, newer than this GPU (sm_{gpu})",
                 manifest.arch
@@ -492,10 +482,10 @@ impl Module {
             .manifest
             .kernel(name)
             .cloned()
-            .ok_or_else(|| Error::KernelNotFound {
-                kernel: name.into(),
+            .map_err(|e| Error::KernelNotFound {
+                kernel: e.kernel,
                 module: m.what.clone(),
-                available: self.kernel_names().join(", "),
+                available: e.available.join(", "),
             })?;
         let cname = CString::new(name).map_err(|_| Error::KernelNotFound {
             kernel: name.into(),

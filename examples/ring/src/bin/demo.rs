@@ -104,7 +104,7 @@ fn print_summary(dir: &std::path::Path) -> Result<(), String> {
             names.push(format!("... {more} more"));
         }
         // How ptxas made the cubin: whole-program or separate (see docs/guide.md).
-        let cubin = m.device_link.as_deref().unwrap_or("none");
+        let cubin = m.device_link.map_or("none", |d| d.as_str());
         println!(
             "{:<20} {:>7} {:>9} {spills:>6}  {cubin:<13}  {}",
             m.crate_name,
