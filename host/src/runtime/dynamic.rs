@@ -197,18 +197,14 @@ impl ParamKind {
     /// assert_eq!(ParamKind::parse("Params"), ParamKind::Unsupported);
     /// ```
     pub fn parse(rust_type: &str) -> ParamKind {
-        let t = rust_type.trim();
-        for prefix in ["*mut ", "*const ", "&mut ", "&"] {
-            if let Some(elem) = t.strip_prefix(prefix) {
-                return ParamKind::Device(Scalar::from_rust(elem));
-            }
-        }
+        // Read as a typed launch reads it: `*const T` is `DevicePtr<T>`, paths
+        // are their last segment.
+        let t = crate::runtime::launch::kernel_type(rust_type);
         let (head, generic) = match t.split_once('<') {
             Some((head, rest)) => (head, rest.strip_suffix('>')),
-            None => (t, None),
+            None => (t.as_str(), None),
         };
-        let last = head.rsplit("::").next().unwrap_or("");
-        match (last, generic) {
+        match (head, generic) {
             ("SymPtr", Some(elem)) => ParamKind::Symmetric(Scalar::from_rust(elem)),
             ("DevicePtr", Some(elem)) => ParamKind::Device(Scalar::from_rust(elem)),
             ("Pe", None) => ParamKind::Pe,
