@@ -274,11 +274,14 @@ impl Built {
             check(
                 Command::new("cargo")
                     .args(["build", "--release", "--workspace", "--bins", "--examples"])
+                    // nvshmem-run (and the features the tests' build below has).
+                    .args(["--features", "nvshmem-host/cli"])
                     .current_dir(root),
             )?;
         }
         let out = Command::new("cargo")
             .args(["test", "--release", "--workspace", "--no-run"])
+            .args(["--features", "nvshmem-host/cli"])
             .args(["--message-format=json-render-diagnostics"])
             .current_dir(root)
             .stderr(Stdio::inherit())

@@ -5,7 +5,7 @@
 //! token's row with its top-k weights. Checked against an f64 CPU reference.
 //!
 //! ```text
-//! cargo build --release -p moe --bin moe_layer && cargo build --release -p nvshmem-host --bin nvshmem-run
+//! cargo build --release -p moe --bin moe_layer && cargo build --release -p nvshmem-host --features cli --bin nvshmem-run
 //! target/release/moe_layer                                     # 1 PE
 //! target/release/nvshmem-run -n 2 -- target/release/moe_layer
 //! target/release/nvshmem-run --mps -n 4 -- target/release/moe_layer --tokens 512
