@@ -1,9 +1,9 @@
 //! NVSHMEM's device API for Rust kernels.
 //!
-//! This crate is `no_std` and is built for `nvptx64-nvidia-cuda` by
-//! [`nvshmem-builder`](../nvshmem_builder/index.html), which links the kernels
-//! against NVSHMEM's own device bitcode (`libnvshmem_device*.bc`), so every call
-//! here inlines NVSHMEM's real code.
+//! This crate is `no_std` and is built for `nvptx64-nvidia-cuda` by the
+//! `nvshmem-builder` crate (a build-dependency of the host program), which
+//! links the kernels against NVSHMEM's own device bitcode
+//! (`libnvshmem_device*.bc`), so every call here inlines NVSHMEM's real code.
 //!
 //! It has two layers:
 //! - [`ffi`]: the raw `extern "C"` NVSHMEM device ABI, generated from macro
@@ -17,16 +17,41 @@
 //! the doc examples work there; device functions called from host code fail to
 //! link, by design.
 //!
-//! ```no_run
-//! use nvshmem_device::{Pe, SymPtr, my_pe, n_pes, p, quiet};
+//! A kernel crate (`#![no_std]`) holds `#[kernel]` functions:
 //!
-//! // In a kernel crate this is `#[unsafe(no_mangle)] pub unsafe extern "ptx-kernel" fn`.
-//! unsafe fn write_my_rank_to_next(dest: SymPtr<i32>) {
-//!     let next = my_pe().ring_next(n_pes());
-//!     unsafe { p(dest, my_pe().index() as i32, next) };
+//! ```no_run
+//! use nvshmem_device::thread::global_index_x;
+//! use nvshmem_device::{SymPtr, kernel, my_pe, n_pes, p, quiet};
+//!
+//! /// Writes this PE's number into `dest[i]` on the next PE, one element per thread.
+//! #[kernel]
+//! pub unsafe fn write_my_rank_to_next(dest: SymPtr<u32>, n: usize) {
+//!     let i = global_index_x();
+//!     if i < n {
+//!         let next = my_pe().ring_next(n_pes());
+//!         unsafe { p(dest.add(i), my_pe().index(), next) };
+//!     }
 //!     quiet();
 //! }
+//!
+//! nvshmem_device::panic_handler!();
 //! ```
+//!
+//! # Index types
+//!
+//! One rule picks the integer type of every index and count:
+//! - **`usize` for what indexes or sizes memory** in elements: offsets and
+//!   lengths ([`SymPtr::add`], [`shared::Shared::read`], slice lengths), and
+//!   the grid-wide thread index and stride that kernels index arrays with
+//!   ([`thread::global_index_x`], [`thread::global_stride_x`]);
+//! - **`u32` for what the hardware numbers**: thread, block, lane and warp
+//!   ids and dimensions ([`thread::thread_idx_x`], [`thread::lane_id`],
+//!   [`thread::warp_id`], [`thread::block_thread_rank`]), PE numbers and
+//!   counts ([`Pe::index`], [`n_pes`]), and PTX operands (shared-memory
+//!   addresses, tile coordinates, masks).
+//!
+//! So a lane or PE number used as an array index is converted once, where it
+//! becomes one: `buf.add(lane_id() as usize)`.
 //!
 //! # The typed layer at a glance
 //!
@@ -401,6 +426,13 @@ pub const NVSHMEM_3_7: bool = cfg!(feature = "nvshmem-3-7");
 /// `ffi::nvshmemx_qp_*`).
 pub const NVSHMEM_3_5: bool = cfg!(feature = "nvshmem-3-5");
 
+/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-5`
+/// (NVSHMEM 3.5+ bitcode): for the queue-pair functions `ffi::nvshmemx_qp_*`.
+#[macro_export]
+macro_rules! with_nvshmem_3_5 {
+    ($($item:item)*) => { $crate::__with_nvshmem_3_5! { $($item)* } };
+}
+
 /// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-7`
 /// (NVSHMEM 3.7+ bitcode): as [`with_nvshmem_3_8!`] for 3.7's API.
 ///
@@ -409,61 +441,55 @@ pub const NVSHMEM_3_5: bool = cfg!(feature = "nvshmem-3-5");
 ///     fn drain() { nvshmem_device::flush(); }
 /// }
 /// ```
-#[cfg(feature = "nvshmem-3-7")]
 #[macro_export]
 macro_rules! with_nvshmem_3_7 {
-    ($($item:item)*) => { $($item)* };
+    ($($item:item)*) => { $crate::__with_nvshmem_3_7! { $($item)* } };
 }
 
-/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-7`.
-#[cfg(not(feature = "nvshmem-3-7"))]
+/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-8`, so
+/// a kernel crate can use 3.8-only functions without a feature of its own
+/// (the builder turns the feature on when it links 3.8+ bitcode).
+///
+/// ```no_run
+/// nvshmem_device::with_nvshmem_3_8! {
+///     fn drain() { nvshmem_device::flush(); }
+/// }
+/// ```
 #[macro_export]
-macro_rules! with_nvshmem_3_7 {
-    ($($item:item)*) => {};
+macro_rules! with_nvshmem_3_8 {
+    ($($item:item)*) => { $crate::__with_nvshmem_3_8! { $($item)* } };
 }
 
-/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-5`
-/// (NVSHMEM 3.5+ bitcode): for the queue-pair functions `ffi::nvshmemx_qp_*`.
+// The two forms of each `with_nvshmem_3_N!` above, documented once there: the
+// feature is this crate's, so the choice is made here, not in the calling crate.
+#[doc(hidden)]
 #[cfg(feature = "nvshmem-3-5")]
 #[macro_export]
-macro_rules! with_nvshmem_3_5 {
-    ($($item:item)*) => { $($item)* };
-}
-
-/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-5`.
+macro_rules! __with_nvshmem_3_5 { ($($item:item)*) => { $($item)* }; }
+#[doc(hidden)]
 #[cfg(not(feature = "nvshmem-3-5"))]
 #[macro_export]
-macro_rules! with_nvshmem_3_5 {
+macro_rules! __with_nvshmem_3_5 {
     ($($item:item)*) => {};
 }
-
-/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-8`, so
-/// a kernel crate can use 3.8-only functions without a feature of its own
-/// (the builder turns the feature on when it links 3.8+ bitcode).
-///
-/// ```no_run
-/// nvshmem_device::with_nvshmem_3_8! {
-///     fn drain() { nvshmem_device::flush(); }
-/// }
-/// ```
+#[doc(hidden)]
+#[cfg(feature = "nvshmem-3-7")]
+#[macro_export]
+macro_rules! __with_nvshmem_3_7 { ($($item:item)*) => { $($item)* }; }
+#[doc(hidden)]
+#[cfg(not(feature = "nvshmem-3-7"))]
+#[macro_export]
+macro_rules! __with_nvshmem_3_7 {
+    ($($item:item)*) => {};
+}
+#[doc(hidden)]
 #[cfg(feature = "nvshmem-3-8")]
 #[macro_export]
-macro_rules! with_nvshmem_3_8 {
-    ($($item:item)*) => { $($item)* };
-}
-
-/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-8`, so
-/// a kernel crate can use 3.8-only functions without a feature of its own
-/// (the builder turns the feature on when it links 3.8+ bitcode).
-///
-/// ```no_run
-/// nvshmem_device::with_nvshmem_3_8! {
-///     fn drain() { nvshmem_device::flush(); }
-/// }
-/// ```
+macro_rules! __with_nvshmem_3_8 { ($($item:item)*) => { $($item)* }; }
+#[doc(hidden)]
 #[cfg(not(feature = "nvshmem-3-8"))]
 #[macro_export]
-macro_rules! with_nvshmem_3_8 {
+macro_rules! __with_nvshmem_3_8 {
     ($($item:item)*) => {};
 }
 

@@ -23,9 +23,16 @@
 //! }
 //!
 //! fn main() {
-//!     harness::main(env!("CARGO_MANIFEST_DIR"), &[GpuTest::new("ring", ring).pes(&[1, 2, 4])]);
+//!     // The build script says where the kernels are:
+//!     // println!("cargo:rustc-env=NVSHMEM_RS_PTX_DIR={}", out.ptx.parent().unwrap().display());
+//!     let tests = [GpuTest::new("ring", ring).pes(&[1, 2, 4])];
+//!     harness::main(env!("NVSHMEM_RS_PTX_DIR"), &tests);
 //! }
 //! ```
+//!
+//! One variable names the folder of kernel manifests: `NVSHMEM_RS_PTX_DIR`,
+//! set for the compiler by the build script (`env!`), and at run time (a
+//! GPU machine with the kernels copied elsewhere) to override it.
 //!
 //! # Checks that can fail
 //! A check must be able to fail on a kernel that did nothing. Allocate every
@@ -446,8 +453,8 @@ pub enum Verdict {
 }
 
 /// The whole `main` of a GPU test binary. `ptx_dir` is the folder of
-/// manifests (usually `env!("NVSHMEM_RS_PTX_DIR")` from the root build
-/// script); `NVSHMEM_RS_PTX_DIR` at run time overrides it. Exits the process.
+/// manifests, `env!("NVSHMEM_RS_PTX_DIR")` as the build script sets it;
+/// `NVSHMEM_RS_PTX_DIR` at run time overrides it. Exits the process.
 pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
     let ptx_dir = std::env::var_os(PTX_DIR)
         .map(PathBuf::from)
