@@ -272,7 +272,9 @@ pub enum Error {
     /// (`wgmma` or `setmaxnreg` on anything but `sm_90a`): found before `llc`,
     /// which would abort on it ("Cannot select: intrinsic").
     #[error(
-        "{} {} `{what}` (the intrinsic {intrinsic}, called in {}), which needs {needs}, but this          build is for {arch}. Fix: build for {needs} (`Builder::arch`, or NVSHMEM_RS_ARCH), or          keep {} out of this build (a cargo feature of the kernel crate)",
+        "{} {} `{what}` (the intrinsic {intrinsic}, called in {}), which needs {needs}, but this \
+         build is for {arch}. Fix: build for {needs} (`Builder::arch`, or NVSHMEM_RS_ARCH), or \
+         keep {} out of this build (a cargo feature of the kernel crate)",
         if kernels.len() == 1 { "kernel" } else { "kernels" },
         kernels.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
         callers.join(", "),
