@@ -26,6 +26,8 @@
 //!     // The build script says where the kernels are:
 //!     // println!("cargo:rustc-env=NVSHMEM_RS_PTX_DIR={}", out.ptx.parent().unwrap().display());
 //!     let tests = [GpuTest::new("ring", ring).pes(&[1, 2, 4])];
+//!     # // The doctest has no build script to set the variable.
+//!     # macro_rules! env { ($name:literal) => { "ptx" }; }
 //!     harness::main(env!("NVSHMEM_RS_PTX_DIR"), &tests);
 //! }
 //! ```

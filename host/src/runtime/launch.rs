@@ -188,7 +188,7 @@ kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11,
 /// Checks `args` against the kernel's parameters in its manifest: the count,
 /// each argument's type (the Rust type the manifest records, compared as
 /// [`kernel_type`] writes both) and size. A pointer parameter (`*mut T`,
-/// `*const T`) takes a [`DevicePtr<T>`], a `SymPtr<T>` one a [`SymPtr<T>`];
+/// `*const T`) takes a [`DevicePtr<T>`], a `SymPtr<T>` one a [`SymPtr<T>`](crate::SymPtr);
 /// a parameter whose type the builder could not read (a kernel made by a
 /// macro) is checked by size only. Works without a GPU.
 ///
