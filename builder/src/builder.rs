@@ -255,6 +255,13 @@ impl Builder {
         self
     }
 
+    /// `require_ptxas(false)` is [`ptx_only(true)`](Self::ptx_only). A
+    /// cubin is always made otherwise: there is no silent PTX-only output.
+    #[deprecated(note = "ptxas is required by default; use `ptx_only(true)` for PTX alone")]
+    pub fn require_ptxas(self, yes: bool) -> Self {
+        self.ptx_only(!yes)
+    }
+
     /// This builder's settings, resolved: the builder's own, else the environment's, else the defaults.
     pub(crate) fn resolve(&self) -> Result<Resolved> {
         let arch = match (self.arch, settings::var("NVSHMEM_RS_ARCH")) {
