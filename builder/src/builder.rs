@@ -343,7 +343,8 @@ impl Builder {
     /// Runs [`build`](Self::build) for a `build.rs`. When it succeeds:
     /// prints `cargo:rerun-if-env-changed` for every variable in
     /// [`ENV_VARS`], `cargo:rerun-if-changed` for every source and tool, and
-    /// the kernel crate's warnings as `cargo:warning`. When it fails: the
+    /// the kernel crate's warnings, and the NVSHMEM chosen when none was asked
+    /// for (with why), as `cargo:warning`. When it fails: the
     /// warnings and the error on stderr, each once (no `rerun-if` lines
     /// before it: cargo runs a failed build script again anyway), and exits
     /// with status 1 (no panic backtrace). Downloads and installs are

@@ -247,15 +247,19 @@ impl Resolved {
                 version: nv.version,
             });
         }
-        say_once(
-            self.progress,
-            format!(
-                "NVSHMEM {}: {} (NVSHMEM_RS_NVSHMEM_VERSION and NVSHMEM_RS_CUDA_MAJOR choose \
-                 another)",
-                nv.describe(),
-                nv.why(&query)
-            ),
+        let line = format!(
+            "NVSHMEM {}: {} (NVSHMEM_RS_NVSHMEM_VERSION and NVSHMEM_RS_CUDA_MAJOR choose \
+             another)",
+            nv.describe(),
+            nv.why(&query)
         );
+        if self.version.is_none() && self.home.is_none() {
+            // Chosen for the user: the PTX must match the host library's
+            // version, so a plain `cargo build` shows which one (once).
+            self.progress.warn(&line);
+        } else {
+            say_once(self.progress, line);
+        }
         Ok(nv)
     }
 
