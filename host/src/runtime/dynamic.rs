@@ -197,14 +197,18 @@ impl ParamKind {
     /// assert_eq!(ParamKind::parse("Params"), ParamKind::Unsupported);
     /// ```
     pub fn parse(rust_type: &str) -> ParamKind {
-        // Read as a typed launch reads it: `*const T` is `DevicePtr<T>`, paths
-        // are their last segment.
-        let t = crate::runtime::launch::kernel_type(rust_type);
+        let t = rust_type.trim();
+        for prefix in ["*mut ", "*const ", "&mut ", "&"] {
+            if let Some(elem) = t.strip_prefix(prefix) {
+                return ParamKind::Device(Scalar::from_rust(elem));
+            }
+        }
         let (head, generic) = match t.split_once('<') {
             Some((head, rest)) => (head, rest.strip_suffix('>')),
-            None => (t.as_str(), None),
+            None => (t, None),
         };
-        match (head, generic) {
+        let last = head.rsplit("::").next().unwrap_or("");
+        match (last, generic) {
             ("SymPtr", Some(elem)) => ParamKind::Symmetric(Scalar::from_rust(elem)),
             ("DevicePtr", Some(elem)) => ParamKind::Device(Scalar::from_rust(elem)),
             ("Pe", None) => ParamKind::Pe,

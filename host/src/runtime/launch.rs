@@ -2,9 +2,8 @@
 //!
 //! A kernel's arguments are a tuple of [`KernelParam`] values, such as
 //! `(buf.sym_ptr(), n as u32, nv.my_pe())`. Before a launch they are checked
-//! against the kernel's parameters in the builder's manifest (count, and the
-//! Rust type and size of each), so a wrong argument is an error, not a
-//! corrupted launch.
+//! against the kernel's parameters in the builder's manifest (count and size
+//! of each), so a wrong argument is an error, not a corrupted launch.
 
 use crate::error::{Error, Result};
 use crate::runtime::memory::DevicePtr;
@@ -186,11 +185,7 @@ kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11,
 kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15);
 
 /// Checks `args` against the kernel's parameters in its manifest: the count,
-/// each argument's type (the Rust type the manifest records, compared as
-/// [`kernel_type`] writes both) and size. A pointer parameter (`*mut T`,
-/// `*const T`) takes a [`DevicePtr<T>`], a `SymPtr<T>` one a [`SymPtr<T>`](crate::SymPtr);
-/// a parameter whose type the builder could not read (a kernel made by a
-/// macro) is checked by size only. Works without a GPU.
+/// and each argument's size. Works without a GPU.
 ///
 /// ```
 /// use nvshmem_types::manifest::{KernelInfo, ParamInfo};
@@ -202,7 +197,7 @@ kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11,
 /// let info = KernelInfo::new("scale", params, false);
 /// let data = unsafe { nvshmem_host::SymPtr::from_raw(std::ptr::null_mut::<f32>()) };
 /// assert!(check_kernel_args(&info, &(data, 10u32)).is_ok());
-/// assert!(check_kernel_args(&info, &(data, 10i32)).is_err()); // n is a u32
+/// assert!(check_kernel_args(&info, &(data, 10u64)).is_err()); // n is 4 bytes
 /// assert!(check_kernel_args(&info, &(data,)).is_err());       // one argument missing
 /// ```
 pub fn check_kernel_args<A: KernelArgs>(info: &KernelInfo, args: &A) -> Result<()> {
@@ -228,105 +223,15 @@ pub fn check_kernel_args<A: KernelArgs>(info: &KernelInfo, args: &A) -> Result<(
         )));
     }
     for (i, (param, (size, type_name))) in info.params.iter().zip(given).enumerate() {
-        let given_type = kernel_type(type_name);
-        if !param.rust_type.is_empty() {
-            let expected = kernel_type(&param.rust_type);
-            if !type_fits(&expected, &given_type) {
-                return Err(mismatch(format!(
-                    "argument {i} ({}) takes a `{expected}`, but a `{given_type}` was given",
-                    describe(param),
-                )));
-            }
-        }
         if param.size as usize != size {
             return Err(mismatch(format!(
-                "argument {i} ({}) is {} bytes, but a `{given_type}` of {size} bytes was given",
+                "argument {i} ({}) is {} bytes, but a {type_name} of {size} bytes was given",
                 describe(param),
                 param.size
             )));
         }
     }
     Ok(())
-}
-
-/// A Rust type as both sides write it, reduced to what a launch compares:
-/// paths to their last segment (`nvshmem_types::sym::SymPtr<f32>` →
-/// `SymPtr<f32>`, `half::binary16::f16` → `f16`), and the kernel's pointer
-/// and reference parameters (`*mut T`, `*const T`, `&T`) to the
-/// `DevicePtr<T>` that the host passes for them.
-///
-/// ```
-/// use nvshmem_host::launch::kernel_type;
-/// assert_eq!(kernel_type("nvshmem_device::SymPtr<u64>"), "SymPtr<u64>");
-/// assert_eq!(kernel_type("*const half::bf16"), "DevicePtr<bf16>");
-/// assert_eq!(kernel_type("nvshmem_host::memory::DevicePtr<half::binary16::f16>"), "DevicePtr<f16>");
-/// ```
-pub fn kernel_type(ty: &str) -> String {
-    let ty = ty.trim();
-    for pointer in ["*mut ", "*const ", "&mut ", "&"] {
-        if let Some(elem) = ty.strip_prefix(pointer) {
-            return format!("DevicePtr<{}>", kernel_type(elem));
-        }
-    }
-    let (path, args) = match ty.split_once('<') {
-        Some((path, rest)) => (path, Some(rest.strip_suffix('>').unwrap_or(rest))),
-        None => (ty, None),
-    };
-    let name = path.rsplit("::").next().unwrap_or(path).trim();
-    match args {
-        None => name.to_string(),
-        Some(args) => {
-            let args: Vec<String> = split_top_level(args).map(kernel_type).collect();
-            format!("{name}<{}>", args.join(", "))
-        }
-    }
-}
-
-/// `a, B<c, d>, e` → `a`, `B<c, d>`, `e`.
-fn split_top_level(s: &str) -> impl Iterator<Item = &str> {
-    let mut depth = 0i32;
-    let mut start = 0;
-    let mut parts = Vec::new();
-    for (i, c) in s.char_indices() {
-        match c {
-            '<' | '(' | '[' => depth += 1,
-            '>' | ')' | ']' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&s[start..]);
-    parts.into_iter().map(str::trim).filter(|p| !p.is_empty())
-}
-
-/// The types every host has: a pointer to one of these must point to it.
-const PRIMITIVES: &[&str] = &[
-    "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "i128", "u128", "isize", "usize", "f32",
-    "f64", "bool", "f16", "bf16",
-];
-
-/// Whether an argument of type `given` (a [`kernel_type`]) fits a parameter
-/// the manifest records as `expected` (one too). A pointer to a type the host
-/// may not have (a struct of the kernel crate, `F16x2`, `c_void`) takes a
-/// pointer to anything.
-fn type_fits(expected: &str, given: &str) -> bool {
-    if expected == given {
-        return true;
-    }
-    let pointee = |t: &'_ str, wrapper: &str| -> Option<String> {
-        t.strip_prefix(wrapper)?
-            .strip_suffix('>')
-            .map(str::to_string)
-    };
-    ["DevicePtr<", "SymPtr<"].into_iter().any(|wrapper| {
-        matches!(
-            (pointee(expected, wrapper), pointee(given, wrapper)),
-            (Some(e), Some(_)) if !PRIMITIVES.contains(&e.as_str())
-        )
-    })
 }
 
 /// Shared memory a block may use without opting in, on every GPU since Volta.
@@ -426,6 +331,10 @@ pub(crate) mod tests {
         );
         let dst = unsafe { SymPtr::from_raw(std::ptr::null_mut::<u64>()) };
         assert!(check_kernel_args(&k, &(dst, 4u32, Pe::new(1))).is_ok());
+        assert!(
+            check_kernel_args(&k, &(DevicePtr::<u64>::new(0), 4i32, 1u32)).is_ok(),
+            "sizes match"
+        );
 
         let err = check_kernel_args(&k, &(dst, 4u32)).unwrap_err();
         let msg = err.to_string();
@@ -434,111 +343,15 @@ pub(crate) mod tests {
             "{msg}"
         );
 
-        // A parameter of unknown type (a kernel made by a macro): size only.
-        let k = info(&[("_0", "", 4)], false);
-        assert!(check_kernel_args(&k, &(4i32,)).is_ok());
-        let err = check_kernel_args(&k, &(4u64,)).unwrap_err();
+        let err = check_kernel_args(&k, &(dst, 4u64, Pe::new(1))).unwrap_err();
+        let msg = err.to_string();
         assert!(
-            err.to_string()
-                .contains("argument 0 (`_0`) is 4 bytes, but a `u64` of 8 bytes"),
-            "{err}"
+            msg.contains("argument 1 (`n: u32`) is 4 bytes") && msg.contains("u64 of 8 bytes"),
+            "{msg}"
         );
 
         assert!(check_kernel_args(&info(&[], false), &()).is_ok());
         assert!(check_kernel_args(&info(&[], false), &(1u8,)).is_err());
-    }
-
-    /// Arguments of the right size but the wrong type are refused with the
-    /// kernel, the parameter, and both types.
-    #[test]
-    fn arguments_are_checked_by_type() {
-        let sym_f32 = unsafe { SymPtr::from_raw(std::ptr::null_mut::<f32>()) };
-        let sym_u64 = unsafe { SymPtr::from_raw(std::ptr::null_mut::<u64>()) };
-        fn refused<A: KernelArgs>(ty: &str, size: u32, args: A, given: &str) {
-            let k = info(&[("x", ty, size)], false);
-            let msg = check_kernel_args(&k, &args).unwrap_err().to_string();
-            let expected = kernel_type(ty);
-            assert!(
-                msg.contains("kernel `k`")
-                    && msg.contains(&format!("argument 0 (`x: {ty}`) takes a `{expected}`"))
-                    && msg.contains(&format!("but a `{given}` was given")),
-                "{ty}: {msg}"
-            );
-        }
-        refused("f32", 4, (1i32,), "i32");
-        refused("u64", 8, (1.0f64,), "f64");
-        refused(
-            "SymPtr<f32>",
-            8,
-            (DevicePtr::<f32>::new(0),),
-            "DevicePtr<f32>",
-        );
-        refused("SymPtr<f32>", 8, (sym_u64,), "SymPtr<u64>");
-        refused("*mut f32", 8, (sym_f32,), "SymPtr<f32>");
-        refused("Pe", 4, (1u32,), "u32");
-
-        // Paths and pointer spellings compare by what they name.
-        let k = info(
-            &[
-                ("a", "nvshmem_device::SymPtr<u64>", 8),
-                ("b", "*const half::bf16", 8),
-                ("c", "&mut u32", 8),
-                ("d", "nvshmem_device::Team", 4),
-                ("e", "half::f16", 2),
-            ],
-            false,
-        );
-        let args = (
-            sym_u64,
-            DevicePtr::<half::bf16>::new(0),
-            DevicePtr::<u32>::new(0),
-            nvshmem_types::Team::WORLD,
-            half::f16::ONE,
-        );
-        check_kernel_args(&k, &args).unwrap();
-
-        // A pointer to a type the host may not have takes any pointer of its
-        // kind; a pointer to a primitive, only its own.
-        let k = info(
-            &[("p", "*const F16x2", 8), ("q", "SymPtr<c_void>", 8)],
-            false,
-        );
-        check_kernel_args(&k, &(DevicePtr::<u32>::new(0), sym_u64)).unwrap();
-        assert!(check_kernel_args(&k, &(sym_u64, sym_u64)).is_err());
-        let k = info(&[("p", "*const u16", 8)], false);
-        assert!(check_kernel_args(&k, &(DevicePtr::<u32>::new(0),)).is_err());
-
-        // A struct by value: by name, whatever the path.
-        #[derive(Clone, Copy)]
-        #[repr(C)]
-        struct Affine {
-            _scale: f64,
-            _shift: f64,
-        }
-        unsafe impl KernelParam for Affine {}
-        let a = Affine {
-            _scale: 1.0,
-            _shift: 0.0,
-        };
-        check_kernel_args(&info(&[("s", "kernels::Affine", 16)], false), &(a,)).unwrap();
-        assert!(check_kernel_args(&info(&[("s", "Other", 16)], false), &(a,)).is_err());
-    }
-
-    #[test]
-    fn kernel_types_name_what_both_sides_pass() {
-        for (ty, want) in [
-            ("u32", "u32"),
-            ("nvshmem_types::sym::SymPtr<f32>", "SymPtr<f32>"),
-            ("*mut f32", "DevicePtr<f32>"),
-            (
-                "*const nvshmem_types::tma::TensorMap",
-                "DevicePtr<TensorMap>",
-            ),
-            ("& [u8; 4]", "DevicePtr<[u8; 4]>"),
-            ("a::B<c::D, e::F<g::H>>", "B<D, F<H>>"),
-        ] {
-            assert_eq!(kernel_type(ty), want, "{ty}");
-        }
     }
 
     #[test]
