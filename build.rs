@@ -96,7 +96,7 @@ fn main() {
         (Some(other), None) => {
             println!("cargo:rustc-env=NVSHMEM_RS_OTHER_PTX_DIR=");
             println!(
-                "cargo:warning=NVSHMEM {other} is not installed, so the GPU test of a version mismatch will fail: `./x setup` downloads every supported version into the per-user cache"
+                "cargo:warning=NVSHMEM {other} is not installed, so the GPU test of a version mismatch will fail: `./x setup` downloads 3.4.5 and 3.8.0 into the per-user cache"
             );
         }
         _ => {}

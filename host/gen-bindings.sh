@@ -32,6 +32,7 @@ root=$(cd "$here/.." && pwd)
 out=$here/src/sys/vendor
 # `nvshmem-<version>\t<root>` for the versions asked for (default: every supported one).
 setup_args=(--no-toolchain)
+[ $# -gt 0 ] || setup_args+=(--all)
 for v in "$@"; do setup_args+=(--nvshmem-version "$v"); done
 roots=$(cd "$root" && cargo run -q -p nvshmem-builder --features cli --bin nvshmem-build -- \
   setup "${setup_args[@]}" | grep '^nvshmem-')
@@ -174,6 +175,16 @@ done
   echo "pub const BINDINGS: &[crate::sys::VersionBindings] = &["
   for m in "${mods[@]}"; do echo "    $m::BINDINGS,"; done
   echo "];"
+  echo
+  echo "/// Calls \`\$m!(module)\` for each version module (the layout tests)."
+  echo "#[cfg(test)]"
+  echo "macro_rules! each_version_module {"
+  echo "    (\$m:ident) => {"
+  for m in "${mods[@]}"; do echo "        \$m!($m);"; done
+  echo "    };"
+  echo "}"
+  echo "#[cfg(test)]"
+  echo "pub(crate) use each_version_module;"
 } >"$out/mod.rs"
 rustfmt --edition 2024 "$out"/*.rs
 echo "wrote $out/api.rs and $out/mod.rs" >&2

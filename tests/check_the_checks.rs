@@ -192,7 +192,7 @@ fn collective_writes_only_its_part() {
     checks::destination("fcollect", &got, &want, p).expect("the correct output");
     got[14] = 5;
     assert!(checks::destination("fcollect", &got, &want, p).is_err());
-    assert!(checks::destination("fcollect", &vec![p; 28], &want, p).is_err());
+    assert!(checks::destination("fcollect", &[p; 28], &want, p).is_err());
 }
 
 #[test]

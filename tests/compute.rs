@@ -358,7 +358,7 @@ fn shared_static(pe: &mut TestPe) -> TestResult {
     let want: Vec<f64> = (0..n).map(|t| 4.0 * ((t + 1) % n) as f64 + 1.5).collect();
     check_eq("shared_static_big", &out.to_vec(nv.stream())?, &want)?;
     let m = pe.module(KERNELS)?;
-    let smem = |k: &str| m.manifest().kernel(k).and_then(|k| k.static_shared_bytes);
+    let smem = |k: &str| m.manifest().get(k).and_then(|k| k.static_shared_bytes);
     ensure(smem("shared_static_big") == Some(8192), || {
         format!("manifest: {:?}", smem("shared_static_big"))
     })
@@ -429,15 +429,10 @@ fn shared_dynamic(pe: &mut TestPe) -> TestResult {
     }
 }
 
-/// The compute capability the kernels were built for (`sm_90` → 90; 0 if unknown).
+/// The compute capability the kernels were built for (`sm_90` → 90).
 fn sm_of(pe: &TestPe) -> Result<u32, Failure> {
     let module = pe.module(KERNELS)?;
-    Ok(module
-        .manifest()
-        .arch
-        .trim_start_matches("sm_")
-        .parse()
-        .unwrap_or(0))
+    Ok(module.manifest().arch.number())
 }
 
 /// `atomics_global` on an odd thread count (3 × 167), so that no slot's

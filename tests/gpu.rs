@@ -3,7 +3,7 @@
 //!
 //! Without a GPU every run prints `SKIPPED` with the reason and nothing
 //! passes; `NVSHMEM_RS_REQUIRE_GPU=1` turns that into a failure. Runs of 4 PEs
-//! on one GPU need CUDA MPS (see the README).
+//! on one GPU need CUDA MPS (see docs/guide.md, host side).
 //!
 //! Every destination a kernel writes starts poisoned (`TestPe::poisoned`:
 //! NaN, or the test's own sentinel), so that an element a kernel skipped
@@ -493,12 +493,13 @@ fn unregistrable_module(pe: &mut TestPe) -> TestResult {
     let manifest = nvshmem_host::Manifest {
         format: nvshmem_host::MANIFEST_FORMAT,
         crate_name: "stripped".into(),
-        nvshmem_version: v.to_string(),
-        arch: "sm_90".into(),
+        nvshmem_version: v,
+        arch: nvshmem_host::Arch::DEFAULT,
         ptx_isa: "8.0".into(),
         ptx: "stripped.ptx".into(),
         cubin: None,
         device_link: None,
+        cuda_toolkit: None,
         kernels: Vec::new(),
     };
     match nv.load_module_image(ptx.as_bytes(), manifest) {
@@ -513,6 +514,33 @@ fn unregistrable_module(pe: &mut TestPe) -> TestResult {
         )
         .into()),
         Err(e) => Err(format!("expected Error::ModuleNotRegistered, got: {e}").into()),
+    }
+}
+
+/// A cubin made by a newer CUDA than the driver supports (its manifest's
+/// `cuda_toolkit` says 99.0) must be refused with `Error::DriverTooOld`,
+/// which names both versions, before the driver sees it: not a bare driver
+/// code, not a crash.
+fn driver_too_old(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let path = pe.ptx_dir().join(format!("{KERNELS}.json"));
+    let mut manifest = nvshmem_host::Manifest::read(&path)?;
+    let Some(cubin) = manifest.cubin.clone() else {
+        return Err(format!("{} names no cubin", path.display()).into());
+    };
+    let image = std::fs::read(pe.ptx_dir().join(&cubin))
+        .map_err(|e| format!("cannot read {cubin}: {e}"))?;
+    manifest.cuda_toolkit = Some(nvshmem_host::CudaVersion::new(99, 0));
+    match nv.load_module_image(&image, manifest) {
+        Err(e @ Error::DriverTooOld { .. }) => {
+            let text = e.to_string();
+            ensure(
+                text.contains("CUDA 99.0") && text.contains("this driver supports CUDA"),
+                || format!("the error does not name both versions: {text}"),
+            )
+        }
+        Ok(_) => Err(String::from("a cubin for CUDA 99.0 loaded").into()),
+        Err(e) => Err(format!("expected Error::DriverTooOld, got: {e}").into()),
     }
 }
 
@@ -862,6 +890,6 @@ gpu_main! {
     ALL => atomic_fetch_add, atomic_sequence, put_signal_ring, wait_until_ring, iput, peer_ptr,
         collective_launch, stream_ops;
     &[1], with &[("NVSHMEM_DISABLE_LOCAL_ONLY_PROXY", "1")] => kernel_fault;
-    &[1] => version_mismatch, unregistrable_module, block_too_large;
+    &[1] => version_mismatch, unregistrable_module, driver_too_old, block_too_large;
     &[2, 4] => allocation_mismatch;
 }

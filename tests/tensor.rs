@@ -398,11 +398,8 @@ fn check_gemm(
 }
 
 /// The arch the GEMM kernels were built for.
-fn gemm_arch(pe: &TestPe) -> Result<String, Failure> {
-    Ok(tensor_module(pe, "tc-gemm-kernels")?
-        .manifest()
-        .arch
-        .clone())
+fn gemm_arch(pe: &TestPe) -> Result<nvshmem_host::Arch, Failure> {
+    Ok(tensor_module(pe, "tc-gemm-kernels")?.manifest().arch)
 }
 
 /// The standalone GEMMs (mma.sync, and wgmma + TMA) on a 384 × 512 × 320

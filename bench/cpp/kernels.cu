@@ -244,7 +244,7 @@ __device__ __forceinline__ void announce(uint64_t *words, uint64_t epoch) {
   __syncthreads();
   uint64_t *row = words + (size_t)blockIdx.x * np;
   for (uint32_t j = threadIdx.x; j < np; j += blockDim.x)
-    if (j != me) nvshmemx_signal_op(row + me, epoch, NVSHMEM_SIGNAL_SET, (int)j);
+    nvshmemx_signal_op(row + me, epoch, NVSHMEM_SIGNAL_SET, (int)j);  // own word too: the host checks it
 }
 
 __device__ __forceinline__ void await_all(uint64_t *words, uint64_t epoch) {

@@ -272,6 +272,39 @@ fn all_targets(runs: &[(&str, Vec<Record>)]) -> String {
     s.trim_end().to_string() + "\n"
 }
 
+/// The MoE runs (`nvshmem-bench moe --csv`): one row per case and PE count,
+/// dispatch and combine side by side (the baseline has no combine).
+fn moe(runs: &[(&str, Vec<Record>)]) -> String {
+    let mut s = String::from(
+        "| case | PEs | dispatch µs | dispatch GB/s | combine µs | combine GB/s |\n|---|---:|---:|---:|---:|---:|\n",
+    );
+    let mut cases: Vec<&str> = Vec::new();
+    for (_, records) in runs {
+        for r in records {
+            if !cases.contains(&r.variant.as_str()) {
+                cases.push(&r.variant);
+            }
+        }
+    }
+    let cell = |r: Option<&Record>| match r {
+        None => ("-".to_string(), "-".to_string()),
+        Some(r) if !r.pass => ("FAIL".into(), "FAIL".into()),
+        Some(r) => (format!("{:.1}", r.time_us), format!("{:.1}", r.value)),
+    };
+    for case in cases {
+        for (pes, records) in runs {
+            let of = |op: &str| records.iter().find(|r| r.case == op && r.variant == case);
+            if of("moe_dispatch").is_none() && of("moe_combine").is_none() {
+                continue;
+            }
+            let (dt, dg) = cell(of("moe_dispatch"));
+            let (ct, cg) = cell(of("moe_combine"));
+            let _ = writeln!(s, "| {case} | {pes} | {dt} | {dg} | {ct} | {cg} |");
+        }
+    }
+    s
+}
+
 /// The benchmark runs: label, CSV.
 const RUNS: [(&str, &str); 3] = [
     ("1 PE", "pe1.csv"),
@@ -296,9 +329,14 @@ pub fn block(name: &str, results: &Path) -> Result<String, String> {
         "gemm" => crate::gemm::table(&load(results, "gemm.csv")?)
             .trim_start()
             .to_string(),
+        "moe" => moe(&[
+            ("1", load(results, "moe-pe1.csv")?),
+            ("2", load(results, "moe-pe2.csv")?),
+            ("4", load(results, "moe-pe4.csv")?),
+        ]),
         other => {
             return Err(format!(
-                "no generated block named `{other}` (ceilings, main, multi-pe, geomeans, targets, gemm)"
+                "no generated block named `{other}` (ceilings, main, multi-pe, geomeans, targets, gemm, moe)"
             ));
         }
     })
@@ -379,5 +417,37 @@ mod tests {
             Some((2, "b".into(), "c".into()))
         );
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_moe_table_pairs_dispatch_and_combine() {
+        let rec = |case: &str, variant: &str, imp: &str, us: f64, pass: bool| Record {
+            case: case.into(),
+            variant: variant.into(),
+            bytes: 1000,
+            imp: imp.into(),
+            time_us: us,
+            value: 1000.0 / (us * 1e3),
+            unit: "GB/s".into(),
+            pass,
+            checked: true,
+        };
+        let one = vec![
+            rec("moe_dispatch", "ll-e64", "rust", 10.0, true),
+            rec("moe_combine", "ll-e64", "rust", 20.0, true),
+            rec("moe_dispatch", "alltoall-t128-e64", "alltoall", 40.0, true),
+        ];
+        let two = vec![rec("moe_dispatch", "ll-e64", "rust", 12.5, false)];
+        let t = moe(&[("1", one), ("2", two)]);
+        assert!(
+            t.contains("| ll-e64 | 1 | 10.0 | 0.1 | 20.0 | 0.1 |"),
+            "{t}"
+        );
+        assert!(t.contains("| ll-e64 | 2 | FAIL | FAIL | - | - |"), "{t}");
+        assert!(
+            t.contains("| alltoall-t128-e64 | 1 | 40.0 | 0.0 | - | - |"),
+            "{t}"
+        );
+        assert!(!t.contains("alltoall-t128-e64 | 2"), "{t}");
     }
 }

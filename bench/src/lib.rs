@@ -16,6 +16,7 @@ pub mod candidates;
 pub mod doc;
 pub mod gemm;
 pub mod measure;
+pub mod moe;
 pub mod report;
 
 pub use example_cli::Res;

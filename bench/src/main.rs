@@ -19,6 +19,7 @@ use clap::{Args, Parser, Subcommand};
 use example_cli::{at_least_one, multiple_of};
 use nvshmem_bench::gemm::{self, GemmOptions};
 use nvshmem_bench::measure::{Bench, Options, Res};
+use nvshmem_bench::moe::{self, MoeOptions};
 use nvshmem_bench::report;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +54,26 @@ enum Command {
     /// Every Rust implementation (the default and the candidates) against
     /// C++ per family of rows, over one or more runs' CSVs, without a GPU.
     Compare(CompareArgs),
+    /// MoE dispatch and combine (low-latency, normal, fp8) against NVSHMEM alltoall + permutations.
+    Moe(MoeArgs),
+}
+
+#[derive(Args)]
+struct MoeArgs {
+    /// Expert counts, comma-separated (default 64,256).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    experts: Vec<usize>,
+    /// Blocks of the normal-mode kernels (default 24).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    sms: Option<u32>,
+    /// Skip the alltoall baseline.
+    #[arg(long)]
+    no_baseline: bool,
+    #[command(flatten)]
+    reps: Reps,
+    /// Write the records as CSV.
+    #[arg(long, value_name = "PATH")]
+    csv: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -184,6 +205,7 @@ fn main() -> ExitCode {
         Some(Command::Doc(args)) => doc(args),
         Some(Command::Gemm(args)) => gemm(args),
         Some(Command::Compare(args)) => compare(args),
+        Some(Command::Moe(args)) => moe(args),
     })
 }
 
@@ -356,6 +378,59 @@ fn gemm(args: GemmArgs) -> Res<bool> {
         );
     }
     let ok = result.failures.is_empty();
+    drop(result);
+    nv.finalize()?;
+    Ok(ok)
+}
+
+/// `nvshmem-bench moe`: see `nvshmem_bench::moe`.
+fn moe(args: MoeArgs) -> Res<bool> {
+    let d = MoeOptions::default();
+    let o = MoeOptions {
+        experts: if args.experts.is_empty() {
+            d.experts
+        } else {
+            args.experts
+        },
+        sms: args.sms.unwrap_or(d.sms),
+        reps: args.reps.reps.unwrap_or(d.reps),
+        warmup: args.reps.warmup.unwrap_or(d.warmup),
+        baseline: !args.no_baseline,
+    };
+    // The PE count is known only after init: size the heap for 4 PEs (the
+    // most a one-GPU run has), which covers fewer.
+    let nv = example_cli::init_with_or_exit(
+        nvshmem_host::Nvshmem::options().symmetric_size(moe::heap_bytes(4, &o)),
+    );
+    let lead = nv.my_pe().index() == 0;
+    let result = moe::run(&nv, &o)?;
+    if lead {
+        println!(
+            "nvshmem-bench moe: {} PE(s), hidden {}, top-{}; PE 0's figures (PEs on one GPU share its HBM)",
+            nv.n_pes(),
+            moe::HIDDEN,
+            moe::TOPK
+        );
+        println!("{}", moe::table(&result.records));
+        if let Some(path) = args.csv {
+            let info = vec![
+                ("PEs".to_string(), nv.n_pes().to_string()),
+                ("bench".to_string(), "moe".to_string()),
+            ];
+            std::fs::write(&path, report::to_csv(&info, &result.records))?;
+            println!("wrote {}", path.display());
+        }
+    }
+    for f in &result.failures {
+        println!("FAIL: {f}");
+    }
+    let ok = result.failures.iter().all(|f| f.contains("skipped"));
+    if lead {
+        println!(
+            "nvshmem-bench moe: {}",
+            if ok { "all checks PASS" } else { "FAIL" }
+        );
+    }
     drop(result);
     nv.finalize()?;
     Ok(ok)

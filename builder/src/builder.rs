@@ -2,53 +2,12 @@
 
 use crate::error::{Error, Result};
 use crate::manifest::Manifest;
-use crate::settings::{self, ENV_VARS, Progress};
 use crate::toolchain::PINNED_TOOLCHAIN;
+use crate::toolchain::settings::{self, ENV_VARS, Progress};
 use nvshmem_types::install::Installation;
-use nvshmem_types::{Arch, Version};
+use nvshmem_types::{Arch, CudaMajor, DeviceLink, Version};
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// How `ptxas` turns the PTX into the cubin.
-///
-/// Whole-program `ptxas` inlines every function call into its kernel. That
-/// gives the fastest kernels for small call graphs, but its time grows faster
-/// than the inlined size: NVSHMEM 3.8's transport code (IBGDA, GPUNetIO and
-/// proxy paths, kept out of line in its bitcode) makes a kernel that calls many
-/// operations hundreds of thousands of PTX lines once inlined (measured on 2
-/// cores: one kernel calling every RMA function, 315 000 lines inlined, 3 min
-/// of ptxas and 7.8 GB; the 3.8 coverage crate, 5.7 million, over 21 min).
-/// It also gives a kernel the registers of everything it calls: 3.8's ring
-/// example kernel takes 150 registers whole-program, 38 with 3.4.5.
-///
-/// Separate compilation (`ptxas -c`, then `nvlink`, as `nvcc -rdc` does)
-/// compiles each function once (that crate: 42 s), at the price of calls
-/// between functions and register counts that cover the whole call graph.
-/// When some kernel reaches more than [`AUTO_SEPARATE_TRANSPORT_ABOVE_LINES`]
-/// of NVSHMEM's transport functions (`nvshmemi_transfer_*` and the proxy,
-/// IBGDA and GPUNetIO functions; 3.8's are large), they go in an object of
-/// their own compiled at most 32 registers, as NVSHMEM compiles them into
-/// `libnvshmem_device.a` so that calling them costs a kernel no occupancy:
-/// the 3.8 ring kernel then takes 36 registers. Their spills (they have some
-/// at 32 registers, in CUDA C++ too) are not in the kernels' figures, which
-/// cover the kernels' own code. Small ones (3.4.5's) stay in the kernels'
-/// object, where they cost fewer registers than as calls between objects.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum DeviceLink {
-    /// [`Separate`](Self::Separate) when `nvlink` is found and some kernel
-    /// would exceed [`AUTO_SEPARATE_ABOVE_LINES`] with every call inlined, or
-    /// reaches more than [`AUTO_SEPARATE_TRANSPORT_ABOVE_LINES`] of NVSHMEM's
-    /// transport code (with NVSHMEM 3.8, any kernel that reaches it); else
-    /// [`WholeProgram`](Self::WholeProgram).
-    #[default]
-    Auto,
-    /// `ptxas` on the whole module: every call inlined.
-    WholeProgram,
-    /// `ptxas -c` on the module (large NVSHMEM transport functions on their
-    /// own, at most 32 registers), then `nvlink`: every function compiled once.
-    Separate,
-}
 
 /// The inlined size (PTX lines of the largest kernel with every call inlined)
 /// above which [`DeviceLink::Auto`] compiles separately. Measured with
@@ -65,39 +24,6 @@ pub const AUTO_SEPARATE_ABOVE_LINES: usize = 50_000;
 /// reaches 16 000).
 pub const AUTO_SEPARATE_TRANSPORT_ABOVE_LINES: usize = 2_000;
 
-impl DeviceLink {
-    /// The name used in manifests, `NVSHMEM_RS_DEVICE_LINK` and the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeviceLink::Auto => "auto",
-            DeviceLink::WholeProgram => "whole-program",
-            DeviceLink::Separate => crate::manifest::SEPARATE_COMPILATION,
-        }
-    }
-}
-
-impl std::fmt::Display for DeviceLink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for DeviceLink {
-    type Err = String;
-
-    /// `auto`, `whole-program` or `separate`.
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        [
-            DeviceLink::Auto,
-            DeviceLink::WholeProgram,
-            DeviceLink::Separate,
-        ]
-        .into_iter()
-        .find(|m| m.as_str() == s)
-        .ok_or_else(|| format!("`{s}` is no device link mode: use auto, whole-program or separate"))
-    }
-}
-
 /// Builds one kernel crate for one GPU architecture and NVSHMEM version.
 ///
 /// Every setting left unset here falls back to its environment variable
@@ -106,7 +32,7 @@ impl std::str::FromStr for DeviceLink {
 ///
 /// ```no_run
 /// let out = nvshmem_builder::Builder::new("examples/ring/kernel")
-///     .arch("sm_90")
+///     .arch(nvshmem_builder::Arch::DEFAULT)
 ///     .nvshmem_version("3.4.5".parse().unwrap())
 ///     .out_dir("ptx")
 ///     .build()?;
@@ -115,20 +41,21 @@ impl std::str::FromStr for DeviceLink {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Builder {
-    pub(crate) crate_dir: PathBuf,
-    arch: Option<String>,
+    crate_dir: PathBuf,
+    arch: Option<Arch>,
     version: Option<Version>,
+    cuda: Option<CudaMajor>,
     home: Option<PathBuf>,
-    pub(crate) out_dir: Option<PathBuf>,
-    pub(crate) target_dir: Option<PathBuf>,
-    pub(crate) ptx_isa: Option<u32>,
-    pub(crate) features: Vec<String>,
+    out_dir: Option<PathBuf>,
+    target_dir: Option<PathBuf>,
+    ptx_isa: Option<u32>,
+    features: Vec<String>,
     ptx_only: Option<bool>,
-    pub(crate) llvm_tools_dir: Option<PathBuf>,
+    llvm_tools_dir: Option<PathBuf>,
     device_link: Option<DeviceLink>,
     toolchain: Option<String>,
     offline: Option<bool>,
-    pub(crate) progress: Progress,
+    progress: Progress,
 }
 
 /// What [`Builder::check`] found.
@@ -159,6 +86,11 @@ pub struct BuildOutput {
     /// also copies them to `$OUT_DIR/nvshmem-kernels/<crate, - as _>.rs`, where
     /// `nvshmem_host::include_kernels!` finds them.
     pub bindings: PathBuf,
+    /// `include/` with `cuda.h`, which the header's launch helpers include:
+    /// found, or fetched into the per-user cache (the `nvidia-cuda-runtime`
+    /// wheel, 2 MB). `None` when it is nowhere and cannot be fetched
+    /// (offline; the build warns).
+    pub cuda_include: Option<PathBuf>,
     /// The manifest's contents.
     pub manifest: Manifest,
     /// The NVSHMEM installation linked against.
@@ -171,11 +103,20 @@ pub struct BuildOutput {
     pub timings: Vec<(&'static str, Duration)>,
 }
 
-/// The settings of one build, after the environment and the defaults.
+/// The settings of one build, after the environment and the defaults: what
+/// the pipeline reads (it never reads a [`Builder`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Resolved {
+    pub crate_dir: PathBuf,
+    pub out_dir: Option<PathBuf>,
+    pub target_dir: Option<PathBuf>,
+    pub ptx_isa: Option<u32>,
+    pub features: Vec<String>,
+    pub llvm_tools_dir: Option<PathBuf>,
+    pub progress: Progress,
     pub arch: Arch,
     pub version: Option<Version>,
+    pub cuda: Option<CudaMajor>,
     pub home: Option<PathBuf>,
     pub device_link: DeviceLink,
     pub ptx_only: bool,
@@ -183,27 +124,16 @@ pub(crate) struct Resolved {
     pub toolchain: String,
 }
 
-/// The builder's setters: `name(arg: Type) => field = value;` makes
-/// `pub fn name(mut self, arg: Type) -> Self` that sets `field`.
-macro_rules! setters {
-    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) => $field:ident = $val:expr;)*) => {$(
-        $(#[$doc])*
-        pub fn $name(mut self, $arg: $ty) -> Self {
-            self.$field = $val;
-            self
-        }
-    )*};
-}
-
 impl Builder {
     /// A builder for the kernel crate in `crate_dir` (the folder with its `Cargo.toml`).
-    /// Defaults: `sm_90`, NVSHMEM found by [`Installation::find`] (and
+    /// Defaults: [`Arch::DEFAULT`], NVSHMEM found by [`Installation::find`] (and
     /// downloaded into the per-user cache when it is nowhere).
     pub fn new(crate_dir: impl Into<PathBuf>) -> Self {
         Builder {
             crate_dir: crate_dir.into(),
             arch: None,
             version: None,
+            cuda: None,
             home: None,
             out_dir: None,
             target_dir: None,
@@ -218,46 +148,108 @@ impl Builder {
         }
     }
 
-    setters! {
-        /// The GPU architecture, such as `sm_90` (H100/H200) or `sm_80` (A100).
-        /// Unset: `NVSHMEM_RS_ARCH`, else `sm_90`.
-        arch(arch: impl Into<String>) => arch = Some(arch.into());
-        /// Link against this NVSHMEM version. Unset: `NVSHMEM_RS_NVSHMEM_VERSION`,
-        /// else the version of the installation found (downloading 3.4.5 when there is none).
-        nvshmem_version(version: Version) => version = Some(version);
-        /// Link against the NVSHMEM in this folder. Unset: `NVSHMEM_HOME`, else
-        /// the search of [`Installation::find`].
-        nvshmem_home(dir: impl Into<PathBuf>) => home = Some(dir.into());
-        /// Where the outputs go; `<dir>/nvshmem-<version>/<arch>/` is created.
-        /// Default: `$OUT_DIR/ptx` in a build script, else `<target dir>/ptx`.
-        out_dir(dir: impl Into<PathBuf>) => out_dir = Some(dir.into());
-        /// The cargo target folder for the nvptx64 build. Default: `nvshmem-kernels`
-        /// inside the outer build's target folder, else `<crate>/target`. Sharing
-        /// one between kernel crates shares the build of `core`. A relative path
-        /// is relative to the current folder.
-        target_dir(dir: impl Into<PathBuf>) => target_dir = Some(dir.into());
-        /// Force the PTX ISA version, as `major * 10 + minor` (`83` for PTX 8.3).
-        /// Default: the highest of what NVSHMEM's bitcode asks for and the arch's minimum.
-        ptx_isa(isa: u32) => ptx_isa = Some(isa);
-        /// Write the PTX only: no `ptxas`, no cubin, no register figures (a
-        /// host then JIT-compiles the PTX). Announced with a warning. Unset:
-        /// `NVSHMEM_RS_PTX_ONLY`, else `false`: `ptxas` is found (or
-        /// downloaded) and a build without it fails.
-        ptx_only(yes: bool) => ptx_only = Some(yes);
-        /// How ptxas makes the cubin. Unset: `NVSHMEM_RS_DEVICE_LINK`, else [`DeviceLink::Auto`].
-        device_link(mode: DeviceLink) => device_link = Some(mode);
-        /// Use LLVM tools from this folder instead of the toolchain's `llvm-tools`.
-        llvm_tools_dir(dir: impl Into<PathBuf>) => llvm_tools_dir = Some(dir.into());
-        /// The Rust toolchain that compiles the kernel crate: a rustup toolchain
-        /// name, or the path of a sysroot. Unset: `NVSHMEM_RS_TOOLCHAIN`, else
-        /// [`PINNED_TOOLCHAIN`]. A rustup toolchain that is missing is installed.
-        toolchain(name: impl Into<String>) => toolchain = Some(name.into());
-        /// Never download or install anything (toolchain, wheels): fail with the
-        /// command that would. Unset: `NVSHMEM_RS_OFFLINE`, else `false`.
-        offline(yes: bool) => offline = Some(yes);
+    /// The GPU architecture, such as `sm_90` (H100/H200) or `sm_80` (A100).
+    /// Unset: `NVSHMEM_RS_ARCH`, else [`Arch::DEFAULT`].
+    #[must_use]
+    pub fn arch(mut self, arch: Arch) -> Self {
+        self.arch = Some(arch);
+        self
+    }
+
+    /// Link against this NVSHMEM version. Unset: `NVSHMEM_RS_NVSHMEM_VERSION`,
+    /// else the version of the installation found (downloading 3.4.5 when there is none).
+    #[must_use]
+    pub fn nvshmem_version(mut self, version: Version) -> Self {
+        self.version = Some(version);
+        self
+    }
+
+    /// The CUDA major to build for: which NVSHMEM wheel (`-cu12`, `-cu13`),
+    /// `ptxas` and PTX ISA levels. Unset: `NVSHMEM_RS_CUDA_MAJOR`, else the
+    /// installation's (python3's package), else CUDA 13.
+    #[must_use]
+    pub fn cuda_major(mut self, cuda: CudaMajor) -> Self {
+        self.cuda = Some(cuda);
+        self
+    }
+
+    /// Link against the NVSHMEM in this folder. Unset: `NVSHMEM_HOME`, else
+    /// the search of [`Installation::find`].
+    #[must_use]
+    pub fn nvshmem_home(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.home = Some(dir.into());
+        self
+    }
+
+    /// Where the outputs go; `<dir>/nvshmem-<version>/<arch>/` is created.
+    /// Default: `$OUT_DIR/ptx` in a build script, else `<target dir>/ptx`.
+    #[must_use]
+    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// The cargo target folder for the nvptx64 build. Default: `nvshmem-kernels`
+    /// inside the outer build's target folder, else `<crate>/target`. Sharing
+    /// one between kernel crates shares the build of `core`. A relative path
+    /// is relative to the current folder.
+    #[must_use]
+    pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.target_dir = Some(dir.into());
+        self
+    }
+
+    /// Force the PTX ISA version, as `major * 10 + minor` (`83` for PTX 8.3).
+    /// Default: the highest of what NVSHMEM's bitcode asks for and the arch's minimum.
+    #[must_use]
+    pub fn ptx_isa(mut self, isa: u32) -> Self {
+        self.ptx_isa = Some(isa);
+        self
+    }
+
+    /// Write the PTX only: no `ptxas`, no cubin, no register figures (a
+    /// host then JIT-compiles the PTX). Announced with a warning. Unset:
+    /// `NVSHMEM_RS_PTX_ONLY`, else `false`: `ptxas` is found (or
+    /// downloaded) and a build without it fails.
+    #[must_use]
+    pub fn ptx_only(mut self, yes: bool) -> Self {
+        self.ptx_only = Some(yes);
+        self
+    }
+
+    /// How ptxas makes the cubin. Unset: `NVSHMEM_RS_DEVICE_LINK`, else [`DeviceLink::Auto`].
+    #[must_use]
+    pub fn device_link(mut self, mode: DeviceLink) -> Self {
+        self.device_link = Some(mode);
+        self
+    }
+
+    /// Use LLVM tools from this folder instead of the toolchain's `llvm-tools`.
+    #[must_use]
+    pub fn llvm_tools_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.llvm_tools_dir = Some(dir.into());
+        self
+    }
+
+    /// The Rust toolchain that compiles the kernel crate: a rustup toolchain
+    /// name, or the path of a sysroot. Unset: `NVSHMEM_RS_TOOLCHAIN`, else
+    /// [`PINNED_TOOLCHAIN`]. A rustup toolchain that is missing is installed.
+    #[must_use]
+    pub fn toolchain(mut self, name: impl Into<String>) -> Self {
+        self.toolchain = Some(name.into());
+        self
+    }
+
+    /// Never download or install anything (toolchain, wheels): fail with the
+    /// command that would. Unset: `NVSHMEM_RS_OFFLINE`, else `false`.
+    #[must_use]
+    pub fn offline(mut self, yes: bool) -> Self {
+        self.offline = Some(yes);
+        self
     }
 
     /// Enable a cargo feature of the kernel crate.
+    #[must_use]
     pub fn feature(mut self, feature: impl Into<String>) -> Self {
         self.features.push(feature.into());
         self
@@ -272,20 +264,15 @@ impl Builder {
 
     /// This builder's settings, resolved: the builder's own, else the environment's, else the defaults.
     pub(crate) fn resolve(&self) -> Result<Resolved> {
-        let (arch, arch_var) = self
-            .arch
-            .clone()
-            .map(|a| (a, None))
-            .or_else(|| settings::var("NVSHMEM_RS_ARCH").map(|v| (v, Some("NVSHMEM_RS_ARCH"))))
-            .unwrap_or_else(|| ("sm_90".into(), None));
-        let arch = arch.parse::<Arch>().map_err(|e| match arch_var {
-            Some(name) => Error::InvalidSetting {
-                name: name.into(),
-                value: arch.clone(),
-                expected: format!("a GPU architecture such as sm_90 ({e})"),
-            },
-            None => Error::InvalidArch { arch: arch.clone() },
-        })?;
+        let arch = match (self.arch, settings::var("NVSHMEM_RS_ARCH")) {
+            (Some(a), _) => a,
+            (None, Some(v)) => v.parse::<Arch>().map_err(|e| Error::InvalidSetting {
+                name: "NVSHMEM_RS_ARCH".into(),
+                value: v.clone(),
+                expected: format!("a GPU architecture such as {} ({e})", Arch::DEFAULT),
+            })?,
+            (None, None) => Arch::DEFAULT,
+        };
         let version = match (self.version, settings::var("NVSHMEM_RS_NVSHMEM_VERSION")) {
             (Some(v), _) => Some(v),
             (None, Some(v)) => Some(v.parse::<Version>().map_err(|e| Error::InvalidSetting {
@@ -300,12 +287,21 @@ impl Builder {
         {
             return Err(Error::UnsupportedVersion { version: v });
         }
+        let cuda = match (self.cuda, settings::var("NVSHMEM_RS_CUDA_MAJOR")) {
+            (Some(c), _) => Some(c),
+            (None, Some(v)) => Some(v.parse::<CudaMajor>().map_err(|e| Error::InvalidSetting {
+                name: "NVSHMEM_RS_CUDA_MAJOR".into(),
+                value: v.clone(),
+                expected: e.to_string(),
+            })?),
+            (None, None) => None,
+        };
         let device_link = match (self.device_link, settings::var("NVSHMEM_RS_DEVICE_LINK")) {
             (Some(m), _) => m,
-            (None, Some(v)) => v.parse().map_err(|e: String| Error::InvalidSetting {
+            (None, Some(v)) => v.parse().map_err(|e| Error::InvalidSetting {
                 name: "NVSHMEM_RS_DEVICE_LINK".into(),
                 value: v.clone(),
-                expected: e,
+                expected: format!("{e}"),
             })?,
             (None, None) => DeviceLink::Auto,
         };
@@ -323,8 +319,16 @@ impl Builder {
             .or_else(|| settings::var("NVSHMEM_RS_TOOLCHAIN"))
             .unwrap_or_else(|| PINNED_TOOLCHAIN.into());
         Ok(Resolved {
+            crate_dir: self.crate_dir.clone(),
+            out_dir: self.out_dir.clone(),
+            target_dir: self.target_dir.clone(),
+            ptx_isa: self.ptx_isa,
+            features: self.features.clone(),
+            llvm_tools_dir: self.llvm_tools_dir.clone(),
+            progress: self.progress,
             arch,
             version,
+            cuda,
             home: self
                 .home
                 .clone()
@@ -336,11 +340,15 @@ impl Builder {
         })
     }
 
-    /// Runs [`build`](Self::build) for a `build.rs`: prints
-    /// `cargo:rerun-if-env-changed` for every variable in [`ENV_VARS`] and
-    /// `cargo:rerun-if-changed` for every source and tool, reports downloads,
-    /// installs and the kernel crate's warnings as `cargo:warning`, and on
-    /// error prints the message and exits with status 1 (no panic backtrace).
+    /// Runs [`build`](Self::build) for a `build.rs`. When it succeeds:
+    /// prints `cargo:rerun-if-env-changed` for every variable in
+    /// [`ENV_VARS`], `cargo:rerun-if-changed` for every source and tool, and
+    /// the kernel crate's warnings, and the NVSHMEM chosen when none was asked
+    /// for (with why), as `cargo:warning`. When it fails: the
+    /// warnings and the error on stderr, each once (no `rerun-if` lines
+    /// before it: cargo runs a failed build script again anyway), and exits
+    /// with status 1 (no panic backtrace). Downloads and installs are
+    /// reported on stderr (`cargo build -vv` shows them as they happen).
     pub fn build_from_build_script(self) -> BuildOutput {
         self.build_in_build_script(true)
     }
@@ -349,51 +357,26 @@ impl Builder {
     /// to `$OUT_DIR` too.
     pub(crate) fn build_in_build_script(mut self, publish: bool) -> BuildOutput {
         self.progress = Progress::BuildScript;
-        for (name, _) in ENV_VARS {
-            println!("cargo:rerun-if-env-changed={name}");
-        }
-        for p in [
-            self.crate_dir.join("Cargo.toml"),
-            self.crate_dir.join("src"),
-        ] {
-            println!("cargo:rerun-if-changed={}", p.display());
-        }
-        match self.build().and_then(|out| {
-            if publish {
-                publish_bindings(&out)?;
-            }
-            Ok(out)
-        }) {
+        match self.build_and_publish(publish) {
             Ok(out) => {
-                for s in &out.sources {
+                for (name, _) in ENV_VARS {
+                    println!("cargo:rerun-if-env-changed={name}");
+                }
+                let roots = [
+                    self.crate_dir.join("Cargo.toml"),
+                    self.crate_dir.join("src"),
+                ];
+                for s in roots.iter().chain(&out.sources) {
                     println!("cargo:rerun-if-changed={}", s.display());
                 }
+                settings::flush_warnings(true);
                 out
             }
             Err(e) => {
+                settings::flush_warnings(false);
                 eprintln!("error: {e}");
                 std::process::exit(1);
             }
         }
     }
-}
-
-/// The folder under `$OUT_DIR` where `nvshmem_host::include_kernels!` finds
-/// each kernel crate's bindings.
-pub(crate) const BINDINGS_DIR: &str = "nvshmem-kernels";
-
-/// Copies a build's bindings to `$OUT_DIR/nvshmem-kernels/<crate>.rs` (the
-/// crate name with `-` as `_`), for `nvshmem_host::include_kernels!`. The
-/// first build of a crate in a build script's run wins (a build of the same
-/// crate against another NVSHMEM version, say, does not replace them): see
-/// [`build_all_from_build_script`](crate::build_all_from_build_script).
-pub(crate) fn publish_bindings(out: &BuildOutput) -> Result<()> {
-    let Some(out_dir) = std::env::var_os("OUT_DIR") else {
-        return Ok(());
-    };
-    let dir = PathBuf::from(out_dir).join(BINDINGS_DIR);
-    std::fs::create_dir_all(&dir).map_err(crate::error::io_err(&dir))?;
-    let name = out.manifest.crate_name.replace('-', "_");
-    let bytes = std::fs::read(&out.bindings).map_err(crate::error::io_err(&out.bindings))?;
-    crate::reuse::write_if_changed(&dir.join(format!("{name}.rs")), &bytes)
 }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 ///
 /// ```
 /// use nvshmem_builder::Error;
-/// let e = Error::InvalidArch { arch: "sm90".into() };
-/// assert!(e.to_string().contains("sm_90"));
+/// let e = Error::UnsupportedVersion { version: nvshmem_builder::Version::new(9, 9, 9) };
+/// assert!(e.to_string().contains("3.4.5"));
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -27,27 +27,47 @@ pub enum Error {
         version: nvshmem_types::Version,
     },
 
-    /// The architecture string is malformed or not supported.
+    /// The CUDA major's `ptxas` cannot compile for the architecture, or not
+    /// at the PTX ISA level the NVSHMEM bitcode needs.
     #[error(
-        "invalid GPU architecture `{arch}` ({}). Write it as `sm_` and the compute \
-         capability, such as `sm_90` or `sm_80`",
-        nvshmem_types::ParseArchError
+        "{arch} cannot be built for CUDA {cuda}: {why}. Fix: choose another architecture, or \
+         CUDA 13 (`Builder::cuda_major`, NVSHMEM_RS_CUDA_MAJOR=13, with a CUDA 13 driver)"
     )]
-    InvalidArch {
-        /// What was given.
-        arch: String,
+    NotForCuda {
+        /// The architecture asked for.
+        arch: nvshmem_types::Arch,
+        /// The CUDA major of the build.
+        cuda: nvshmem_types::CudaMajor,
+        /// What is missing.
+        why: String,
+    },
+
+    /// The installation's CUDA major is not the one asked for.
+    #[error(
+        "NVSHMEM {} in {} is not built for CUDA {asked}. Fix: install the \
+         nvidia-nvshmem-cu{asked} wheel, or ask for CUDA {} (NVSHMEM_RS_CUDA_MAJOR)",
+        found.describe(),
+        found.root.display(),
+        found.cuda.map(|c| c.to_string()).unwrap_or_default()
+    )]
+    CudaMismatch {
+        /// The installation found.
+        found: Box<nvshmem_types::install::Installation>,
+        /// The CUDA major asked for.
+        asked: nvshmem_types::CudaMajor,
     },
 
     /// The Rust toolchain named is not a nightly.
     #[error(
         "kernel crates need a nightly Rust toolchain (for the NVPTX backend and -Zbuild-std), \
-         but NVSHMEM_RS_TOOLCHAIN names `{found}`. Fix: unset it (the builder then uses {}), \
-         or name a nightly",
-        crate::toolchain::PINNED_TOOLCHAIN
+         but NVSHMEM_RS_TOOLCHAIN names `{found}`. Fix: unset it (the builder then uses \
+         {pinned}), or name a nightly"
     )]
     NotNightly {
         /// `rustc -V` of the toolchain found.
         found: String,
+        /// The nightly the builder uses when none is named.
+        pinned: &'static str,
     },
 
     /// The toolchain that builds kernel crates (or one of its components) is
@@ -246,6 +266,33 @@ pub enum Error {
         symbols: Vec<String>,
         /// The NVSHMEM version linked.
         version: nvshmem_types::Version,
+    },
+
+    /// A kernel uses an instruction that the architecture built for lacks
+    /// (`wgmma` or `setmaxnreg` on anything but `sm_90a`): found before `llc`,
+    /// which would abort on it ("Cannot select: intrinsic").
+    #[error(
+        "{} {} `{what}` (the intrinsic {intrinsic}, called in {}), which needs {needs}, but this \
+         build is for {arch}. Fix: build for {needs} (`Builder::arch`, or NVSHMEM_RS_ARCH), or \
+         keep {} out of this build (a cargo feature of the kernel crate)",
+        if kernels.len() == 1 { "kernel" } else { "kernels" },
+        kernels.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+        callers.join(", "),
+        if kernels.len() == 1 { "it" } else { "them" }
+    )]
+    ArchMismatch {
+        /// The architecture built for.
+        arch: nvshmem_types::Arch,
+        /// The instruction, as the device crate names it.
+        what: &'static str,
+        /// The LLVM intrinsic.
+        intrinsic: String,
+        /// The architectures that have it.
+        needs: &'static str,
+        /// The functions that call it (demangled).
+        callers: Vec<String>,
+        /// The kernels that reach it.
+        kernels: Vec<String>,
     },
 
     /// The kernels call libdevice math functions (`__nv_*`), and no

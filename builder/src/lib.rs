@@ -6,7 +6,7 @@
 //! ```no_run
 //! // build.rs
 //! let out = nvshmem_builder::Builder::new("kernels")
-//!     .arch("sm_90")
+//!     .arch(nvshmem_builder::Arch::DEFAULT)
 //!     .out_dir("ptx")
 //!     .build_from_build_script(); // prints rerun-if-changed, exits cleanly on error
 //! println!("cargo:rustc-env=KERNELS_MANIFEST={}", out.manifest_path.display());
@@ -24,9 +24,12 @@
 //! The kernel crate needs no boilerplate the builder can supply: `no_std`
 //! and `feature(abi_ptx)` are added to its root when missing, it is built as
 //! an `rlib` whatever its `crate-type`, and nvptx64 always aborts on panic.
-//! What the builder cannot supply it checks: the crate must be its own
-//! workspace (an empty `[workspace]`, or excluded from the enclosing one),
-//! have a library, and define a `#[panic_handler]` (`nvshmem_device::panic_handler!()`).
+//! What the builder cannot supply it checks: the crate must have a library
+//! and define a `#[panic_handler]` (`nvshmem_device::panic_handler!()`). It
+//! may be a member of the host's workspace, so that it type-checks on the
+//! host too (its kernels then must be `#[kernel]` functions, which compile
+//! for the host; hand-written `extern "ptx-kernel"` ones need a workspace of
+//! their own).
 //!
 //! The pipeline, each step checked:
 //! 1. `cargo rustc --release --target nvptx64-nvidia-cuda -Zbuild-std=core` of the
@@ -58,26 +61,27 @@
 //! Outputs land in `<out_dir>/nvshmem-<version>/<arch>/<crate>.{ptx,cubin,json,h,rs}`.
 #![warn(missing_docs)]
 
+mod builder;
 mod error;
+mod parallel;
+mod pipeline;
 pub mod testing;
 pub mod toolchain;
 
-mod builder;
-mod parallel;
-mod pipeline;
-
 #[doc(hidden)]
 pub use pipeline::ir;
-use pipeline::{header, ptx, reuse, signature, transport};
 pub use toolchain::wheels;
-use toolchain::{libdevice, settings};
 
 pub use builder::{
     AUTO_SEPARATE_ABOVE_LINES, AUTO_SEPARATE_TRANSPORT_ABOVE_LINES, BuildOutput, Builder,
-    CheckOutput, DeviceLink,
+    CheckOutput,
 };
 pub use error::{Error, Result};
-pub use header::c_prefix;
-pub use nvshmem_types::{Arch, SUPPORTED_ARCHS, SUPPORTED_VERSIONS, Version, install, manifest};
+pub use nvshmem_types::{
+    Arch, CudaMajor, CudaVersion, DeviceLink, SUPPORTED_ARCHS, SUPPORTED_VERSIONS, Version,
+    install, manifest,
+};
 pub use parallel::build_all_from_build_script;
-pub use settings::ENV_VARS;
+pub use pipeline::header::c_prefix;
+pub use pipeline::ptx_folder;
+pub use toolchain::settings::ENV_VARS;

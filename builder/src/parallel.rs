@@ -18,7 +18,7 @@ use crate::{BuildOutput, Builder};
 ///     Builder::new("kernels/allreduce"),
 /// ]);
 /// let dir = outs[0].ptx.parent().unwrap();
-/// println!("cargo:rustc-env=KERNELS_DIR={}", dir.display());
+/// println!("cargo:rustc-env=NVSHMEM_RS_PTX_DIR={}", dir.display());
 /// ```
 ///
 /// Each crate's typed bindings go to `$OUT_DIR/nvshmem-kernels/` from its
@@ -29,7 +29,7 @@ pub fn build_all_from_build_script(builders: Vec<Builder>) -> Vec<BuildOutput> {
     let mut published = std::collections::BTreeSet::new();
     for out in &outputs {
         if published.insert(out.manifest.crate_name.clone())
-            && let Err(e) = crate::builder::publish_bindings(out)
+            && let Err(e) = crate::pipeline::publish_bindings(out)
         {
             eprintln!("error: {e}");
             std::process::exit(1);

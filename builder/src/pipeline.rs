@@ -1,38 +1,40 @@
 //! The build pipeline: kernel crate → bitcode → linked with NVSHMEM → PTX → cubin.
 //!
 //! [`Builder::build`] runs these steps, each a method or module below:
-//! 1. [`prepare`](Builder::prepare): settings, NVSHMEM, the toolchain, ptxas;
-//! 2. [`compile`](Builder::compile): `cargo rustc` of the kernel crate for nvptx64 ([`cargo`](self::cargo));
-//! 3. [`link_step`](Builder::link_step): `llvm-link` with the device libraries ([`link`](self::link));
-//! 4. [`rewrite_ir`](Builder::rewrite_ir): textual IR rewrites (retargeting to the arch and PTX ISA);
-//! 5. [`optimize`](Builder::optimize) and [`codegen`](Builder::codegen): `opt`, `llc`;
+//! 1. [`prepare`](Resolved::prepare): settings, NVSHMEM, the toolchain, ptxas;
+//! 2. [`compile`](Resolved::compile): `cargo rustc` of the kernel crate for nvptx64 ([`cargo`](self::cargo));
+//! 3. [`link_step`](Resolved::link_step): `llvm-link` with the device libraries ([`link`](self::link));
+//! 4. [`rewrite_ir`](Resolved::rewrite_ir): textual IR rewrites (retargeting to the arch and PTX ISA);
+//! 5. [`optimize`](Resolved::optimize) and [`codegen`](Resolved::codegen): `opt`, `llc`;
 //! 6. [`verify_ptx`]: nothing unresolved, every kernel an `.entry`;
 //! 7. `ptxas` ([`assemble`](self::assemble)), unless PTX-only;
-//! 8. [`describe`](Builder::describe): the manifest and the C header.
+//! 8. [`describe`](Resolved::describe): the manifest and the C header.
 //!
 //! When none of the inputs of steps 3-8 changed since the last build, their
 //! outputs are reused ([`reuse`](self::reuse)).
 
-pub(crate) mod assemble;
-pub(crate) mod bindings;
-pub(crate) mod cargo;
+mod assemble;
+mod bindings;
+mod cargo;
 pub(crate) mod header;
 pub mod ir;
-pub(crate) mod link;
-pub(crate) mod ptx;
-pub(crate) mod reuse;
-pub(crate) mod shared_memory;
-pub(crate) mod signature;
-pub(crate) mod transport;
+mod link;
+mod ptx;
+mod reuse;
+mod shared_memory;
+mod signature;
+mod transport;
 
-use crate::builder::{BuildOutput, Builder, CheckOutput, DeviceLink, Resolved};
+use crate::builder::{BuildOutput, Builder, CheckOutput, Resolved};
 use crate::error::{Error, Result, io_err};
 use crate::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
-use crate::toolchain::{self, LlvmTools, Toolchain, libdevice, run, wheels};
+use crate::toolchain::{self, DeviceLinker, LlvmTools, Toolchain, libdevice, run, wheels};
 use cargo::CrateMeta;
 use header::CTypes;
 use nvshmem_types::install::{FindError, Installation, Query, Source};
-use nvshmem_types::{DEFAULT_VERSION, Version};
+use nvshmem_types::{
+    Arch, CudaMajor, CudaVersion, DEFAULT_CUDA, DEFAULT_VERSION, DeviceLink, Version,
+};
 use reuse::{Key, write_if_changed};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -60,7 +62,6 @@ impl Laps {
 
 /// Everything a build needs before it compiles, each part checked.
 struct Prepared {
-    settings: Resolved,
     tc: Toolchain,
     tools: LlvmTools,
     meta: CrateMeta,
@@ -69,6 +70,12 @@ struct Prepared {
     libraries: Vec<PathBuf>,
     /// `None` for PTX-only output and for [`Builder::check`].
     ptxas: Option<PathBuf>,
+    /// The CUDA major of the NVSHMEM wheel and the tools.
+    cuda: CudaMajor,
+    /// The toolkit of `ptxas` (without one, the CUDA major's).
+    toolkit: CudaVersion,
+    /// How separate compilation links, when it can.
+    linker: Option<DeviceLinker>,
 }
 
 /// A kernel crate compiled to nvptx64 rlibs, with its work folder locked.
@@ -85,7 +92,62 @@ struct Compiled {
 }
 
 impl Builder {
-    /// Step 1: the settings, the toolchain, the kernel crate's metadata,
+    /// Checks the kernel crate without generating code: it compiles for
+    /// nvptx64, has kernels, and every function it reaches links against
+    /// NVSHMEM's bitcode (nothing unresolved). The fast part of
+    /// [`build`](Self::build) (no `opt`, `llc` or `ptxas`), like `cargo check`:
+    /// for crates whose full build would be slow, such as ones that call
+    /// hundreds of NVSHMEM collectives.
+    ///
+    /// ```no_run
+    /// let checked = nvshmem_builder::Builder::new("kernels").check()?;
+    /// println!("{} kernels link against NVSHMEM {}", checked.kernels.len(), checked.nvshmem.version);
+    /// # Ok::<(), nvshmem_builder::Error>(())
+    /// ```
+    pub fn check(&self) -> Result<CheckOutput> {
+        self.resolve()?.check()
+    }
+
+    /// Builds the kernel crate. See the crate docs for the steps.
+    pub fn build(&self) -> Result<BuildOutput> {
+        self.resolve()?.build()
+    }
+}
+
+impl Builder {
+    /// [`build`](Builder::build), and with `publish`, its bindings copied
+    /// to `$OUT_DIR` for `nvshmem_host::include_kernels!` ([`publish_bindings`]).
+    pub(crate) fn build_and_publish(&self, publish: bool) -> Result<BuildOutput> {
+        let out = self.build()?;
+        if publish {
+            publish_bindings(&out)?;
+        }
+        Ok(out)
+    }
+}
+
+/// The folder under `$OUT_DIR` where `nvshmem_host::include_kernels!` finds
+/// each kernel crate's bindings.
+pub(crate) const BINDINGS_DIR: &str = "nvshmem-kernels";
+
+/// Copies a build's bindings to `$OUT_DIR/nvshmem-kernels/<crate>.rs` (the
+/// crate name with `-` as `_`), for `nvshmem_host::include_kernels!`. The
+/// first build of a crate in a build script's run wins (a build of the same
+/// crate against another NVSHMEM version, say, does not replace them): see
+/// [`build_all_from_build_script`](crate::build_all_from_build_script).
+pub(crate) fn publish_bindings(out: &BuildOutput) -> Result<()> {
+    let Some(out_dir) = std::env::var_os("OUT_DIR") else {
+        return Ok(());
+    };
+    let dir = PathBuf::from(out_dir).join(BINDINGS_DIR);
+    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    let name = out.manifest.crate_name.replace('-', "_");
+    let bytes = std::fs::read(&out.bindings).map_err(io_err(&out.bindings))?;
+    write_if_changed(&dir.join(format!("{name}.rs")), &bytes)
+}
+
+impl Resolved {
+    /// Step 1: the toolchain, the kernel crate's metadata,
     /// NVSHMEM and ptxas, in that order (what the user wrote is checked
     /// before anything is downloaded); a missing toolchain is installed and
     /// missing wheels downloaded.
@@ -95,54 +157,110 @@ impl Builder {
                 path: self.crate_dir.clone(),
             });
         }
-        let settings = self.resolve()?;
-        let tc = Toolchain::ensure(&settings.toolchain, settings.offline, self.progress)?;
+        let tc = Toolchain::ensure(&self.toolchain, self.offline, self.progress)?;
         let tools = LlvmTools::new(&tc, self.llvm_tools_dir.as_deref())?;
         let meta = CrateMeta::read(&tc, &self.crate_dir)?;
-        let nv = self.find_nvshmem(&settings)?;
-        let libraries = vec![nv.device_bitcode(settings.arch)?];
-        let ptxas = match need_ptxas && !settings.ptx_only {
-            true => Some(toolchain::ptxas_or_fetch(settings.offline, self.progress)?),
+        let nv = self.find_nvshmem()?;
+        let cuda = match (self.cuda, nv.cuda) {
+            (Some(asked), Some(found)) if asked != found => {
+                return Err(Error::CudaMismatch {
+                    found: Box::new(nv),
+                    asked,
+                });
+            }
+            (asked, found) => asked.or(found).unwrap_or(DEFAULT_CUDA),
+        };
+        if !cuda.supports(self.arch) {
+            return Err(Error::NotForCuda {
+                arch: self.arch,
+                cuda,
+                why: format!(
+                    "it needs PTX ISA {}, and ptxas {} reads at most {}",
+                    isa(self.arch.min_ptx_isa()),
+                    cuda.toolkit(),
+                    isa(cuda.max_ptx_isa())
+                ),
+            });
+        }
+        let libraries = vec![nv.device_bitcode(self.arch)?];
+        let ptxas = match need_ptxas && !self.ptx_only {
+            true => Some(toolchain::ptxas_or_fetch(
+                cuda,
+                self.offline,
+                self.progress,
+            )?),
             false => None,
+        };
+        let toolkit = ptxas
+            .as_deref()
+            .and_then(toolchain::ptxas_release)
+            .unwrap_or(cuda.toolkit());
+        let linker = match &ptxas {
+            Some(p) => toolchain::find_linker(p, cuda)?,
+            None => None,
         };
         laps.lap("checks");
         Ok(Prepared {
-            settings,
             tc,
             tools,
             meta,
             nv,
             libraries,
             ptxas,
+            cuda,
+            toolkit,
+            linker,
         })
     }
 
     /// NVSHMEM as [`Installation::find`] finds it, else downloaded into the
     /// per-user cache (the version asked for, else [`DEFAULT_VERSION`]).
-    fn find_nvshmem(&self, s: &Resolved) -> Result<Installation> {
+    /// Says once per process which version was chosen and why.
+    fn find_nvshmem(&self) -> Result<Installation> {
         let mut query = Query::default().ignore_env();
-        if let Some(home) = &s.home {
+        if let Some(home) = &self.home {
             query = query.home(home);
         }
-        if let Some(v) = s.version {
+        if let Some(v) = self.version {
             query = query.version(v);
         }
-        match Installation::find(&query) {
-            Err(e @ FindError::NotFound { .. }) if s.offline => Err(e.into()),
+        if let Some(c) = self.cuda {
+            query = query.cuda(c);
+        }
+        let nv = match Installation::find(&query) {
+            Err(e @ FindError::NotFound { .. }) if self.offline => return Err(e.into()),
             Err(FindError::NotFound { .. }) => {
-                let version = s.version.unwrap_or(DEFAULT_VERSION);
+                let version = self.version.unwrap_or(DEFAULT_VERSION);
+                let cuda = self.cuda.unwrap_or(DEFAULT_CUDA);
                 let info = version
                     .info()
                     .ok_or(Error::UnsupportedVersion { version })?;
-                let what = format!("NVSHMEM {version}");
-                let dir = wheels::ensure_with(info.wheel, &what, false, self.progress)?;
-                Ok(Installation::at(
-                    &dir.join("nvidia/nvshmem"),
-                    Source::UserCache,
-                )?)
+                let what = format!("NVSHMEM {version} (CUDA {cuda})");
+                let wheel = info.wheel(cuda).to_string();
+                let dir = wheels::ensure_with(&wheel, &what, false, self.progress)?;
+                Installation::at(&dir.join("nvidia/nvshmem"), Source::UserCache)?
             }
-            other => Ok(other?),
+            other => other?,
+        };
+        if nv.version.info().is_none() {
+            return Err(Error::UnsupportedVersion {
+                version: nv.version,
+            });
         }
+        let line = format!(
+            "NVSHMEM {}: {} (NVSHMEM_RS_NVSHMEM_VERSION and NVSHMEM_RS_CUDA_MAJOR choose \
+             another)",
+            nv.describe(),
+            nv.why(&query)
+        );
+        if self.version.is_none() && self.home.is_none() {
+            // Chosen for the user: the PTX must match the host library's
+            // version, so a plain `cargo build` shows which one (once).
+            self.progress.warn(&line);
+        } else {
+            say_once(self.progress, line);
+        }
+        Ok(nv)
     }
 
     /// Step 2: `cargo rustc` of the kernel crate for nvptx64, holding the
@@ -159,8 +277,8 @@ impl Builder {
         let work = target_dir
             .join("nvshmem-link")
             .join(&p.meta.name)
-            .join(format!("nvshmem-{}", p.nv.version))
-            .join(p.settings.arch.to_string());
+            .join(ptx_folder(p.nv.version, p.cuda))
+            .join(self.arch.to_string());
         std::fs::create_dir_all(&work).map_err(io_err(&work))?;
         // Concurrent builds of the same crate, version and arch (two build
         // scripts, or tests in parallel) share these files: take turns.
@@ -169,15 +287,17 @@ impl Builder {
         lock.lock().map_err(io_err(&lock_path))?;
 
         let mut features = self.features.clone();
-        if p.meta.depends_on_device && p.nv.version >= Version::new(3, 8, 0) {
-            features.push("nvshmem-device/nvshmem-3-8".into());
+        if p.meta.depends_on_device
+            && let Some(f) = p.nv.version.info().and_then(|i| i.device_feature())
+        {
+            features.push(format!("nvshmem-device/{f}"));
         }
         let rlibs = cargo::build(&p.tc, &target_dir, &p.meta, &features, self.progress)?;
         // Read after the build, which has checked the attribute's arguments.
         let sources = signature::read(&p.meta.src_dir());
         if sources.max_threads_in_macros > 0 {
-            self.progress.say(&format!(
-                "{}: warning: {} `#[kernel(max_threads = ..)]` inside macros get no `.maxntid`: \
+            self.progress.warn(&format!(
+                "{}: {} `#[kernel(max_threads = ..)]` inside macros get no `.maxntid`: \
                  the builder reads launch bounds from the source without expanding macros; \
                  write those kernels outside a macro",
                 p.meta.name, sources.max_threads_in_macros
@@ -209,11 +329,11 @@ impl Builder {
     /// links it in `--only-needed` (downloading the `nvidia-nvvm` wheel the
     /// first time) and returns the new module's text.
     fn link_libdevice(&self, c: &Compiled, ll: String) -> Result<String> {
-        let needed = libdevice::needed(&ll);
+        let needed = ir::libdevice_calls(&ll);
         if needed.is_empty() {
             return Ok(ll);
         }
-        let libdevice = libdevice::find_or_fetch(c.p.settings.offline, self.progress, needed)?;
+        let libdevice = libdevice::find_or_fetch(self.offline, self.progress, needed)?;
         link::link_more(&c.p.tools, &c.work, &libdevice)
     }
 
@@ -222,7 +342,7 @@ impl Builder {
     /// function retargeted to the arch and PTX ISA.
     fn rewrite_ir(&self, ll: &str, arch: &str, ptx_isa: u32) -> Result<String> {
         let ll = shared_memory::lower(ll).map_err(|reason| Error::SharedMemory { reason })?;
-        let ll = libdevice::unhide_reflect(&ll);
+        let ll = ir::unhide_reflect(&ll);
         Ok(ir::retarget(&ll, arch, ptx_isa))
     }
 
@@ -246,7 +366,7 @@ impl Builder {
             ))
             // -mcpu: NVPTX's own passes run, NVVMReflect among them
             // (`__nvvm_reflect("__CUDA_ARCH")` becomes the arch's number).
-            .arg(format!("-mcpu={}", c.p.settings.arch))
+            .arg(format!("-mcpu={}", self.arch))
             .arg("-passes=internalize,default<O3>,globaldce")
             .arg(ll)
             .arg("-o")
@@ -269,7 +389,7 @@ impl Builder {
         run("llc", &tools.llc, &tools.version, |cmd| {
             cmd.args([
                 "-O3",
-                &format!("-mcpu={}", c.p.settings.arch),
+                &format!("-mcpu={}", self.arch),
                 &format!("-mattr=+ptx{ptx_isa}"),
             ])
             .arg(opt_bc)
@@ -288,19 +408,8 @@ impl Builder {
         Ok((work_ptx, ptx))
     }
 
-    /// Checks the kernel crate without generating code: it compiles for
-    /// nvptx64, has kernels, and every function it reaches links against
-    /// NVSHMEM's bitcode (nothing unresolved). The fast part of
-    /// [`build`](Self::build) (no `opt`, `llc` or `ptxas`), like `cargo check`:
-    /// for crates whose full build would be slow, such as ones that call
-    /// hundreds of NVSHMEM collectives.
-    ///
-    /// ```no_run
-    /// let checked = nvshmem_builder::Builder::new("kernels").check()?;
-    /// println!("{} kernels link against NVSHMEM {}", checked.kernels.len(), checked.nvshmem.version);
-    /// # Ok::<(), nvshmem_builder::Error>(())
-    /// ```
-    pub fn check(&self) -> Result<CheckOutput> {
+    /// [`Builder::check`], on these settings.
+    fn check(&self) -> Result<CheckOutput> {
         let mut laps = Laps::new();
         let p = self.prepare(false, &mut laps)?;
         let c = self.compile(p, &mut laps)?;
@@ -315,7 +424,7 @@ impl Builder {
             .into_iter()
             .filter(|f| !f.starts_with("llvm.") && !PTXAS_BUILTINS.contains(&f.as_str()))
             // NVVM reflection is resolved by `opt`, which `check` does not run.
-            .filter(|f| ![libdevice::REFLECT_ALIAS, "__nvvm_reflect"].contains(&f.as_str()))
+            .filter(|f| ![ir::REFLECT_ALIAS, "__nvvm_reflect"].contains(&f.as_str()))
             .collect();
         if !unresolved.is_empty() {
             return Err(Error::UnresolvedExterns {
@@ -330,13 +439,12 @@ impl Builder {
         })
     }
 
-    /// Builds the kernel crate. See the crate docs for the steps.
-    pub fn build(&self) -> Result<BuildOutput> {
+    /// [`Builder::build`], on these settings.
+    fn build(&self) -> Result<BuildOutput> {
         let mut laps = Laps::new();
         let p = self.prepare(true, &mut laps)?;
         let c = self.compile(p, &mut laps)?;
-        let s = &c.p.settings;
-        let arch = s.arch.to_string();
+        let arch = self.arch.to_string();
         let out_dir = self
             .out_dir
             .clone()
@@ -345,7 +453,7 @@ impl Builder {
                     .map(|d| PathBuf::from(d).join("ptx"))
                     .unwrap_or_else(|| c.target_dir.join("ptx"))
             })
-            .join(format!("nvshmem-{}", c.p.nv.version))
+            .join(ptx_folder(c.p.nv.version, c.p.cuda))
             .join(&arch);
         let ptxas = c.p.ptxas.clone();
         let mut watched = cargo::dep_info_sources(&c.target_dir, &c.p.meta, &c.p.tc);
@@ -369,10 +477,11 @@ impl Builder {
         .output();
         if let Some(out) = reused {
             laps.lap("reused (inputs unchanged)");
-            self.announce_ptx_only(s);
+            self.announce_ptx_only();
             let bindings = write_bindings(&c, &out.manifest, &out_dir)?;
             return Ok(BuildOutput {
                 bindings,
+                cuda_include: self.cuda_include(),
                 sources: watched,
                 timings: laps.0,
                 ..out
@@ -391,16 +500,32 @@ impl Builder {
         let ptx_isa = self.ptx_isa.unwrap_or_else(|| {
             ir::max_ptx_feature(&ll)
                 .unwrap_or(0)
-                .max(s.arch.min_ptx_isa())
+                .max(self.arch.min_ptx_isa())
         });
+        if ptx_isa > c.p.cuda.max_ptx_isa() {
+            return Err(Error::NotForCuda {
+                arch: self.arch,
+                cuda: c.p.cuda,
+                why: format!(
+                    "NVSHMEM {}'s bitcode (or the PTX ISA asked for) needs PTX ISA {}, and ptxas \
+                     {} reads at most {}",
+                    c.p.nv.version,
+                    isa(ptx_isa),
+                    c.p.cuda.toolkit(),
+                    isa(c.p.cuda.max_ptx_isa())
+                ),
+            });
+        }
         let retargeted = c.work.join("retargeted.ll");
         std::fs::write(&retargeted, self.rewrite_ir(&ll, &arch, ptx_isa)?)
             .map_err(io_err(&retargeted))?;
+        let misuses = ir::arch_misuses(&ll, self.arch);
         drop(ll);
         let kernel_names: Vec<&str> = collective.keys().map(String::as_str).collect();
         let opt_bc = self.optimize(&c, &retargeted, &kernel_names, &mut laps)?;
         // Kept only when `opt` fails on it, to read; 100+ MB for large crates.
         let _ = std::fs::remove_file(&retargeted);
+        check_arch(&misuses, &opt_bc, self.arch)?;
         let (work_ptx, ptx) = self.codegen(&c, &opt_bc, ptx_isa, &mut laps)?;
         let entries = verify_ptx(&ptx, &work_ptx, &collective, c.p.nv.version)?;
 
@@ -411,23 +536,23 @@ impl Builder {
             Some(ptxas) => {
                 let cubin = out_dir.join(format!("{}.cubin", c.p.meta.name));
                 let (figures, mode, warning) = assemble::assemble(
-                    ptxas,
+                    (ptxas, c.p.linker.clone()),
                     &arch,
-                    s.device_link,
+                    self.device_link,
                     &ptx,
                     &ptx_path,
                     &cubin,
                     &c.work,
                 )?;
                 if let Some(w) = warning {
-                    self.progress.say(&w);
+                    self.progress.warn(&w);
                 }
                 (Some(cubin), figures, Some(mode))
             }
             None => (None, Default::default(), None),
         };
         laps.lap("ptxas");
-        self.announce_ptx_only(s);
+        self.announce_ptx_only();
 
         let assembled = Assembled {
             ptx_isa,
@@ -453,6 +578,7 @@ impl Builder {
             manifest_path,
             header: header_path,
             bindings,
+            cuda_include: self.cuda_include(),
             manifest,
             nvshmem: c.p.nv.clone(),
             sources: watched,
@@ -460,9 +586,21 @@ impl Builder {
         })
     }
 
-    fn announce_ptx_only(&self, s: &Resolved) {
-        if s.ptx_only {
-            self.progress.say(&format!(
+    /// `cuda.h`'s folder for the header's launch helpers, fetched when
+    /// missing; a warning, not a failure, when that is not possible.
+    fn cuda_include(&self) -> Option<PathBuf> {
+        wheels::cuda_include_with(self.offline, self.progress)
+            .map_err(|e| {
+                self.progress.warn(&format!(
+                    "the C header's launch helpers need cuda.h, which is not here: {e}"
+                ))
+            })
+            .ok()
+    }
+
+    fn announce_ptx_only(&self) {
+        if self.ptx_only {
+            self.progress.warn(&format!(
                 "{}: PTX only, as asked (NVSHMEM_RS_PTX_ONLY=1 or ptx_only(true)): no ptxas, no \
                  cubin; the host JIT-compiles the PTX",
                 self.crate_dir.display()
@@ -520,12 +658,13 @@ impl Builder {
         let manifest = Manifest {
             format: MANIFEST_FORMAT,
             crate_name: c.p.meta.name.clone(),
-            nvshmem_version: c.p.nv.version.to_string(),
-            arch: c.p.settings.arch.to_string(),
+            nvshmem_version: c.p.nv.version,
+            arch: self.arch,
             ptx_isa: format!("{}.{}", a.ptx_isa / 10, a.ptx_isa % 10),
             ptx: file_name(a.ptx),
             cubin: a.cubin.map(file_name),
-            device_link: a.device_link.map(|m| m.as_str().to_string()),
+            device_link: a.device_link,
+            cuda_toolkit: Some(c.p.toolkit),
             kernels,
         };
         (manifest, ctypes.structs)
@@ -534,13 +673,13 @@ impl Builder {
     /// The inputs of steps 3-8: the settings, the exact rlibs and device
     /// libraries, and the tools.
     fn inputs_key(&self, c: &Compiled, ptxas: Option<&Path>) -> Result<Key> {
-        let s = &c.p.settings;
         let mut key = Key::new(&[
-            ("arch", s.arch.to_string()),
+            ("arch", self.arch.to_string()),
             ("ptx_isa", format!("{:?}", self.ptx_isa)),
             ("features", format!("{:?}", c.features)),
-            ("ptx_only", s.ptx_only.to_string()),
-            ("device_link", s.device_link.to_string()),
+            ("ptx_only", self.ptx_only.to_string()),
+            ("device_link", self.device_link.to_string()),
+            ("cuda", c.p.cuda.to_string()),
             ("max_threads", format!("{:?}", c.max_threads)),
         ]);
         let tools = &c.p.tools;
@@ -549,9 +688,9 @@ impl Builder {
         }
         if let Some(p) = ptxas {
             key.file(p)?;
-            if let Some(nvlink) = toolchain::find_nvlink(p)? {
-                key.file(&nvlink)?;
-            }
+        }
+        if let Some(linker) = &c.p.linker {
+            key.file(linker.path())?;
         }
         for lib in &c.p.libraries {
             key.file(lib)?;
@@ -614,6 +753,59 @@ fn verify_ptx(
         }
     }
     Ok(entries)
+}
+
+/// `8.8` for 88.
+fn isa(n: u32) -> String {
+    format!("{}.{}", n / 10, n % 10)
+}
+
+/// The output folder of a version and CUDA major: `nvshmem-3.4.5` for CUDA
+/// 13 (as before CUDA 12 builds existed), `nvshmem-3.4.5-cu12` for CUDA 12.
+///
+/// ```
+/// use nvshmem_builder::{CudaMajor, Version, ptx_folder};
+/// assert_eq!(ptx_folder(Version::new(3, 3, 20), CudaMajor::Cuda12), "nvshmem-3.3.20-cu12");
+/// assert_eq!(ptx_folder(Version::new(3, 4, 5), CudaMajor::Cuda13), "nvshmem-3.4.5");
+/// ```
+pub fn ptx_folder(version: Version, cuda: CudaMajor) -> String {
+    match cuda {
+        CudaMajor::Cuda13 => format!("nvshmem-{version}"),
+        CudaMajor::Cuda12 => format!("nvshmem-{version}-cu12"),
+    }
+}
+
+/// A progress line said once per process (several crates, one choice).
+fn say_once(progress: crate::toolchain::settings::Progress, line: String) {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if !said.contains(&line) {
+        progress.say(&line);
+        said.push(line);
+    }
+}
+
+/// Step 5a': no intrinsic the arch lacks survived `opt` (a use that
+/// `__nvvm_reflect` guards away is fine); `llc` would abort on it.
+fn check_arch(misuses: &[ir::ArchMisuse], opt_bc: &Path, arch: Arch) -> Result<()> {
+    if misuses.is_empty() {
+        return Ok(());
+    }
+    let bytes = std::fs::read(opt_bc).map_err(io_err(opt_bc))?;
+    match misuses
+        .iter()
+        .find(|m| ir::bitcode_mentions(&bytes, &m.intrinsic))
+    {
+        Some(m) => Err(Error::ArchMismatch {
+            arch,
+            what: m.what,
+            intrinsic: m.intrinsic.clone(),
+            needs: m.needs,
+            callers: m.callers.clone(),
+            kernels: m.kernels.clone(),
+        }),
+        None => Ok(()),
+    }
 }
 
 fn file_name(p: &Path) -> String {

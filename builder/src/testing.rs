@@ -12,8 +12,9 @@
 //! }
 //! ```
 
-use crate::wheels;
-use nvshmem_types::install::Installation;
+use crate::toolchain::wheels;
+use nvshmem_types::install::{Installation, Query};
+use nvshmem_types::{CudaMajor, Version};
 use std::io::Write as _;
 
 /// The variable that turns skips into failures.
@@ -62,4 +63,30 @@ pub fn nvshmem(version: &str) -> Option<Installation> {
             None
         }
     }
+}
+
+/// NVSHMEM `version` for `cuda` when this machine has it: the wheels
+/// `nvshmem-build setup` fetches by default (CI's set) as [`wheels::nvshmem_for`]
+/// finds or downloads them (a [`skip`] when that fails), any other supported
+/// one only when it is already installed (never downloaded: CI fetches only
+/// its set).
+///
+/// ```no_run
+/// use nvshmem_builder::CudaMajor;
+/// let nv = nvshmem_builder::testing::fetched("3.3.20".parse().unwrap(), CudaMajor::Cuda12);
+/// ```
+pub fn fetched(version: Version, cuda: CudaMajor) -> Option<Installation> {
+    if wheels::SETUP_DEFAULT.contains(&(version, cuda)) {
+        return match wheels::nvshmem_for(version, cuda) {
+            Ok(nv) => Some(nv),
+            Err(e) => {
+                skip(&format!(
+                    "NVSHMEM {version} (CUDA {cuda}) is not installed: {e}"
+                ));
+                None
+            }
+        };
+    }
+    let query = Query::default().ignore_env().version(version).cuda(cuda);
+    Installation::find(&query).ok()
 }

@@ -2,19 +2,23 @@
 //! - the Rust toolchain that compiles kernel crates, pinned to
 //!   [`PINNED_TOOLCHAIN`] and installed through rustup when it is missing;
 //! - its LLVM tools (`llvm-link`, `opt`, `llc`, ...);
-//! - CUDA's `ptxas` and `nvlink`.
+//! - CUDA's `ptxas` and `nvlink` (or nvJitLink), of the CUDA major the
+//!   NVSHMEM wheel was built for;
 //!
 //! and, in this folder, the pip [`wheels`] they and NVSHMEM come from, the
 //! `settings` read from the environment, and `libdevice`.
 
+pub(crate) mod jitlink;
 pub(crate) mod libdevice;
 pub(crate) mod settings;
 pub mod wheels;
 
-use crate::error::{Error, Result, io_err, not_runnable};
+use crate::error::{Error, Result, not_runnable};
+use nvshmem_types::{CudaMajor, CudaVersion};
 use settings::Progress;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use wheels::NVJITLINK_CU12_WHEEL;
 
 /// The nightly that builds kernel crates: its NVPTX backend and LLVM 22.1
 /// read the bitcode of every supported NVSHMEM (3.4: clang 18; 3.8: clang 22).
@@ -110,7 +114,7 @@ impl Toolchain {
             )));
         }
         // Two builds at once (two build scripts, or tests) install once.
-        let _lock = crate::wheels::lock(&format!("rustup-{name}"))?;
+        let _lock = wheels::lock(&format!("rustup-{name}"))?;
         if let Some(tc) = installed_sysroot(&rustup, name).and_then(|s| Self::at(&s).ok()) {
             return Ok(tc);
         }
@@ -197,6 +201,7 @@ impl Toolchain {
         if !release.contains("nightly") && !release.contains("dev") {
             return Err(Error::NotNightly {
                 found: rustc_version,
+                pinned: PINNED_TOOLCHAIN,
             });
         }
         let sysroot = match sysroot {
@@ -455,10 +460,8 @@ fn producer_from_error(stderr: &str) -> Option<String> {
     )
 }
 
-/// The requirement of the pip wheel with `ptxas` and `nvlink`.
-pub const NVCC_WHEEL: &str = "nvidia-cuda-nvcc==13.0.*";
-
-/// A CUDA tool (`ptxas`, `nvlink`) inside an unpacked nvcc wheel or `site-packages`.
+/// A CUDA tool (`ptxas`, `nvlink`) inside an unpacked nvcc wheel or `site-packages`
+/// (CUDA 13's wheel puts it in `nvidia/cu13/bin`, CUDA 12's in `nvidia/cuda_nvcc/bin`).
 fn in_wheel(root: &Path, tool: &str) -> [PathBuf; 2] {
     [
         root.join("nvidia/cu13/bin").join(tool),
@@ -466,27 +469,81 @@ fn in_wheel(root: &Path, tool: &str) -> [PathBuf; 2] {
     ]
 }
 
-/// Where `ptxas` is, in order: `PTXAS` (an error if it names no file), the
-/// `nvidia-cuda-nvcc` package `python3` has, the per-user cache, then
-/// `$CUDA_HOME/bin`, `PATH` and `/usr/local/cuda/bin`. `None` when none has it.
-pub(crate) fn find_ptxas() -> Result<Option<PathBuf>> {
-    find_cuda_tool("ptxas", "PTXAS")
+/// `ptxas --version`'s release, such as `12.9`.
+///
+/// ```no_run
+/// let v = nvshmem_builder::toolchain::ptxas_release("/usr/local/cuda/bin/ptxas".as_ref());
+/// ```
+pub fn ptxas_release(ptxas: &Path) -> Option<CudaVersion> {
+    let out = Command::new(ptxas)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let release = text.split("release ").nth(1)?;
+    release.split(',').next()?.trim().parse().ok()
 }
 
-/// `nvlink`: `NVLINK`, beside `ptxas` (both ship in the nvcc wheel and in
-/// CUDA's `bin/`), then the same places as `ptxas`.
-pub(crate) fn find_nvlink(ptxas: &Path) -> Result<Option<PathBuf>> {
-    if settings::var_os("NVLINK").is_none() && ptxas.with_file_name("nvlink").is_file() {
-        return Ok(Some(ptxas.with_file_name("nvlink")));
+/// Where `ptxas` for `cuda` is, in order: `PTXAS` (an error if it names no
+/// file), the nvcc package of that CUDA major that `python3` has, the
+/// per-user cache, then `$CUDA_HOME/bin`, `PATH` and `/usr/local/cuda/bin`,
+/// each taken only when its release is of that major. `None` when none has it.
+pub(crate) fn find_ptxas(cuda: CudaMajor) -> Result<Option<PathBuf>> {
+    if let Some(p) = settings::var_os("PTXAS") {
+        return settings::named_file("PTXAS", p.into(), "file").map(Some);
     }
-    find_cuda_tool("nvlink", "NVLINK")
+    Ok(cuda_tool_candidates("ptxas", cuda)
+        .into_iter()
+        .filter(|p| p.is_file())
+        .find(|p| ptxas_release(p).is_some_and(|v| v.major == cuda.number())))
 }
 
-fn find_cuda_tool(tool: &str, var: &str) -> Result<Option<PathBuf>> {
-    if let Some(p) = settings::var_os(var) {
-        return settings::named_file(var, p.into(), "file").map(Some);
+/// How separate compilation links the objects of `ptxas -c`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum DeviceLinker {
+    /// The `nvlink` program.
+    Nvlink(PathBuf),
+    /// `libnvJitLink.so.12` (CUDA 12 from pip, which has no `nvlink`).
+    NvJitLink(PathBuf),
+}
+
+impl DeviceLinker {
+    pub(crate) fn path(&self) -> &Path {
+        match self {
+            DeviceLinker::Nvlink(p) | DeviceLinker::NvJitLink(p) => p,
+        }
     }
-    let mut candidates: Vec<PathBuf> = crate::wheels::wheel_roots(NVCC_WHEEL)
+}
+
+/// The device linker: `NVLINK`, else `nvlink` beside `ptxas` (both ship in
+/// the CUDA 13 nvcc wheel and in CUDA's `bin/`), else the places `ptxas` is
+/// looked for; for CUDA 12 without one, `libnvJitLink.so.12` of the
+/// `nvidia-nvjitlink-cu12` package `python3` has or the per-user cache's.
+pub(crate) fn find_linker(ptxas: &Path, cuda: CudaMajor) -> Result<Option<DeviceLinker>> {
+    if let Some(p) = settings::var_os("NVLINK") {
+        return settings::named_file("NVLINK", p.into(), "file")
+            .map(|p| Some(DeviceLinker::Nvlink(p)));
+    }
+    let beside = ptxas.with_file_name("nvlink");
+    let nvlink = std::iter::once(beside)
+        .chain(cuda_tool_candidates("nvlink", cuda))
+        .find(|p| p.is_file());
+    if let Some(p) = nvlink {
+        return Ok(Some(DeviceLinker::Nvlink(p)));
+    }
+    Ok(match cuda {
+        CudaMajor::Cuda13 => None,
+        CudaMajor::Cuda12 => wheels::wheel_roots(NVJITLINK_CU12_WHEEL)
+            .into_iter()
+            .map(|root| root.join("nvidia/nvjitlink/lib/libnvJitLink.so.12"))
+            .find(|p| p.is_file())
+            .map(DeviceLinker::NvJitLink),
+    })
+}
+
+fn cuda_tool_candidates(tool: &str, cuda: CudaMajor) -> Vec<PathBuf> {
+    let mut candidates: Vec<PathBuf> = wheels::wheel_roots(cuda.nvcc_wheel())
         .iter()
         .flat_map(|root| in_wheel(root, tool))
         .collect();
@@ -497,43 +554,44 @@ fn find_cuda_tool(tool: &str, var: &str) -> Result<Option<PathBuf>> {
         candidates.extend(std::env::split_paths(&path).map(|d| d.join(tool)));
     }
     candidates.push(Path::new("/usr/local/cuda/bin").join(tool));
-    Ok(candidates.into_iter().find(|p| p.is_file()))
+    candidates
 }
 
-/// `ptxas`, from the nvcc wheel (downloaded into the per-user cache) when
-/// [`find_ptxas`] finds none.
-pub(crate) fn ptxas_or_fetch(offline: bool, progress: Progress) -> Result<PathBuf> {
-    if let Some(p) = find_ptxas()? {
-        return Ok(p);
-    }
-    let dir = crate::wheels::ensure_with(NVCC_WHEEL, "ptxas and nvlink", offline, progress)?;
-    let path = in_wheel(&dir, "ptxas")
-        .into_iter()
-        .find(|p| p.is_file())
-        .ok_or_else(|| Error::Io {
-            path: dir.join("nvidia/cu13/bin/ptxas"),
-            source: std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!("the {NVCC_WHEEL} wheel has no ptxas"),
-            ),
-        })?;
-    Ok(path)
-}
-
-/// Makes every file in `dir` executable (wheels unpacked by Python's
-/// `zipfile` lose the mode bits).
-pub(crate) fn make_executable(dir: &Path) -> Result<()> {
-    #[cfg(unix)]
-    for e in std::fs::read_dir(dir).map_err(io_err(dir))?.flatten() {
-        use std::os::unix::fs::PermissionsExt;
-        let p = e.path();
-        if p.is_file() {
-            let mut perm = std::fs::metadata(&p).map_err(io_err(&p))?.permissions();
-            perm.set_mode(perm.mode() | 0o755);
-            std::fs::set_permissions(&p, perm).map_err(io_err(&p))?;
+/// `ptxas` for `cuda`, from its nvcc wheel (downloaded into the per-user
+/// cache) when [`find_ptxas`] finds none; for CUDA 12 also the nvJitLink
+/// wheel, its device linker, when no `nvlink` is found.
+pub(crate) fn ptxas_or_fetch(
+    cuda: CudaMajor,
+    offline: bool,
+    progress: Progress,
+) -> Result<PathBuf> {
+    let ptxas = match find_ptxas(cuda)? {
+        Some(p) => p,
+        None => {
+            let wheel = cuda.nvcc_wheel();
+            let what = format!("ptxas (CUDA {cuda})");
+            let dir = wheels::ensure_with(wheel, &what, offline, progress)?;
+            in_wheel(&dir, "ptxas")
+                .into_iter()
+                .find(|p| p.is_file())
+                .ok_or_else(|| Error::Io {
+                    path: dir.join("nvidia/cuda_nvcc/bin/ptxas"),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!("the {wheel} wheel has no ptxas"),
+                    ),
+                })?
         }
+    };
+    if cuda == CudaMajor::Cuda12 && find_linker(&ptxas, cuda)?.is_none() {
+        wheels::ensure_with(
+            NVJITLINK_CU12_WHEEL,
+            "nvJitLink (CUDA 12's device linker)",
+            offline,
+            progress,
+        )?;
     }
-    Ok(())
+    Ok(ptxas)
 }
 
 #[cfg(test)]

@@ -9,10 +9,10 @@
 mod common;
 
 use common::{
-    assert_entries, build_ptx, builder, compile_header, fails_with, installed, kernel_crate,
-    max_registers, run_in_parallel, skip, target, timings,
+    assert_entries, build_ptx, builder, compile_header, fails_with, installed, installed_for,
+    kernel_crate, max_registers, parse_arch, run_in_parallel, skip, target, timings,
 };
-use nvshmem_builder::{Builder, DeviceLink, Error, Version};
+use nvshmem_builder::{Arch, Builder, CudaMajor, DeviceLink, Error, Version};
 use std::path::Path;
 
 #[test]
@@ -28,7 +28,10 @@ fn builds_linked_ptx_and_cubin_for_every_version_and_arch() {
             continue;
         };
         let what = format!("{version}/{arch}");
-        let (out, ptx) = build_ptx(builder("ok").nvshmem_version(v).arch(arch), &what);
+        let (out, ptx) = build_ptx(
+            builder("ok").nvshmem_version(v).arch(parse_arch(arch)),
+            &what,
+        );
         assert_entries(&ptx, &["put_rank", "barrier"], &what);
         assert!(!ptx.lines().any(|l| (l.contains(".func") || l.contains("call")) && l.contains("nvshmem_int_p")),
             "{version}/{arch}: NVSHMEM call not inlined");
@@ -40,8 +43,8 @@ fn builds_linked_ptx_and_cubin_for_every_version_and_arch() {
             );
         }
         let m = &out.manifest;
-        assert_eq!(m.nvshmem_version, version);
-        assert_eq!(m.arch, arch);
+        assert_eq!(m.nvshmem_version, v);
+        assert_eq!(m.arch, parse_arch(arch));
         assert!(
             out.cubin
                 .as_ref()
@@ -77,7 +80,7 @@ fn ptx_isa_is_at_least_what_the_bitcode_asks_for() {
     let Some(v) = installed("3.8.0") else { return };
     let out = builder("ok")
         .nvshmem_version(v)
-        .arch("sm_90")
+        .arch(Arch::DEFAULT)
         .build()
         .unwrap();
     // 3.8.0's sm_90 functions carry +ptx88 (PTX 8.8); PTX 8.0 would fail in ptxas.
@@ -112,17 +115,44 @@ fn missing_nvshmem_says_how_to_install_it() {
     let r = builder("ok")
         .nvshmem_version("9.9.9".parse().unwrap())
         .build();
-    fails_with(r, "UnsupportedVersion", &["3.4.5, 3.8.0"]);
+    fails_with(r, "UnsupportedVersion", &["3.3.20, 3.3.24, 3.4.5"]);
     let r = builder("ok").nvshmem_home("/nonexistent/nvshmem").build();
     fails_with(r, "Nvshmem(HomeInvalid", &["NVSHMEM_HOME"]);
 }
 
+/// An sm_90a instruction (`setmaxnreg`, as `nvshmem_device::wgmma` calls it)
+/// in a build for sm_90 or sm_80 is an error before `llc` (which would abort
+/// with "Cannot select: intrinsic") that names the kernel, the function that
+/// calls it and sm_90a; for sm_90a the same crate builds.
 #[test]
-fn bad_architectures_are_rejected() {
-    for bad in ["sm90", "sm_999", "sm_70", "sm_80a", "sm_101"] {
-        let r = builder("ok").arch(bad).build();
-        fails_with(r, "InvalidArch", &["sm_80, sm_86"]);
+fn instructions_the_arch_lacks_are_named_before_llc() {
+    let Some(v) = installed("3.4.5") else { return };
+    for arch in ["sm_90", "sm_80"] {
+        let r = builder("arch_specific")
+            .out_dir(target().join("builder-tests/arch_specific").join(arch))
+            .nvshmem_version(v)
+            .arch(parse_arch(arch))
+            .build();
+        let e = fails_with(
+            r,
+            "ArchMismatch",
+            &[
+                "kernel `producer`",
+                "setmaxnreg",
+                "fixture_arch_specific::raise_registers",
+                "needs sm_90a",
+                &format!("this build is for {arch}"),
+            ],
+        );
+        assert!(!e.contains("plain"), "{e}");
     }
+    let out = builder("arch_specific")
+        .nvshmem_version(v)
+        .arch(parse_arch("sm_90a"))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ptx = std::fs::read_to_string(&out.ptx).unwrap();
+    assert!(ptx.contains("setmaxnreg.inc.sync.aligned.u32"), "{ptx}");
 }
 
 #[test]
@@ -175,7 +205,7 @@ fn both_device_link_modes_make_a_cubin() {
         } else {
             mode
         };
-        assert_eq!(built.manifest.device_link.as_deref(), Some(used.as_str()));
+        assert_eq!(built.manifest.device_link, Some(used));
         let cubin = std::fs::read(built.cubin.as_ref().expect("a cubin")).unwrap();
         assert_eq!(&cubin[..4], b"\x7fELF", "{mode}: not an ELF image");
         // ELF e_type at byte 16: 2 = executable (loadable), 1 = relocatable.
@@ -209,6 +239,7 @@ fn both_device_link_modes_make_a_cubin() {
         "fast"
             .parse::<DeviceLink>()
             .unwrap_err()
+            .to_string()
             .contains("whole-program")
     );
 }
@@ -246,9 +277,11 @@ fn max_threads_in_cargo_metadata_is_refused() {
 }
 
 /// The coverage kernels (`tests/kernels/coverage`, which call every public
-/// device function) build for 3.4.5 on sm_90 and sm_80 and for 3.8.0 on sm_90
-/// and sm_100: ptxas accepts them, every kernel of the source is an `.entry`,
-/// and the version global is there. (Unresolved externs fail the build itself.)
+/// device function) build for 3.4.5 on sm_90 and sm_80, for 3.8.0 on sm_90
+/// and sm_100, and for the versions PyTorch pins (3.3.20 for CUDA 12, ptxas
+/// 12.9 and nvJitLink; 3.7.2) on sm_90: ptxas accepts them, every kernel of
+/// the source is an `.entry`, and the version global is there. (Unresolved
+/// externs fail the build itself.) `cargo xtask matrix` builds every version.
 ///
 /// Every build uses `DeviceLink::Auto`. On 3.8.0 it must choose separate
 /// compilation: inlined whole, 3.8's transport code makes these kernels 5.7
@@ -268,27 +301,35 @@ fn coverage_kernels_build_for_both_versions() {
         "library",
         "panics",
     ];
-    let builds: Vec<(&str, &str, Version)> = [
-        ("3.4.5", "sm_90"),
-        ("3.4.5", "sm_80"),
-        ("3.8.0", "sm_90"),
-        ("3.8.0", "sm_100"),
+    use nvshmem_builder::CudaMajor::{Cuda12, Cuda13};
+    let builds: Vec<(&str, &str, Version, CudaMajor)> = [
+        ("3.4.5", "sm_90", Cuda13),
+        ("3.4.5", "sm_80", Cuda13),
+        ("3.8.0", "sm_90", Cuda13),
+        ("3.8.0", "sm_100", Cuda13),
+        ("3.3.20", "sm_90", Cuda12),
+        ("3.7.2", "sm_90", Cuda13),
     ]
     .into_iter()
-    .filter_map(|(version, arch)| Some((version, arch, installed(version)?)))
+    .filter_map(|(version, arch, c)| Some((version, arch, installed_for(version, c)?, c)))
     .collect();
     // The four builds are independent (each version and arch has its own
     // work folder) and mostly single-threaded ptxas: build them on every
     // core, then check them in order.
-    let built = run_in_parallel(&builds, |&(version, arch, v)| {
+    let built = run_in_parallel(&builds, |&(version, arch, v, cuda)| {
         let started = std::time::Instant::now();
-        let b = kernel_crate("tests/kernels/coverage", "coverage", v, arch);
+        let b = kernel_crate("tests/kernels/coverage", "coverage", v, arch).cuda_major(cuda);
         let (out, ptx) = build_ptx(b, &format!("{version}/{arch}"));
         (out, ptx, started.elapsed())
     });
     let mut first: Option<Vec<String>> = None;
-    for (&(version, arch, _), (out, ptx, took)) in builds.iter().zip(built) {
-        let what = format!("{version}/{arch}");
+    for (&(version, arch, v, cuda), (out, ptx, took)) in builds.iter().zip(built) {
+        let what = format!("{version}/cu{cuda}/{arch}");
+        assert_eq!(
+            out.manifest.cuda_toolkit.map(|t| t.major),
+            Some(cuda.number()),
+            "{what}: built with another CUDA's ptxas"
+        );
         let kernels: Vec<String> = out
             .manifest
             .kernels
@@ -309,20 +350,32 @@ fn coverage_kernels_build_for_both_versions() {
             "{version}/{arch}: no version global"
         );
         assert!(out.cubin.is_some(), "{version}/{arch}: no cubin");
-        let mode = out.manifest.device_link.clone().unwrap_or_default();
+        let mode = out.manifest.device_link.unwrap_or_default();
         if version == "3.8.0" {
-            assert_eq!(mode, "separate", "{version}/{arch}: Auto chose {mode}");
+            assert_eq!(
+                mode,
+                DeviceLink::Separate,
+                "{version}/{arch}: Auto chose {mode}"
+            );
         }
-        // 3.8 adds the kernels of its own functions (`*_3_8`); the rest is
-        // the same set in every build.
-        let (only_3_8, common): (Vec<String>, Vec<String>) =
-            kernels.iter().cloned().partition(|k| k.ends_with("_3_8"));
-        let expected_3_8: &[&str] = if version == "3.8.0" {
-            &["amo_float_add_3_8", "extensions_3_8", "flush_3_8"]
-        } else {
-            &[]
-        };
-        assert_eq!(only_3_8, expected_3_8, "{version}/{arch}");
+        // 3.5, 3.7 and 3.8 add the kernels of their own functions
+        // (`*_3_5`, ...); the rest is the same set in every build.
+        let (mut added, common): (Vec<String>, Vec<String>) = kernels
+            .iter()
+            .cloned()
+            .partition(|k| ["_3_5", "_3_7", "_3_8"].iter().any(|s| k.ends_with(s)));
+        added.sort();
+        let expected: Vec<&str> = [
+            (Version::new(3, 7, 0), "amo_float_add_3_7"),
+            (Version::new(3, 8, 0), "extensions_3_8"),
+            (Version::new(3, 7, 0), "flush_3_7"),
+            (Version::new(3, 5, 0), "qp_3_5"),
+        ]
+        .into_iter()
+        .filter(|(since, _)| v >= *since)
+        .map(|(_, k)| k)
+        .collect();
+        assert_eq!(added, expected, "{what}");
         match &first {
             None => first = Some(common),
             Some(f) => assert_eq!(f, &common, "{version}/{arch}: another set of kernels"),
@@ -367,7 +420,7 @@ fn collective_coverage_kernels_link_for_both_versions() {
         let out = Builder::new(&dir)
             .target_dir(root.join("target/nvshmem-kernels"))
             .nvshmem_version(v)
-            .arch(arch)
+            .arch(parse_arch(arch))
             .check()
             .unwrap_or_else(|e| panic!("coverage_collectives {version}/{arch}: {e}"));
         for k in [
@@ -444,6 +497,99 @@ fn struct_params_get_named_c_types() {
     }
 }
 
+/// Every parameter kind in every position reaches the manifest and the
+/// header with its own size, alignment and types: each scalar type, pointers,
+/// `SymPtr`, `Pe`, `Team`, and a by-value struct first, in the middle, last
+/// (llc writes `)  // @name` after the last parameter) and alone.
+#[test]
+fn every_parameter_kind_and_position_is_described() {
+    let Some(v) = installed("3.4.5") else { return };
+    let out = builder("params")
+        .nvshmem_version(v)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let params = |kernel: &str| -> Vec<(String, String, String, u32, u32)> {
+        let k = out
+            .manifest
+            .kernels
+            .iter()
+            .find(|k| k.name == kernel)
+            .unwrap_or_else(|| panic!("no kernel {kernel}"));
+        k.params
+            .iter()
+            .map(|p| {
+                let c = p.c_type.clone();
+                (p.name.clone(), p.rust_type.clone(), c, p.size, p.align)
+            })
+            .collect()
+    };
+    let row = |n: &str, r: &str, c: &str, size: u32, align: u32| {
+        (n.to_string(), r.to_string(), c.to_string(), size, align)
+    };
+    let out_f64 = row("out", "*mut f64", "double*", 8, 8);
+    let affine = row("s", "Affine", "fixture_params_affine_t", 24, 8);
+    let scalars = [
+        ("a", "i8", "int8_t", 1),
+        ("b", "u8", "uint8_t", 1),
+        ("c", "i16", "int16_t", 2),
+        ("d", "u16", "uint16_t", 2),
+        ("e", "i32", "int32_t", 4),
+        ("f", "u32", "uint32_t", 4),
+        ("g", "i64", "int64_t", 8),
+        ("h", "u64", "uint64_t", 8),
+        ("i", "isize", "int64_t", 8),
+        ("j", "usize", "uint64_t", 8),
+        ("k", "f32", "float", 4),
+        ("l", "f64", "double", 8),
+        ("m", "bool", "bool", 1),
+    ]
+    .map(|(n, r, c, size)| row(n, r, c, size, size));
+    let mut want = scalars.to_vec();
+    want.push(out_f64.clone());
+    assert_eq!(params("scalars"), want);
+    assert_eq!(
+        params("pointers"),
+        [
+            row("p", "*mut f32", "float*", 8, 8),
+            row("q", "*const u8", "const uint8_t*", 8, 8),
+            row("s", "SymPtr<u64>", "uint64_t*", 8, 8),
+            row("pe", "Pe", "uint32_t", 4, 4),
+            row("team", "Team", "int32_t", 4, 4),
+        ]
+    );
+    assert_eq!(params("struct_first"), [affine.clone(), out_f64.clone()]);
+    assert_eq!(
+        params("struct_middle"),
+        [
+            out_f64.clone(),
+            affine.clone(),
+            row("n", "u32", "uint32_t", 4, 4)
+        ]
+    );
+    assert_eq!(params("struct_last"), [out_f64.clone(), affine.clone()]);
+    assert_eq!(params("struct_only"), [affine]);
+    assert_eq!(
+        params("small_struct_last"),
+        [
+            row("out", "*mut u32", "uint32_t*", 8, 8),
+            row("f", "Flag", "fixture_params_flag_t", 1, 1)
+        ]
+    );
+    let h = std::fs::read_to_string(&out.header).unwrap();
+    for want in [
+        "sizeof(fixture_params_affine_t) == 24",
+        "NVSHMEM_RS_ALIGNOF(fixture_params_affine_t) == 8",
+        "CUstream stream, double* out, fixture_params_affine_t s)",
+        // `f` is also the helper's own CUfunction parameter.
+        "int32_t e, uint32_t f_, int64_t g",
+        "(void*)&e, (void*)&f_, (void*)&g",
+        "CUstream stream, fixture_params_affine_t s, double* out)",
+        "CUstream stream, double* out, fixture_params_affine_t s, uint32_t n)",
+    ] {
+        assert!(h.contains(want), "no `{want}` in\n{h}");
+    }
+}
+
 /// Every header the tests build (the fixtures' and a real kernel crate's)
 /// compiles as C99, C11, C++11 and C++17 with `-Wall -Wextra -Werror`,
 /// without the launch helpers and, when `cuda.h` is found (the
@@ -453,7 +599,7 @@ fn struct_params_get_named_c_types() {
 fn generated_headers_compile_as_c_and_cpp() {
     let Some(v) = installed("3.4.5") else { return };
     let mut headers = Vec::new();
-    for name in ["ok", "structs"] {
+    for name in ["ok", "structs", "params"] {
         headers.push(builder(name).nvshmem_version(v).build().unwrap().header);
     }
     let ring = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ring/kernel");

@@ -42,9 +42,7 @@ fn compute_kernels_build_for_sm80_and_sm90() {
         let m = &out.manifest;
         assert_entries(&ptx, KERNELS, arch);
         for k in KERNELS {
-            let info = m
-                .kernel(k)
-                .unwrap_or_else(|| panic!("{arch}: {k} not in the manifest"));
+            let info = m.kernel(k).unwrap_or_else(|e| panic!("{arch}: {e}"));
             assert!(
                 info.registers.is_some_and(|r| r > 0),
                 "{arch}: no registers for {k}"

@@ -47,8 +47,8 @@ pub trait AmoElement: Copy + Sealed {
 
 /// Types with NVSHMEM's (non-fetching) atomic add.
 ///
-/// `f32`, `f64` and `f16` have it from NVSHMEM 3.8 on (the `nvshmem-3-8`
-/// feature, which the builder turns on when it links 3.8 bitcode).
+/// `f32`, `f64` and `f16` have it from NVSHMEM 3.7 on (the `nvshmem-3-7`
+/// feature, which the builder turns on when it links 3.7+ bitcode).
 ///
 /// ```
 /// use nvshmem_device::AddAmoElement;
@@ -56,8 +56,8 @@ pub trait AmoElement: Copy + Sealed {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no NVSHMEM atomic add in this build",
-    note = "the integer types always have it; `f32`, `f64` and `f16` need NVSHMEM 3.8: build the \
-            kernel crate against NVSHMEM 3.8.0, which turns on nvshmem-device's `nvshmem-3-8` feature"
+    note = "the integer types always have it; `f32`, `f64` and `f16` need NVSHMEM 3.7: build the \
+            kernel crate against NVSHMEM 3.7 or newer, which turns on nvshmem-device's `nvshmem-3-7` feature"
 )]
 pub trait AddAmoElement: Copy + Sealed {
     /// The NVSHMEM type name the add (and inc) functions use.
@@ -75,8 +75,8 @@ pub trait AddAmoElement: Copy + Sealed {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no NVSHMEM atomic fetch-and-add in this build",
-    note = "the integer types always have it; `f32` and `f64` need NVSHMEM 3.8 (the `nvshmem-3-8` \
-            feature, on when the kernel crate is built against NVSHMEM 3.8.0); `f16` has none"
+    note = "the integer types always have it; `f32` and `f64` need NVSHMEM 3.7 (the `nvshmem-3-7` \
+            feature, on when the kernel crate is built against NVSHMEM 3.7+); `f16` has none"
 )]
 pub trait FetchAddAmoElement: AddAmoElement {
     #[doc(hidden)]
@@ -230,8 +230,8 @@ impl_bitwise_amo! {
     i32 => int32, i64 => int64, u32 => uint32, u64 => uint64, usize => uint64, isize => int64,
 }
 
-// NVSHMEM 3.8's `nvshmemx_{half,float,double}_atomic_{add,fetch_add}`.
-#[cfg(feature = "nvshmem-3-8")]
+// NVSHMEM 3.7's `nvshmemx_{half,float,double}_atomic_{add,fetch_add}`.
+#[cfg(feature = "nvshmem-3-7")]
 macro_rules! impl_float_add {
     ($($t:ty => $n:ident),* $(,)?) => { pastey::paste! {$(
         impl AddAmoElement for $t {
@@ -250,12 +250,12 @@ macro_rules! impl_float_add {
     )*} };
 }
 
-#[cfg(feature = "nvshmem-3-8")]
+#[cfg(feature = "nvshmem-3-7")]
 impl_float_add! { f32 => float, f64 => double }
 
 /// `nvshmemx_half_atomic_add`; there is no `f16` fetch-add (NVSHMEM returns
 /// `%struct.__half` by value, which Rust cannot call).
-#[cfg(feature = "nvshmem-3-8")]
+#[cfg(feature = "nvshmem-3-7")]
 impl AddAmoElement for half::f16 {
     const ADD_NAME: &'static str = "half";
     #[inline(always)]

@@ -85,10 +85,9 @@ unsafe fn copy_as<W: Copy>(dst: *mut u8, src: *const u8, len: usize, lane: usize
 }
 
 /// Whether copies of at most [`SMALL`] bytes are inlined (one access by lane
-/// 0) rather than a call of the general loop: on by default (the
-/// `copy-no-inline8` feature turns it off, to compare). Measured on an H100,
-/// 1 PE: Rust/C++ geomean 0.907 -> 0.894.
-const INLINE_SMALL: bool = !cfg!(feature = "copy-no-inline8");
+/// 0) rather than a call of the general loop: the `copy-inline8` candidate,
+/// off by default until a GPU run decides.
+const INLINE_SMALL: bool = cfg!(feature = "copy-inline8");
 
 /// The largest copy the inlined small path takes.
 const SMALL: usize = 8;
@@ -108,8 +107,8 @@ const fn pipelined(scope: Scope) -> bool {
 /// synchronizes it again (see the module docs). The common case (both
 /// addresses and the length multiples of 16) is inlined and unrolled; it adds
 /// registers to a kernel (the all-reduce example went from 95 to ~150 before
-/// it moved its remote fallback to the raw layer). Copies of at most
-/// [`SMALL`] bytes are inlined too: one thread moves them.
+/// it moved its remote fallback to the raw layer). With `copy-inline8`, copies
+/// of at most [`SMALL`] bytes are inlined too: one thread moves them.
 #[inline(always)]
 unsafe fn copy(scope: Scope, dst: *mut u8, src: *const u8, len: usize) {
     let (lane, n) = lanes(scope);

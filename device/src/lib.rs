@@ -1,9 +1,9 @@
 //! NVSHMEM's device API for Rust kernels.
 //!
-//! This crate is `no_std` and is built for `nvptx64-nvidia-cuda` by
-//! [`nvshmem-builder`](../nvshmem_builder/index.html), which links the kernels
-//! against NVSHMEM's own device bitcode (`libnvshmem_device*.bc`), so every call
-//! here inlines NVSHMEM's real code.
+//! This crate is `no_std` and is built for `nvptx64-nvidia-cuda` by the
+//! `nvshmem-builder` crate (a build-dependency of the host program), which
+//! links the kernels against NVSHMEM's own device bitcode
+//! (`libnvshmem_device*.bc`), so every call here inlines NVSHMEM's real code.
 //!
 //! It has two layers:
 //! - [`ffi`]: the raw `extern "C"` NVSHMEM device ABI, generated from macro
@@ -17,16 +17,41 @@
 //! the doc examples work there; device functions called from host code fail to
 //! link, by design.
 //!
-//! ```no_run
-//! use nvshmem_device::{Pe, SymPtr, my_pe, n_pes, p, quiet};
+//! A kernel crate (`#![no_std]`) holds `#[kernel]` functions:
 //!
-//! // In a kernel crate this is `#[unsafe(no_mangle)] pub unsafe extern "ptx-kernel" fn`.
-//! unsafe fn write_my_rank_to_next(dest: SymPtr<i32>) {
-//!     let next = my_pe().ring_next(n_pes());
-//!     unsafe { p(dest, my_pe().index() as i32, next) };
+//! ```no_run
+//! use nvshmem_device::thread::global_index_x;
+//! use nvshmem_device::{SymPtr, kernel, my_pe, n_pes, p, quiet};
+//!
+//! /// Writes this PE's number into `dest[i]` on the next PE, one element per thread.
+//! #[kernel]
+//! pub unsafe fn write_my_rank_to_next(dest: SymPtr<u32>, n: usize) {
+//!     let i = global_index_x();
+//!     if i < n {
+//!         let next = my_pe().ring_next(n_pes());
+//!         unsafe { p(dest.add(i), my_pe().index(), next) };
+//!     }
 //!     quiet();
 //! }
+//!
+//! nvshmem_device::panic_handler!();
 //! ```
+//!
+//! # Index types
+//!
+//! One rule picks the integer type of every index and count:
+//! - **`usize` for what indexes or sizes memory** in elements: offsets and
+//!   lengths ([`SymPtr::add`], [`shared::Shared::read`], slice lengths), and
+//!   the grid-wide thread index and stride that kernels index arrays with
+//!   ([`thread::global_index_x`], [`thread::global_stride_x`]);
+//! - **`u32` for what the hardware numbers**: thread, block, lane and warp
+//!   ids and dimensions ([`thread::thread_idx_x`], [`thread::lane_id`],
+//!   [`thread::warp_id`], [`thread::block_thread_rank`]), PE numbers and
+//!   counts ([`Pe::index`], [`n_pes`]), and PTX operands (shared-memory
+//!   addresses, tile coordinates, masks).
+//!
+//! So a lane or PE number used as an array index is converted once, where it
+//! becomes one: `buf.add(lane_id() as usize)`.
 //!
 //! # The typed layer at a glance
 //!
@@ -90,14 +115,18 @@
 //! | [`tma`] | `mbarrier`, TMA tensor copies (`cp.async.bulk.tensor`), proxy fences, `elect.sync` | sm_90 |
 //!
 //! # Features
-//! - `nvshmem-3-8`: NVSHMEM 3.8's extra API (`flush*`, `f32`/`f64`/`f16`
-//!   atomic add, `f32`/`f64` fetch-add, the TMA shared-memory lease, RMA
-//!   regions, `signal_counted_reset`, the raw queue-pair functions).
-//!   `nvshmem-builder` turns it on when it links 3.8+ bitcode; kernels can use
-//!   [`with_nvshmem_3_8!`] for code that needs it. Without it, a call of one
-//!   of these fails to compile: `nvshmem_device::flush()` with rustc's note
-//!   "the item is gated behind the `nvshmem-3-8` feature", `atomic_add` of
-//!   an `f32` with a note that says to build against NVSHMEM 3.8.
+//! - `nvshmem-3-5`, `nvshmem-3-7`, `nvshmem-3-8`: the device API each
+//!   NVSHMEM release added, each implying the ones before: 3.5 the raw
+//!   queue-pair functions (`ffi::nvshmemx_qp_*`); 3.7 `flush*`,
+//!   `f32`/`f64`/`f16` atomic add and `f32`/`f64` fetch-add; 3.8 the TMA
+//!   shared-memory lease, RMA regions, `signal_counted_reset` and the
+//!   warp/block `put16_signal`. `nvshmem-builder` turns on the one of the
+//!   bitcode it links; kernels can use [`with_nvshmem_3_5!`],
+//!   [`with_nvshmem_3_7!`] and [`with_nvshmem_3_8!`] for code that needs it.
+//!   Without it, a call of one of these fails to compile:
+//!   `nvshmem_device::flush()` with rustc's note "the item is gated behind
+//!   the `nvshmem-3-7` feature", `atomic_add` of an `f32` with a note that
+//!   says to build against NVSHMEM 3.7.
 //! - `nvshmem-path`: every typed put/get takes NVSHMEM's own path, never the
 //!   direct copy to peers that [`ptr`] reaches ([`DIRECT_COPY`] is `false`).
 //!   For testing NVSHMEM's path on one GPU (where every peer is reachable),
@@ -226,16 +255,18 @@ pub use rma::*;
 pub use symmetric::{DIRECT_COPY, Pe, SymPtr, my_pe, n_pes, ptr};
 pub use sync::*;
 
-// NVSHMEM 3.8's functions, named here as well as through the globs above:
-// without the `nvshmem-3-8` feature, `nvshmem_device::flush()` then fails with
-// rustc's note "the item is gated behind the `nvshmem-3-8` feature" rather
-// than a bare "not found".
+// NVSHMEM 3.7's and 3.8's functions, named here as well as through the globs
+// above: without the `nvshmem-3-7` feature, `nvshmem_device::flush()` then
+// fails with rustc's note "the item is gated behind the `nvshmem-3-7`
+// feature" rather than a bare "not found".
 #[cfg(feature = "nvshmem-3-8")]
 pub use library::{
     ask_smem, give_smem, region_is_active, region_start_block, region_stop_block, release_smem,
 };
 #[cfg(feature = "nvshmem-3-8")]
-pub use sync::{flush, flush_block, flush_warp, signal_counted_reset};
+pub use sync::signal_counted_reset;
+#[cfg(feature = "nvshmem-3-7")]
+pub use sync::{flush, flush_block, flush_warp};
 
 /// Marks a function as a GPU kernel: an entry point the host launches by name.
 ///
@@ -387,19 +418,32 @@ pub use half;
 /// ```
 pub const NVSHMEM_3_8: bool = cfg!(feature = "nvshmem-3-8");
 
-/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-8`, so
-/// a kernel crate can use 3.8-only functions without a feature of its own
-/// (the builder turns the feature on when it links 3.8+ bitcode).
+/// Whether this build has NVSHMEM 3.7's API (the `nvshmem-3-7` feature:
+/// float atomics, `flush`).
+pub const NVSHMEM_3_7: bool = cfg!(feature = "nvshmem-3-7");
+
+/// Whether this build has NVSHMEM 3.5's API (the `nvshmem-3-5` feature:
+/// `ffi::nvshmemx_qp_*`).
+pub const NVSHMEM_3_5: bool = cfg!(feature = "nvshmem-3-5");
+
+/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-5`
+/// (NVSHMEM 3.5+ bitcode): for the queue-pair functions `ffi::nvshmemx_qp_*`.
+#[macro_export]
+macro_rules! with_nvshmem_3_5 {
+    ($($item:item)*) => { $crate::__with_nvshmem_3_5! { $($item)* } };
+}
+
+/// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-7`
+/// (NVSHMEM 3.7+ bitcode): as [`with_nvshmem_3_8!`] for 3.7's API.
 ///
 /// ```no_run
-/// nvshmem_device::with_nvshmem_3_8! {
+/// nvshmem_device::with_nvshmem_3_7! {
 ///     fn drain() { nvshmem_device::flush(); }
 /// }
 /// ```
-#[cfg(feature = "nvshmem-3-8")]
 #[macro_export]
-macro_rules! with_nvshmem_3_8 {
-    ($($item:item)*) => { $($item)* };
+macro_rules! with_nvshmem_3_7 {
+    ($($item:item)*) => { $crate::__with_nvshmem_3_7! { $($item)* } };
 }
 
 /// Keeps its items only when `nvshmem-device` is built with `nvshmem-3-8`, so
@@ -411,9 +455,41 @@ macro_rules! with_nvshmem_3_8 {
 ///     fn drain() { nvshmem_device::flush(); }
 /// }
 /// ```
-#[cfg(not(feature = "nvshmem-3-8"))]
 #[macro_export]
 macro_rules! with_nvshmem_3_8 {
+    ($($item:item)*) => { $crate::__with_nvshmem_3_8! { $($item)* } };
+}
+
+// The two forms of each `with_nvshmem_3_N!` above, documented once there: the
+// feature is this crate's, so the choice is made here, not in the calling crate.
+#[doc(hidden)]
+#[cfg(feature = "nvshmem-3-5")]
+#[macro_export]
+macro_rules! __with_nvshmem_3_5 { ($($item:item)*) => { $($item)* }; }
+#[doc(hidden)]
+#[cfg(not(feature = "nvshmem-3-5"))]
+#[macro_export]
+macro_rules! __with_nvshmem_3_5 {
+    ($($item:item)*) => {};
+}
+#[doc(hidden)]
+#[cfg(feature = "nvshmem-3-7")]
+#[macro_export]
+macro_rules! __with_nvshmem_3_7 { ($($item:item)*) => { $($item)* }; }
+#[doc(hidden)]
+#[cfg(not(feature = "nvshmem-3-7"))]
+#[macro_export]
+macro_rules! __with_nvshmem_3_7 {
+    ($($item:item)*) => {};
+}
+#[doc(hidden)]
+#[cfg(feature = "nvshmem-3-8")]
+#[macro_export]
+macro_rules! __with_nvshmem_3_8 { ($($item:item)*) => { $($item)* }; }
+#[doc(hidden)]
+#[cfg(not(feature = "nvshmem-3-8"))]
+#[macro_export]
+macro_rules! __with_nvshmem_3_8 {
     ($($item:item)*) => {};
 }
 

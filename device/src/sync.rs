@@ -462,19 +462,19 @@ macro_rules! void_fns {
 
 void_fns! {
     /// Waits until the source buffers of this thread's earlier non-blocking
-    /// puts may be reused (`nvshmemx_flush`, NVSHMEM 3.8+). Unlike
+    /// puts may be reused (`nvshmemx_flush`, NVSHMEM 3.7+). Unlike
     /// [`quiet`], the data need not have arrived.
-    cfg(feature = "nvshmem-3-8") fn flush => nvshmemx_flush;
-    /// [`flush`] for the warp's puts (`nvshmemx_flush_warp`, NVSHMEM 3.8+).
+    cfg(feature = "nvshmem-3-7") fn flush => nvshmemx_flush;
+    /// [`flush`] for the warp's puts (`nvshmemx_flush_warp`, NVSHMEM 3.7+).
     ///
     /// # Safety
     #[doc = warp_safety!()]
-    cfg(feature = "nvshmem-3-8") [unsafe] fn flush_warp => nvshmemx_flush_warp;
-    /// [`flush`] for the block's puts (`nvshmemx_flush_block`, NVSHMEM 3.8+).
+    cfg(feature = "nvshmem-3-7") [unsafe] fn flush_warp => nvshmemx_flush_warp;
+    /// [`flush`] for the block's puts (`nvshmemx_flush_block`, NVSHMEM 3.7+).
     ///
     /// # Safety
     #[doc = block_safety!()]
-    cfg(feature = "nvshmem-3-8") [unsafe] fn flush_block => nvshmemx_flush_block;
+    cfg(feature = "nvshmem-3-7") [unsafe] fn flush_block => nvshmemx_flush_block;
 
     /// Job-wide barrier (`nvshmem_barrier_all`): completes this thread's
     /// operations (as [`quiet`]), then waits for every PE. One thread per PE

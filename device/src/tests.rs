@@ -149,7 +149,7 @@ fn amo_names_follow_the_op_groups() {
     fetch_add::<i64>();
 }
 
-#[cfg(feature = "nvshmem-3-8")]
+#[cfg(feature = "nvshmem-3-7")]
 #[test]
 fn float_adds_use_the_extended_list() {
     fn one<T: crate::AddAmoElement>(list: &[CType], expected: &str) {

@@ -8,7 +8,9 @@
 //!
 //! The planted fault ends the CUDA context, so it runs last.
 
-use nvshmem_host::{DevicePtr, Error, KernelInfo, LaunchConfig, Manifest, Nvshmem, ParamInfo};
+use nvshmem_host::{
+    Arch, DevicePtr, Error, KernelInfo, LaunchConfig, Manifest, Nvshmem, ParamInfo, Version,
+};
 use std::process::ExitCode;
 
 const PTX: &[u8] = include_bytes!("ptx/plain_kernels.ptx");
@@ -23,7 +25,7 @@ fn param(name: &str, rust_type: &str, size: u32) -> ParamInfo {
     }
 }
 
-fn manifest(nvshmem_version: String) -> Manifest {
+fn manifest(nvshmem_version: Version) -> Manifest {
     let fill = || {
         vec![
             param("dst", "DevicePtr<u32>", 8),
@@ -35,11 +37,13 @@ fn manifest(nvshmem_version: String) -> Manifest {
         format: nvshmem_host::MANIFEST_FORMAT,
         crate_name: "plain_kernels".into(),
         nvshmem_version,
-        arch: "sm_70".into(),
+        // The PTX targets sm_70; the oldest architecture CUDA 13 runs.
+        arch: Arch::new(75).expect("sm_75 is supported"),
         ptx_isa: "7.0".into(),
         ptx: "plain_kernels.ptx".into(),
         cubin: None,
         device_link: None,
+        cuda_toolkit: None,
         kernels: vec![
             KernelInfo::new("fill_u32", fill(), false),
             KernelInfo::new("fill_u32_collective", fill(), true),
@@ -84,7 +88,7 @@ fn main() -> ExitCode {
         other => Err(format!("{other:?}")),
     };
     let stream = nv.stream().clone();
-    let module = match nv.load_module_image(PTX, manifest(nv.version().to_string())) {
+    let module = match nv.load_module_image(PTX, manifest(nv.version())) {
         Ok(m) => m,
         Err(e) => {
             println!("FAIL | {:<40} | {e}", "load_module_image");

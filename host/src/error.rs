@@ -189,6 +189,28 @@ pub enum Error {
         detail: String,
     },
 
+    /// The driver is older than the module's image needs (a cubin from a
+    /// newer CUDA major, or PTX of an ISA the driver does not know).
+    #[error(
+        "cannot load module {what}: its {image} was built with CUDA {toolkit} and needs a driver \
+         of CUDA {needs} or newer, but this driver supports CUDA {driver}. Fix: rebuild the \
+         kernels for this driver's CUDA major (NVSHMEM_RS_CUDA_MAJOR={driver_major}, with the \
+         nvidia-nvshmem-cu{driver_major} host library), or update the driver",
+        driver_major = driver.split('.').next().unwrap_or_default()
+    )]
+    DriverTooOld {
+        /// The module.
+        what: String,
+        /// `cubin` or `PTX ISA x.y`.
+        image: String,
+        /// The manifest's `cuda_toolkit`.
+        toolkit: String,
+        /// The lowest CUDA version a driver must support to load it.
+        needs: String,
+        /// What this driver supports (`cuDriverGetVersion`).
+        driver: String,
+    },
+
     /// A module file or image could not be loaded.
     #[error("cannot load module {what}: {reason}")]
     ModuleLoad {
@@ -243,7 +265,7 @@ pub enum Error {
         /// Which parameter (argument 2 `n: u32`), or the count expected.
         param: String,
         /// A wrong type, or a wrong value.
-        refusal: crate::dynamic::Refusal,
+        refusal: Refusal,
         /// What is wrong.
         reason: String,
         /// What to do.
@@ -517,6 +539,16 @@ pub(crate) fn record_drop_error(result: Result<()>) {
 /// free, module unload or finalize that failed), if any.
 pub fn take_drop_error() -> Option<Error> {
     DROP_ERROR.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
+/// Whether a refused argument is of the wrong type or has a wrong value (a
+/// Python host raises `TypeError` or `ValueError`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The wrong type, count or element type.
+    Type,
+    /// The right type, with a value the kernel cannot take.
+    Value,
 }
 
 #[cfg(test)]

@@ -66,27 +66,26 @@ mod job;
 mod runtime;
 
 pub use job::{bootstrap, harness, launcher};
-use job::{init, rendezvous, uniqueid};
 pub use runtime::{bindings, dynamic, exchange, launch, library, memory, tensor_map};
-use runtime::{driver, heap, image, kernel, module, nvshmem, ops, team};
 
-pub use bindings::{AsDevicePtr, AsSymPtr};
-pub use bootstrap::Bootstrap;
 pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaStream};
-pub use driver::{device_count as gpu_count, gpu_arch};
 pub use error::{Error, Result, take_drop_error};
 /// The `half` crate: [`half::f16`] and [`half::bf16`] kernel arguments.
 pub use half;
-pub use init::{InitOptions, InitTimings};
-pub use kernel::Kernel;
-pub use launch::{Dim3, KernelArgs, KernelParam, LaunchConfig};
-pub use memory::{AsSymView, DevicePtr, SymBuffer, SymView};
-pub use module::{Module, ModuleImage, find_manifest};
-pub use nvshmem::Nvshmem;
+pub use job::bootstrap::Bootstrap;
+pub use job::init::{InitOptions, InitTimings};
+pub use job::uniqueid::UniqueId;
 pub use nvshmem_types::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
 pub use nvshmem_types::{
-    And, Cmp, Max, Min, Or, Pe, Prod, ReduceOp, SignalOp, Sum, SymPtr, Team, Version, Xor,
+    And, Arch, Cmp, CudaVersion, DeviceLink, Max, Min, Or, Pe, Prod, ReduceOp, SignalOp, Sum,
+    SymPtr, Team, Version, Xor,
 };
-pub use team::{AsTeam, SplitTeam};
-pub use uniqueid::UniqueId;
+pub use runtime::bindings::{AsDevicePtr, AsSymPtr};
+pub use runtime::driver::{device_count as gpu_count, gpu_arch};
+pub use runtime::kernel::Kernel;
+pub use runtime::launch::{Dim3, KernelArgs, KernelParam, LaunchConfig};
+pub use runtime::memory::{AsSymView, DevicePtr, SymBuffer, SymView};
+pub use runtime::module::{Module, ModuleImage, find_manifest};
+pub use runtime::nvshmem::Nvshmem;
+pub use runtime::team::{AsTeam, SplitTeam};

@@ -11,6 +11,7 @@ pub(crate) mod image;
 pub(crate) mod kernel;
 pub mod launch;
 pub mod library;
+pub(crate) mod loaded;
 pub mod memory;
 pub(crate) mod module;
 pub(crate) mod nvshmem;

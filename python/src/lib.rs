@@ -512,7 +512,13 @@ fn build(
             }
         }
     }
-    let arch = arch.or_else(|| nvshmem_host::gpu_arch(0).ok().map(|a| a.to_string()));
+    let arch = match arch {
+        Some(a) => Some(
+            a.parse::<nvshmem_host::Arch>()
+                .map_err(|e| PyValueError::new_err(format!("arch={a:?}: {e}")))?,
+        ),
+        None => nvshmem_host::gpu_arch(0).ok(),
+    };
     if let Some(arch) = arch {
         builder = builder.arch(arch);
     }
@@ -550,9 +556,9 @@ methods! {
         /// The kernels' names.
         get kernels -> Vec<String> = |s| s.module.kernel_names().iter().map(|n| n.to_string()).collect();
         /// The NVSHMEM version its device code was linked against.
-        get nvshmem_version -> String = |s| s.module.manifest().nvshmem_version.clone();
+        get nvshmem_version -> String = |s| s.module.manifest().nvshmem_version.to_string();
         /// The GPU architecture it was built for.
-        get arch -> String = |s| s.module.manifest().arch.clone();
+        get arch -> String = |s| s.module.manifest().arch.to_string();
         /// The manifest file.
         get manifest_path -> PathBuf = |s| s.path.clone();
     }
@@ -652,6 +658,13 @@ impl Kernel {
         stream: Option<&Bound<'_, PyAny>>,
         cooperative: bool,
     ) -> PyResult<()> {
+        // The kernel-level refusal first: a collective kernel's arguments
+        // may be fine, and an argument error would hide the real fix.
+        if self.kernel.is_collective() && !cooperative {
+            return Err(to_py(Error::CollectiveLaunchRequired {
+                kernel: self.kernel.name().to_string(),
+            }));
+        }
         let config = config?;
         let stream = self.stream(py, stream)?;
         let mut scratch = self.scratch.borrow_mut();
@@ -793,9 +806,9 @@ methods! {
         /// The kernel crate's name.
         get crate_name -> String = |s| s.manifest.crate_name.clone();
         /// The NVSHMEM version linked against.
-        get nvshmem_version -> String = |s| s.manifest.nvshmem_version.clone();
+        get nvshmem_version -> String = |s| s.manifest.nvshmem_version.to_string();
         /// The GPU architecture.
-        get arch -> String = |s| s.manifest.arch.clone();
+        get arch -> String = |s| s.manifest.arch.to_string();
         /// The manifest file.
         get path -> PathBuf = |s| s.path.clone();
         /// The kernels' names.
@@ -813,13 +826,10 @@ methods! {
 
     /// The kernel `name`'s signature.
     fn kernel(&self, name: &str) -> PyResult<KernelSignature> {
-        let info = self.manifest.kernel(name).ok_or_else(|| {
-            PyKeyError::new_err(format!(
-                "{} has no kernel `{name}`; it has: {}",
-                self.path.display(),
-                self.kernels().join(", ")
-            ))
-        })?;
+        let info = self
+            .manifest
+            .kernel(name)
+            .map_err(|e| PyKeyError::new_err(format!("{}: {e}", self.path.display())))?;
         Ok(KernelSignature {
             signature: Signature::new(info),
             collective: info.collective,

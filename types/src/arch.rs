@@ -31,6 +31,17 @@ pub struct Arch {
 pub const SUPPORTED_ARCHS: &[u32] = &[75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121];
 
 impl Arch {
+    /// The architecture built for when none is asked for: `sm_90` (H100 and
+    /// H200, without the `sm_90a`-only instructions).
+    ///
+    /// ```
+    /// assert_eq!(nvshmem_types::Arch::DEFAULT.to_string(), "sm_90");
+    /// ```
+    pub const DEFAULT: Arch = Arch {
+        number: 90,
+        arch_specific: false,
+    };
+
     /// `sm_<number>`, if supported.
     ///
     /// ```
@@ -52,6 +63,25 @@ impl Arch {
     /// Whether this is an `a` architecture (`sm_90a`).
     pub const fn is_arch_specific(self) -> bool {
         self.arch_specific
+    }
+
+    /// The `a` form of this architecture (`sm_90` → `sm_90a`), which has its
+    /// generation's architecture-specific instructions; `None` below `sm_90`.
+    ///
+    /// ```
+    /// use nvshmem_types::Arch;
+    /// assert_eq!(Arch::DEFAULT.arch_specific().unwrap().to_string(), "sm_90a");
+    /// assert!(Arch::new(80).unwrap().arch_specific().is_none());
+    /// ```
+    pub const fn arch_specific(self) -> Option<Arch> {
+        if self.number >= 90 {
+            Some(Arch {
+                number: self.number,
+                arch_specific: true,
+            })
+        } else {
+            None
+        }
     }
 
     /// The lowest PTX ISA version the builder emits for this architecture, as
@@ -142,6 +172,11 @@ impl FromStr for Arch {
 mod tests {
     use super::*;
     use std::string::ToString;
+
+    #[test]
+    fn the_default_is_supported() {
+        assert_eq!(Arch::new(Arch::DEFAULT.number()), Some(Arch::DEFAULT));
+    }
 
     #[test]
     fn parses_supported_and_refuses_the_rest() {

@@ -9,13 +9,15 @@
 //! 3. the per-user cache ([`cache_dir`]): `<wheel_dir>/nvidia/nvshmem`,
 //!    which `nvshmem-builder` fills from the pip wheel when nothing else is found.
 //!
-//! When a version is asked for, installations of other versions are skipped,
-//! and a per-user cache that has it is taken without asking `python3` (the
-//! same version's bitcode and library are the same files wherever they
-//! are). Without one, the cache prefers [`DEFAULT_VERSION`].
+//! When a version (or CUDA major) is asked for, installations of others are
+//! skipped, and a per-user cache that has it is taken without asking
+//! `python3` (the same version's bitcode and library are the same files
+//! wherever they are). Without one, python3's package wins (the one PyTorch
+//! loads), then the cache prefers [`DEFAULT_VERSION`] for [`DEFAULT_CUDA`].
+//! [`Installation::why`] says which rule chose it.
 
-use crate::version::{DEFAULT_VERSION, SupportedVersions};
-use crate::{Arch, BitcodeLayout, Version};
+use crate::version::{DEFAULT_CUDA, DEFAULT_VERSION, SupportedVersions};
+use crate::{Arch, BitcodeLayout, CudaMajor, Version};
 use std::ffi::OsString;
 use std::fmt;
 use std::format;
@@ -46,6 +48,7 @@ pub enum Source {
 pub struct Query {
     home: Option<PathBuf>,
     version: Option<Version>,
+    cuda: Option<CudaMajor>,
     ignore_env: bool,
     skip_python: bool,
 }
@@ -60,6 +63,13 @@ impl Query {
     /// Accept only this version.
     pub fn version(mut self, v: Version) -> Self {
         self.version = Some(v);
+        self
+    }
+
+    /// Accept only this CUDA major's wheel (an installation whose major is
+    /// unknown, such as an `NVSHMEM_HOME` outside pip, is accepted).
+    pub fn cuda(mut self, cuda: CudaMajor) -> Self {
+        self.cuda = Some(cuda);
         self
     }
 
@@ -79,6 +89,19 @@ impl Query {
     pub fn wanted(&self) -> Option<Version> {
         self.version
     }
+
+    /// The CUDA major asked for, if any.
+    pub fn wanted_cuda(&self) -> Option<CudaMajor> {
+        self.cuda
+    }
+
+    fn accepts(&self, found: &Installation) -> bool {
+        self.version.is_none_or(|v| v == found.version)
+            && match (self.cuda, found.cuda) {
+                (Some(want), Some(have)) => want == have,
+                _ => true,
+            }
+    }
 }
 
 /// Why no installation was found, or one named explicitly is not usable.
@@ -89,6 +112,8 @@ pub enum FindError {
     NotFound {
         /// The version asked for, if any.
         wanted: Option<Version>,
+        /// The CUDA major asked for, if any.
+        cuda: Option<CudaMajor>,
         /// Every folder looked at, in search order.
         searched: Vec<PathBuf>,
     },
@@ -114,7 +139,11 @@ pub enum FindError {
 impl fmt::Display for FindError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FindError::NotFound { wanted, searched } => {
+            FindError::NotFound {
+                wanted,
+                cuda,
+                searched,
+            } => {
                 if let Some(w) = wanted
                     && w.info().is_none()
                 {
@@ -125,10 +154,12 @@ impl fmt::Display for FindError {
                     );
                 }
                 let v = wanted.unwrap_or(DEFAULT_VERSION);
+                let c = cuda.unwrap_or(DEFAULT_CUDA);
                 writeln!(
                     f,
-                    "NVSHMEM{} was not found. Searched:",
-                    wanted.map(|v| format!(" {v}")).unwrap_or_default()
+                    "NVSHMEM{}{} was not found. Searched:",
+                    wanted.map(|v| format!(" {v}")).unwrap_or_default(),
+                    cuda.map(|c| format!(" for CUDA {c}")).unwrap_or_default()
                 )?;
                 if searched.is_empty() {
                     writeln!(f, "  (nothing)")?;
@@ -139,8 +170,9 @@ impl fmt::Display for FindError {
                 write!(
                     f,
                     "Fix: build once with nvshmem-builder, which downloads it into {} \
-                     (unless NVSHMEM_RS_OFFLINE=1), or `python3 -m pip install \
-                     nvidia-nvshmem-cu13=={v}`, or set NVSHMEM_HOME to the folder that holds \
+                     (unless NVSHMEM_RS_OFFLINE=1; `nvshmem-build setup --nvshmem-version {v} \
+                     --cuda-major {c}` does only that), or `python3 -m pip install \
+                     nvidia-nvshmem-cu{c}=={v}`, or set NVSHMEM_HOME to the folder that holds \
                      NVSHMEM's include/ and lib/. Supported versions: {}",
                     cache_dir()
                         .map(|d| d.display().to_string())
@@ -178,6 +210,9 @@ pub struct Installation {
     pub root: PathBuf,
     /// Its version, from `include/non_abi/nvshmem_version.h`.
     pub version: Version,
+    /// The CUDA major of its pip wheel (`nvidia_nvshmem_cu12-*.dist-info`
+    /// beside `nvidia/`); `None` for an installation outside pip.
+    pub cuda: Option<CudaMajor>,
     /// Where it was found.
     pub source: Source,
 }
@@ -256,14 +291,17 @@ impl Installation {
         });
         if let Some(home) = explicit {
             let found = Self::at(&home, Source::Explicit)?;
-            if let Some(want) = query.version
-                && want != found.version
-            {
+            if !query.accepts(&found) {
                 return Err(FindError::HomeInvalid {
                     path: home,
                     reason: format!(
-                        "it holds NVSHMEM {}, but {want} was asked for",
-                        found.version
+                        "it holds NVSHMEM {}, but {}{} was asked for",
+                        found.describe(),
+                        query.version.map(|v| v.to_string()).unwrap_or_default(),
+                        query
+                            .cuda
+                            .map(|c| format!(" for CUDA {c}"))
+                            .unwrap_or_default()
                     ),
                 });
             }
@@ -272,15 +310,15 @@ impl Installation {
 
         let mut candidates: Vec<(PathBuf, Source)> = Vec::new();
         let cached: Vec<PathBuf> = cache_dir_with(env)
-            .map(|cache| cache_dirs(&cache, query.version))
+            .map(|cache| cache_dirs(&cache, query.version, query.cuda))
             .unwrap_or_default();
         // The wanted version, already in the per-user cache: the same files
         // a pip package of that version has, so skip asking python3.
-        if let Some(want) = query.version
+        if query.version.is_some()
             && let Some(found) = cached
                 .iter()
                 .find_map(|d| Self::at(d, Source::UserCache).ok())
-                .filter(|f| f.version == want)
+                .filter(|f| query.accepts(f))
         {
             return Ok(found);
         }
@@ -298,12 +336,13 @@ impl Installation {
             let Ok(found) = Self::at(&dir, source) else {
                 continue;
             };
-            if query.version.is_none_or(|v| v == found.version) {
+            if query.accepts(&found) {
                 return Ok(found);
             }
         }
         Err(FindError::NotFound {
             wanted: query.version,
+            cuda: query.cuda,
             searched,
         })
     }
@@ -329,8 +368,52 @@ impl Installation {
         Ok(Installation {
             root: root.to_path_buf(),
             version,
+            cuda: wheel_cuda(root, version),
             source,
         })
+    }
+
+    /// `3.4.5 (CUDA 13)`, or `3.4.5` when the CUDA major is unknown.
+    pub fn describe(&self) -> String {
+        match self.cuda {
+            Some(c) => format!("{} (CUDA {c})", self.version),
+            None => self.version.to_string(),
+        }
+    }
+
+    /// Why [`Installation::find`] chose this installation for `query`, for
+    /// the line a build prints: the rule of this module's docs that applied.
+    ///
+    /// ```
+    /// use nvshmem_types::install::{Installation, Query, Source};
+    /// let nv = Installation {
+    ///     root: "/venv/lib/python3.12/site-packages/nvidia/nvshmem".into(),
+    ///     version: "3.4.5".parse().unwrap(),
+    ///     cuda: None,
+    ///     source: Source::Python,
+    /// };
+    /// assert!(nv.why(&Query::default()).contains("python3"));
+    /// ```
+    pub fn why(&self, query: &Query) -> String {
+        let asked = match (query.version, query.cuda) {
+            (Some(v), Some(c)) => Some(format!("{v} for CUDA {c}")),
+            (Some(v), None) => Some(v.to_string()),
+            (None, Some(c)) => Some(format!("CUDA {c}")),
+            (None, None) => None,
+        };
+        let place = self.root.display();
+        match (&self.source, asked) {
+            (Source::Explicit, _) => format!("the installation named explicitly ({place})"),
+            (_, Some(asked)) => format!("asked for ({asked}), found in {place}"),
+            (Source::Python, None) => format!(
+                "no version asked for, and python3's site-packages have it (the one PyTorch \
+                 loads): {place}"
+            ),
+            (Source::UserCache, None) => format!(
+                "no version asked for and none in python3's site-packages: the default \
+                 ({DEFAULT_VERSION}, CUDA {DEFAULT_CUDA}), from the per-user cache {place}"
+            ),
+        }
     }
 
     /// The `include/` folder.
@@ -427,19 +510,36 @@ fn parse_version_header(text: &str) -> Option<Version> {
     ))
 }
 
-/// `<cache>/nvidia-nvshmem-cu13-<version>/nvidia/nvshmem` for each supported
-/// version: the wanted (else default) one first, then the others newest first.
-fn cache_dirs(cache: &Path, wanted: Option<Version>) -> Vec<PathBuf> {
+/// The CUDA major of the pip wheel that installed `root` (`.../nvidia/nvshmem`):
+/// the `nvidia_nvshmem_cu<major>-<version>.dist-info` two folders up.
+fn wheel_cuda(root: &Path, version: Version) -> Option<CudaMajor> {
+    let site = root.parent()?.parent()?;
+    CudaMajor::ALL.into_iter().find(|c| {
+        site.join(format!("nvidia_nvshmem_cu{c}-{version}.dist-info"))
+            .is_dir()
+    })
+}
+
+/// `<cache>/nvidia-nvshmem-cu<major>-<version>/nvidia/nvshmem` for each
+/// supported version and CUDA major: the wanted (else default) version first,
+/// the wanted (else default) major first, then the others newest first.
+fn cache_dirs(cache: &Path, wanted: Option<Version>, cuda: Option<CudaMajor>) -> Vec<PathBuf> {
     let prefer = wanted.unwrap_or(DEFAULT_VERSION);
-    let mut infos: Vec<_> = crate::SUPPORTED_VERSIONS.iter().collect();
-    infos.sort_by(|a, b| {
+    let prefer_cuda = cuda.unwrap_or(DEFAULT_CUDA);
+    let mut wheels: Vec<_> = crate::SUPPORTED_VERSIONS
+        .iter()
+        .flat_map(|i| i.cuda.iter().map(move |c| i.wheel(*c)))
+        .filter(|w| cuda.is_none_or(|c| c == w.cuda))
+        .collect();
+    wheels.sort_by(|a, b| {
         (b.version == prefer)
             .cmp(&(a.version == prefer))
+            .then((b.cuda == prefer_cuda).cmp(&(a.cuda == prefer_cuda)))
             .then(b.version.cmp(&a.version))
     });
-    infos
+    wheels
         .into_iter()
-        .map(|i| wheel_dir(cache, i.wheel).join("nvidia/nvshmem"))
+        .map(|w| wheel_dir(cache, &w.to_string()).join("nvidia/nvshmem"))
         .collect()
 }
 
@@ -550,15 +650,37 @@ mod tests {
 
     #[test]
     fn the_wanted_version_is_looked_for_first() {
-        let dirs = cache_dirs(Path::new("/c"), Some(Version::new(3, 8, 0)));
+        let dirs = cache_dirs(Path::new("/c"), Some(Version::new(3, 8, 0)), None);
         assert_eq!(
             dirs[0],
             Path::new("/c/nvidia-nvshmem-cu13-3.8.0/nvidia/nvshmem")
         );
-        let dirs = cache_dirs(Path::new("/c"), None);
+        assert_eq!(
+            dirs[1],
+            Path::new("/c/nvidia-nvshmem-cu12-3.8.0/nvidia/nvshmem")
+        );
+        let dirs = cache_dirs(Path::new("/c"), None, None);
         assert_eq!(
             dirs[0],
             Path::new("/c/nvidia-nvshmem-cu13-3.4.5/nvidia/nvshmem")
         );
+        let dirs = cache_dirs(Path::new("/c"), None, Some(CudaMajor::Cuda12));
+        assert_eq!(
+            dirs[0],
+            Path::new("/c/nvidia-nvshmem-cu12-3.4.5/nvidia/nvshmem")
+        );
+        assert!(dirs.iter().all(|d| d.to_string_lossy().contains("-cu12-")));
+    }
+
+    #[test]
+    fn the_wheel_tells_the_cuda_major() {
+        let site = std::env::temp_dir().join(format!("nvshmem-wheel-cuda-{}", std::process::id()));
+        let root = site.join("nvidia/nvshmem");
+        std::fs::create_dir_all(&root).unwrap();
+        let v = Version::new(3, 3, 20);
+        assert_eq!(wheel_cuda(&root, v), None);
+        std::fs::create_dir_all(site.join("nvidia_nvshmem_cu12-3.3.20.dist-info")).unwrap();
+        assert_eq!(wheel_cuda(&root, v), Some(CudaMajor::Cuda12));
+        let _ = std::fs::remove_dir_all(&site);
     }
 }

@@ -14,7 +14,9 @@
 //! - [`TensorMap`]: CUDA's `CUtensorMap`, for TMA copies;
 //! - [`KernelParam`]: what a launch may pass by value, a kernel crate's own
 //!   `#[repr(C)]` structs included;
-//! - [`Version`] and [`SUPPORTED_VERSIONS`], [`Arch`] and [`SUPPORTED_ARCHS`];
+//! - [`Version`] and [`SUPPORTED_VERSIONS`], [`Arch`] and [`SUPPORTED_ARCHS`],
+//!   [`DeviceLink`]: what the manifest records, typed, written with
+//!   `Display` and read with `FromStr`;
 //! - with the `std` feature: the `manifest` module that the builder writes beside
 //!   every PTX, and `install`, which finds an NVSHMEM installation.
 //!
@@ -27,6 +29,7 @@
 extern crate std;
 
 mod arch;
+mod device_link;
 #[cfg(feature = "std")]
 pub mod install;
 #[cfg(feature = "std")]
@@ -40,14 +43,16 @@ mod version;
 mod wait;
 
 pub use arch::{Arch, ParseArchError, SUPPORTED_ARCHS};
+pub use device_link::{DeviceLink, ParseDeviceLinkError};
 pub use param::KernelParam;
 pub use reduce::{And, Max, Min, Or, Prod, ReduceOp, ReduceOpKind, Sum, Xor};
 pub use sym::{Pe, SymPtr};
 pub use team::Team;
 pub use tma::TensorMap;
 pub use version::{
-    BitcodeLayout, DEFAULT_VERSION, ParseVersionError, SUPPORTED_VERSIONS, SupportedVersions,
-    Version, VersionInfo,
+    BitcodeLayout, CudaMajor, CudaVersion, DEFAULT_CUDA, DEFAULT_VERSION, DEVICE_FEATURES,
+    ParseCudaError, ParseVersionError, SUPPORTED_VERSIONS, SupportedVersions, Version, VersionInfo,
+    Wheel,
 };
 pub use wait::{Cmp, SignalOp};
 

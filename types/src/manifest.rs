@@ -3,11 +3,35 @@
 //! The host runtime reads it to check the NVSHMEM version at load time, to know
 //! which kernels need a collective launch, and to check launch arguments.
 
-use serde::{Deserialize, Serialize};
+use crate::{Arch, CudaVersion, DeviceLink, Version};
+use core::fmt;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::format;
 use std::path::Path;
-use std::string::String;
+use std::string::{String, ToString};
 use std::vec::Vec;
+
+/// Serializes the typed values of a manifest as the strings their `Display`
+/// writes, and reads them back with their `FromStr`.
+macro_rules! serde_as_string {
+    ($($t:ty),*) => {$(
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(d)?;
+                text.parse().map_err(|e| {
+                    serde::de::Error::custom(format!("`{text}`: {e}"))
+                })
+            }
+        }
+    )*};
+}
+serde_as_string!(Arch, Version, CudaVersion, DeviceLink);
 
 /// The file format version; bumped when a field changes meaning.
 pub const MANIFEST_FORMAT: u32 = 1;
@@ -19,7 +43,9 @@ pub const MANIFEST_FORMAT: u32 = 1;
 /// let json = r#"{"format":1,"crate_name":"k","nvshmem_version":"3.4.5","arch":"sm_90",
 ///   "ptx_isa":"8.3","ptx":"k.ptx","cubin":null,"kernels":[]}"#;
 /// let m: Manifest = serde_json::from_str(json).unwrap();
-/// assert_eq!(m.nvshmem_version, "3.4.5");
+/// assert_eq!(m.nvshmem_version, nvshmem_types::Version::new(3, 4, 5));
+/// assert_eq!(m.arch, nvshmem_types::Arch::DEFAULT);
+/// assert_eq!(serde_json::to_value(&m).unwrap()["arch"], "sm_90");
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -29,21 +55,27 @@ pub struct Manifest {
     pub crate_name: String,
     /// The NVSHMEM version whose device bitcode was linked in, `major.minor.patch`.
     /// The host library that runs the PTX must have the same version.
-    pub nvshmem_version: String,
+    pub nvshmem_version: Version,
     /// The GPU architecture, such as `sm_90`.
-    pub arch: String,
+    pub arch: Arch,
     /// The PTX ISA version of the PTX, such as `8.3`.
     pub ptx_isa: String,
     /// The PTX file's name, relative to the manifest's folder.
     pub ptx: String,
     /// The cubin's name, relative to the manifest's folder, when `ptxas` was found.
     pub cubin: Option<String>,
-    /// How the cubin was made: `whole-program` (`ptxas`, every call inlined)
-    /// or `separate` (`ptxas -c` + `nvlink`, NVSHMEM's transport functions
-    /// at 32 registers at most). Absent without a cubin, and in
-    /// manifests from before this field.
+    /// How the cubin was made: [`DeviceLink::WholeProgram`] (`ptxas`, every
+    /// call inlined) or [`DeviceLink::Separate`] (`ptxas -c` + `nvlink`,
+    /// NVSHMEM's transport functions at 32 registers at most). Absent
+    /// without a cubin, and in manifests from before this field.
     #[serde(default)]
-    pub device_link: Option<String>,
+    pub device_link: Option<DeviceLink>,
+    /// The CUDA toolkit whose `ptxas` made the cubin (for PTX only: the one
+    /// the PTX ISA level was chosen for), such as `12.9`. The host compares
+    /// it with the driver's CUDA version before loading. Absent in manifests
+    /// from before this field.
+    #[serde(default)]
+    pub cuda_toolkit: Option<CudaVersion>,
     /// The kernels (`.entry` functions), in PTX order.
     pub kernels: Vec<KernelInfo>,
 }
@@ -114,15 +146,12 @@ pub struct ParamInfo {
     pub align: u32,
 }
 
-/// [`Manifest::device_link`] of a cubin compiled function by function.
-pub const SEPARATE_COMPILATION: &str = "separate";
-
 impl Manifest {
     /// Whether the cubin was compiled function by function (`ptxas -c` +
     /// `nvlink`): its PTX should be JIT-compiled through the driver's linker,
     /// not as one program.
     pub fn is_separately_compiled(&self) -> bool {
-        self.device_link.as_deref() == Some(SEPARATE_COMPILATION)
+        self.device_link == Some(DeviceLink::Separate)
     }
 
     /// Reads a manifest file.
@@ -146,15 +175,56 @@ impl Manifest {
         Ok(m)
     }
 
-    /// The kernel named `name`, if the module has it.
+    /// The kernel named `name`, or an error that lists the kernels there are.
     ///
     /// ```
-    /// # use nvshmem_types::manifest::Manifest;
-    /// # let m = Manifest { format: 1, crate_name: "k".into(), nvshmem_version: "3.4.5".into(),
-    /// #   arch: "sm_90".into(), ptx_isa: "8.3".into(), ptx: "k.ptx".into(), cubin: None, device_link: None, kernels: vec![] };
-    /// assert!(m.kernel("missing").is_none());
+    /// # use nvshmem_types::manifest::{KernelInfo, Manifest};
+    /// # let mut m: Manifest = serde_json::from_str(r#"{"format":1,"crate_name":"k",
+    /// #   "nvshmem_version":"3.4.5","arch":"sm_90","ptx_isa":"8.3","ptx":"k.ptx",
+    /// #   "cubin":null,"kernels":[]}"#).unwrap();
+    /// m.kernels.push(KernelInfo::new("ring_pass", vec![], false));
+    /// assert!(m.kernel("ring_pass").is_ok());
+    /// let err = m.kernel("ring_pas").unwrap_err();
+    /// assert_eq!(err.to_string(), "kernel crate `k` has no kernel `ring_pas`; its kernels: ring_pass");
     /// ```
-    pub fn kernel(&self, name: &str) -> Option<&KernelInfo> {
+    pub fn kernel(&self, name: &str) -> Result<&KernelInfo, KernelNotFound> {
+        self.get(name).ok_or_else(|| KernelNotFound {
+            kernel: name.to_string(),
+            crate_name: self.crate_name.clone(),
+            available: self.kernels.iter().map(|k| k.name.clone()).collect(),
+        })
+    }
+
+    /// The kernel named `name`, if the module has it.
+    pub fn get(&self, name: &str) -> Option<&KernelInfo> {
         self.kernels.iter().find(|k| k.name == name)
     }
 }
+
+/// [`Manifest::kernel`] of a name the manifest does not list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelNotFound {
+    /// The name asked for.
+    pub kernel: String,
+    /// The manifest's kernel crate.
+    pub crate_name: String,
+    /// The kernels it has, in PTX order.
+    pub available: Vec<String>,
+}
+
+impl fmt::Display for KernelNotFound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "kernel crate `{}` has no kernel `{}`; ",
+            self.crate_name, self.kernel
+        )?;
+        if self.available.is_empty() {
+            f.write_str("it has no kernels")
+        } else {
+            write!(f, "its kernels: {}", self.available.join(", "))
+        }
+    }
+}
+
+impl core::error::Error for KernelNotFound {}

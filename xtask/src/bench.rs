@@ -13,7 +13,7 @@
 
 use crate::nvcc::{self, Nvcc, run_shown, shell_line};
 use crate::run::{BASE_ENV, Mps};
-use nvshmem_builder::Version;
+use nvshmem_builder::{Arch, Version};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -47,8 +47,8 @@ pub struct Args {
     #[arg(long)]
     launcher: Option<PathBuf>,
     /// GPU architecture of the C++ twins.
-    #[arg(long, default_value = "sm_90")]
-    arch: String,
+    #[arg(long, default_value_t = Arch::DEFAULT)]
+    arch: Arch,
     /// The NVSHMEM version the kernels were linked against.
     #[arg(long, default_value = "3.4.5")]
     nvshmem_version: Version,
@@ -101,10 +101,10 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             let dir = dir
                 .clone()
                 .unwrap_or_else(|| root.join("target/bench-candidates"));
-            crate::candidates::build(&root, &dir, args.nvshmem_version, &args.arch)?
+            crate::candidates::build(&root, &dir, args.nvshmem_version, args.arch)?
         }
         (Some(dir), false) => {
-            let found = crate::candidates::find(dir, args.nvshmem_version, &args.arch);
+            let found = crate::candidates::find(dir, args.nvshmem_version, args.arch);
             if found.is_empty() {
                 return Err(format!(
                     "no candidate builds in {} (make them with --build-candidates)",
@@ -252,7 +252,8 @@ fn cpp_twins(
     };
     println!("nvcc: {}", nvcc.describe());
     let nv = nvcc::nvshmem(args.nvshmem_version)?;
-    let sm = args.arch.trim_start_matches("sm_");
+    let arch_name = args.arch.to_string();
+    let sm = arch_name.trim_start_matches("sm_");
     let arch = format!("-arch={}", args.arch);
     let builds: [(&str, Vec<String>, Vec<String>); 2] = [
         (

@@ -4,7 +4,7 @@
 //! run times every candidate beside the default build and the C++ twins
 //! (`--rust NAME=DIR`).
 
-use nvshmem_builder::{Builder, Version};
+use nvshmem_builder::{Arch, Builder, Version};
 use std::path::{Path, PathBuf};
 
 /// One candidate: a name, what it changes, and the cargo features of the
@@ -23,9 +23,9 @@ pub struct Candidate {
 /// Every candidate, timed beside the default build.
 pub const CANDIDATES: &[Candidate] = &[
     Candidate {
-        name: "no-inline8",
-        what: "the default before: copies of at most 8 bytes through the out-of-line general loop",
-        bench: &["nvshmem-device/copy-no-inline8"],
+        name: "inline8",
+        what: "copies of at most 8 bytes inlined (one access by lane 0), not the out-of-line general loop",
+        bench: &["nvshmem-device/copy-inline8"],
         allreduce: &[],
     },
     Candidate {
@@ -60,7 +60,7 @@ pub fn build(
     root: &Path,
     out: &Path,
     version: Version,
-    arch: &str,
+    arch: Arch,
 ) -> Result<Vec<(String, PathBuf)>, String> {
     let mut built = Vec::new();
     for c in CANDIDATES {
@@ -93,7 +93,8 @@ pub fn build(
         }
         built.push((
             c.name.to_string(),
-            dir.join(format!("nvshmem-{version}")).join(arch),
+            dir.join(format!("nvshmem-{version}"))
+                .join(arch.to_string()),
         ));
     }
     Ok(built)
@@ -101,7 +102,7 @@ pub fn build(
 
 /// The candidates already built under `dir` (`<dir>/<name>/nvshmem-<version>/<arch>/`
 /// holding both crates' cubins or PTX), in [`CANDIDATES`] order.
-pub fn find(dir: &Path, version: Version, arch: &str) -> Vec<(String, PathBuf)> {
+pub fn find(dir: &Path, version: Version, arch: Arch) -> Vec<(String, PathBuf)> {
     CANDIDATES
         .iter()
         .map(|c| {
@@ -109,7 +110,7 @@ pub fn find(dir: &Path, version: Version, arch: &str) -> Vec<(String, PathBuf)> 
                 c.name.to_string(),
                 dir.join(c.name)
                     .join(format!("nvshmem-{version}"))
-                    .join(arch),
+                    .join(arch.to_string()),
             )
         })
         .filter(|(_, d)| {

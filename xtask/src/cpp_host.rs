@@ -6,7 +6,7 @@
 
 use crate::nvcc::{self, Nvcc, run_shown};
 use nvshmem_builder::manifest::Manifest;
-use nvshmem_builder::{Builder, Version};
+use nvshmem_builder::{Arch, Builder, Version};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -27,8 +27,8 @@ pub struct Args {
     #[arg(long = "kernels", value_name = "NAME", requires = "ptx_dir")]
     names: Vec<String>,
     /// GPU architecture of the kernels (and of nvcc's device link).
-    #[arg(long, default_value = "sm_90")]
-    arch: String,
+    #[arg(long, default_value_t = Arch::DEFAULT)]
+    arch: Arch,
     /// NVSHMEM version to link the kernels against [default: the builder's].
     #[arg(long)]
     nvshmem_version: Option<Version>,
@@ -155,7 +155,7 @@ fn kernels(args: &Args, root: &Path, out: &Path) -> Result<Vec<Kernels>, String>
     let mut built = Vec::new();
     for dir in crates {
         let mut b = Builder::new(&dir)
-            .arch(&args.arch)
+            .arch(args.arch)
             .out_dir(out.join("ptx"))
             .target_dir(root.join("target/nvshmem-kernels"));
         if let Some(v) = args.nvshmem_version {
@@ -183,11 +183,6 @@ fn kernels(args: &Args, root: &Path, out: &Path) -> Result<Vec<Kernels>, String>
 /// NVSHMEM's host library and `libnvshmem_device.a` (nvcc -rdc: the init
 /// wrappers live there).
 fn build(nvcc: &Nvcc, root: &Path, k: &Kernels, build: &Path) -> Result<PathBuf, String> {
-    let version: Version = k
-        .manifest
-        .nvshmem_version
-        .parse()
-        .map_err(|e| format!("{}: {e}", k.manifest.crate_name))?;
     let flags = [
         format!("-I{}", k.dir.display()),
         format!("-DCPP_HOST_HEADER=\"{}.h\"", k.manifest.crate_name),
@@ -197,8 +192,8 @@ fn build(nvcc: &Nvcc, root: &Path, k: &Kernels, build: &Path) -> Result<PathBuf,
     let source = root.join("examples/cpp_host/main.cu");
     program(
         nvcc,
-        version,
-        &k.manifest.arch,
+        k.manifest.nvshmem_version,
+        k.manifest.arch,
         (&source, &flags),
         build,
         "cpp_host",
@@ -212,7 +207,7 @@ fn build(nvcc: &Nvcc, root: &Path, k: &Kernels, build: &Path) -> Result<PathBuf,
 pub fn program(
     nvcc: &Nvcc,
     version: Version,
-    arch: &str,
+    arch: Arch,
     (source, flags): (&Path, &[String]),
     build: &Path,
     name: &str,

@@ -7,7 +7,7 @@
 //! went inside (host library dlopen, driver, context, NVSHMEM's init).
 
 use crate::nvcc::Nvcc;
-use nvshmem_builder::Version;
+use nvshmem_builder::{Arch, Version};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -29,8 +29,8 @@ pub struct Args {
     #[arg(long, default_value = "3.4.5")]
     nvshmem_version: Version,
     /// GPU architecture of the C++ program's device code.
-    #[arg(long, default_value = "sm_90")]
-    arch: String,
+    #[arg(long, default_value_t = Arch::DEFAULT)]
+    arch: Arch,
     /// Also write the runs as CSV here.
     #[arg(long)]
     csv: Option<PathBuf>,
@@ -46,7 +46,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     let cpp = crate::cpp_host::program(
         &nvcc,
         args.nvshmem_version,
-        &args.arch,
+        args.arch,
         (&root.join("bench/cpp/init.cu"), &[]),
         &root.join("target/init-cost"),
         "init",

@@ -6,19 +6,24 @@
 //! - `gpu-run`: on that machine, from the pack, the GPU suites of its modes,
 //!   with a PASS/FAIL/SKIPPED table last. It runs here too, where every mode
 //!   goes as far as it can without a GPU;
+//! - `matrix`: the coverage kernels through `ptxas` for every supported NVSHMEM
+//!   version, CUDA major and sm_80/sm_90/sm_100, with the table of `docs/guide.md`;
 //! - `clippy-kernels`: clippy on the kernel crates for the GPU target;
 //! - `bench`: the benchmark's C++ twins built with nvcc, their SASS, and
 //!   `nvshmem-bench` on each PE count (results in `bench/results/`);
 //! - `cpp-host`: the C++ drop-in host built with nvcc (from pip wheels when
 //!   no CUDA is installed) against a kernel crate's header, and run;
 //! - `init-cost`: NVSHMEM init, Rust against the same init in C++.
+//! - `check-links`: the relative links of the README and the guide (`docs/`);
 //! - `python-test`: the Python package's tests that need no GPU (pytest).
 
 mod bench;
 mod candidates;
 mod cpp_host;
 mod init_cost;
+mod links;
 mod lint;
+mod matrix;
 mod nvcc;
 mod pack;
 mod ptx;
@@ -47,10 +52,14 @@ enum Task {
     ClippyKernels(lint::Args),
     /// Build the benchmark's C++ twins with nvcc, dump SASS, and run nvshmem-bench on each PE count.
     Bench(bench::Args),
+    /// Build the coverage kernels through ptxas for every NVSHMEM version x CUDA major x {sm_80, sm_90, sm_100}.
+    Matrix(matrix::Args),
     /// Build examples/cpp_host/main.cu with nvcc against kernel crates' headers, and run it on 1 and 2 PEs.
     CppHost(cpp_host::Args),
     /// NVSHMEM init at 1 PE: Rust (runtime_costs --init-only) against C++ (bench/cpp/init.cu), alternating.
     InitCost(init_cost::Args),
+    /// Check that every relative link of README.md and docs/*.md resolves (files and #anchors).
+    CheckLinks,
     /// The Python package's tests that need no GPU (python/tests/test_offline.py), with pytest.
     PythonTest(python::Args),
 }
@@ -64,6 +73,8 @@ fn main() -> ExitCode {
         Task::CppHost(args) => cpp_host::run(args),
         Task::Bench(args) => bench::run(args),
         Task::InitCost(args) => init_cost::run(args),
+        Task::CheckLinks => links::run(),
+        Task::Matrix(args) => matrix::run(args),
         Task::PythonTest(args) => python::run(args),
     };
     match result {

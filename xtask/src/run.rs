@@ -44,6 +44,9 @@ pub enum Mode {
     Mpirun,
     /// tests/gpu.rs against NVSHMEM 3.8.0 (from the pack).
     Nvshmem38,
+    /// A `gpu-pack nvshmem` pack's release: tests/gpu.rs at 1 and 2 PEs without MPS and at 1, 2
+    /// and 4 under MPS (the driver-version error test among them), then tests/collectives.rs under MPS.
+    Release,
     /// tests/gpu.rs at 2 and 4 PEs over NVSHMEM 3.8.0's UCX transport, P2P off (SKIPPED without GDRCopy or driver R610+: the proxy's AMOs need them).
     Ucx,
     /// compute-sanitizer's memcheck and racecheck on the ring, the all-reduce and AG+GEMM at 2 PEs, without MPS (not a default).
@@ -52,8 +55,18 @@ pub enum Mode {
     CppHost,
     /// The benchmark: the C++ twins built with this machine's nvcc, SASS, 1 and 2 PEs; results in $OUT/bench (not a default).
     Bench,
-    /// Issue 24's one run: runtime costs (raw launch rows), init against C++, the mma GEMM candidates against cuBLAS, the benchmark with every candidate build at 1 PE twice and 2 PEs once; CSVs and a summary in $OUT, logs in $OUT/perf-logs.tar.xz.
+    /// Issue 24's one run, in its priority order within 470 s: the benchmark with every candidate build at 1 and 2 PEs, the mma GEMM candidates against cuBLAS, runtime costs (raw launch rows), init against C++, then the benchmark again (the spread); CSVs and perf-summary.md in $OUT, logs in $OUT/perf-logs-all.tar.xz.
     Perf,
+    /// Perf's benchmark half: 1 and 2 PEs, twice (for two calls when one does not fit).
+    PerfA,
+    /// Perf's other half: GEMM candidates, runtime costs, init against C++ (not a default).
+    PerfB,
+    /// The MoE tests (examples/moe/tests) at 1 and 2 PEs without MPS, then at 1, 2 and 4 under MPS.
+    MoeTests,
+    /// The MoE layer example (dispatch, grouped GEMM, combine) at 1 PE, then at 2 and 4 under MPS.
+    MoeExample,
+    /// `nvshmem-bench moe` at 1 PE, then at 2 and 4 under MPS (CSVs in $OUT).
+    MoeBench,
     /// The Python package on this machine's PyTorch: pytest in one process, then under torchrun with 2 ranks under MPS (graph capture, version mismatch), the torch example, the launch-overhead benchmark.
     Torch,
 }
@@ -69,6 +82,8 @@ impl Mode {
             "mpi" => &[Info, Mpirun],
             "nvshmem38" => &[Info, Nvshmem38, Ucx],
             "perf" => &[Info, Perf],
+            "nvshmem" => &[Info, Release],
+            "moe" => &[Info, MoeTests, MoeExample, MoeBench],
             "torch" => &[Info, Torch],
             _ => &[Info],
         }
@@ -102,6 +117,8 @@ struct Runner {
     /// Whether CUDA MPS runs now (the commands then get its variables).
     mps_on: Rc<Cell<bool>>,
     table: Vec<(String, String)>,
+    /// A `nvshmem` pack's release: `(version, CUDA major)` as written in `PACK`.
+    release: Option<(String, String)>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, String> {
@@ -117,11 +134,12 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     };
     let purpose = std::fs::read_to_string(pack.join("PACK"))
         .map_err(|e| format!("{} is not a pack (no PACK file): {e}", pack.display()))?;
-    let purpose = purpose
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string();
+    let words: Vec<&str> = purpose.split_whitespace().collect();
+    let release = match words.as_slice() {
+        ["nvshmem", v, c, ..] => Some((v.to_string(), c.to_string())),
+        _ => None,
+    };
+    let purpose = words.first().copied().unwrap_or_default().to_string();
     let modes = if args.modes.is_empty() {
         Mode::defaults(&purpose).to_vec()
     } else {
@@ -136,12 +154,14 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         gpu,
         mps_on: Rc::default(),
         table: Vec::new(),
+        release,
     };
     if !gpu {
         println!(
             "no GPU here (nvidia-smi lists none): every mode runs as far as it can, and reads SKIPPED"
         );
     }
+    r.unpack_binaries()?;
     for mode in modes {
         // A mode that cannot even start is a FAIL row: the table still prints.
         if let Err(e) = r.mode(mode) {
@@ -163,14 +183,30 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
 }
 
 impl Runner {
+    /// Unpacks the pack's xz-compressed programs (the tests and MoE packs'), once.
+    fn unpack_binaries(&self) -> Result<(), String> {
+        let dir = self.pack.join("bin");
+        for f in std::fs::read_dir(&dir)
+            .map_err(|e| e.to_string())?
+            .flatten()
+        {
+            let path = f.path();
+            if path.extension().is_some_and(|e| e == "xz") && !path.with_extension("").exists() {
+                crate::check(Command::new("xz").arg("-dk").arg(&path))?;
+            }
+        }
+        Ok(())
+    }
+
     fn bin(&self, name: &str) -> PathBuf {
         self.pack.join("bin").join(name)
     }
 
     fn ptx(&self, folder: &str, version: &str) -> PathBuf {
-        self.pack
-            .join(folder)
-            .join(format!("nvshmem-{version}/sm_90"))
+        self.pack.join(folder).join(format!(
+            "nvshmem-{version}/{}",
+            nvshmem_builder::Arch::DEFAULT
+        ))
     }
 
     /// A command with the base settings, the pack's kernels and, with a GPU,
@@ -179,6 +215,7 @@ impl Runner {
         let mut c = Command::new(program);
         c.envs(BASE_ENV.iter().copied())
             .env("NVSHMEM_RS_PTX_DIR", ptx)
+            .env("MOE_PTX_DIR", ptx)
             .env("OUT", &self.out);
         if self.gpu {
             c.env("NVSHMEM_RS_REQUIRE_GPU", "1");
@@ -368,18 +405,78 @@ impl Runner {
                 let c = self.bench(&ptx, &self.out.join("bench"));
                 self.record("bench", c);
             }
-            Mode::Perf => self.perf(&ptx)?,
-            Mode::Nvshmem38 | Mode::Ucx => {
-                let nv = self.pack.join("nvshmem");
-                // The pack carries the host library compressed.
-                let host = nv.join("lib/libnvshmem_host.so.3");
-                if !host.exists() && host.with_extension("3.xz").exists() {
-                    crate::check(
-                        Command::new("xz")
-                            .args(["-dk"])
-                            .arg(host.with_extension("3.xz")),
-                    )?;
+            Mode::Perf => self.perf(&ptx, Perf::All)?,
+            Mode::PerfA => self.perf(&ptx, Perf::Bench)?,
+            Mode::PerfB => self.perf(&ptx, Perf::Rest)?,
+            Mode::Release => {
+                let Some((v, c)) = self.release.clone() else {
+                    return Err("mode release needs a `gpu-pack nvshmem` pack".into());
+                };
+                let nv = self.unpack_host()?;
+                unpack_cubins(&self.pack.join("ptx"))?;
+                let folder = match c.as_str() {
+                    "12" => format!("nvshmem-{v}-cu12"),
+                    _ => format!("nvshmem-{v}"),
+                };
+                let ptx = self
+                    .pack
+                    .join("ptx")
+                    .join(folder)
+                    .join(nvshmem_builder::Arch::DEFAULT.to_string());
+                let name = format!("{v}-cu{c}");
+                let mut c = self.command(&test_gpu, &ptx);
+                c.env_remove("NVSHMEM_RS_REQUIRE_GPU")
+                    .env("NVSHMEM_HOME", &nv);
+                self.record(&format!("gpu-{name}-no-mps"), c);
+                let _mps = self.mps()?;
+                let mut c = self.command(&test_gpu, &ptx);
+                c.env("NVSHMEM_HOME", &nv);
+                self.record(&format!("gpu-{name}-mps"), c);
+                let mut c = self.command(&self.bin("test-collectives"), &ptx);
+                c.env("NVSHMEM_HOME", &nv)
+                    .env("NVSHMEM_RS_TEST_TIMEOUT", "300");
+                self.record(&format!("collectives-{name}-mps"), c);
+            }
+            Mode::MoeTests => {
+                let test = self.bin("test-moe");
+                // Without MPS, 4 PEs skip for want of it: no REQUIRE_GPU there.
+                let mut c = self.command(&test, &ptx);
+                c.env_remove("NVSHMEM_RS_REQUIRE_GPU");
+                self.record("moe-tests-no-mps", c);
+                let _mps = self.mps()?;
+                let c = self.command(&test, &ptx);
+                self.record("moe-tests-mps", c);
+            }
+            Mode::MoeExample => {
+                let c = self.command(&self.bin("moe_layer"), &ptx);
+                self.record("moe-example-1", c);
+                let _mps = self.mps()?;
+                for n in ["2", "4"] {
+                    let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
+                    c.args(["-n", n, "--timeout", "300", "--"])
+                        .arg(self.bin("moe_layer"));
+                    self.record(&format!("moe-example-{n}-mps"), c);
                 }
+            }
+            Mode::MoeBench => {
+                let bench = self.bin("nvshmem-bench");
+                let out = self.out.clone();
+                let csv = |n: &str| out.join(format!("moe-pe{n}.csv"));
+                let mut c = self.command(&bench, &ptx);
+                c.args(["moe", "--csv"]).arg(csv("1"));
+                self.record("moe-bench-1", c);
+                let _mps = self.mps()?;
+                for n in ["2", "4"] {
+                    let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
+                    c.args(["-n", n, "--timeout", "500", "--"])
+                        .arg(&bench)
+                        .args(["moe", "--csv"])
+                        .arg(csv(n));
+                    self.record(&format!("moe-bench-{n}-mps"), c);
+                }
+            }
+            Mode::Nvshmem38 | Mode::Ucx => {
+                let nv = self.unpack_host()?;
                 let ptx38 = self.ptx("ptx", "3.8.0");
                 if mode == Mode::Ucx
                     && self.gpu
@@ -413,10 +510,14 @@ impl Runner {
         Ok(())
     }
 
-    /// [`Mode::Perf`]: every step logs into a work folder (a device call
-    /// brings back only 8 files); the CSVs and the summary are copied to
-    /// `$OUT` as each step ends, the logs go there as one archive at the end.
-    fn perf(&mut self, ptx: &Path) -> Result<(), String> {
+    /// [`Mode::Perf`], [`Mode::PerfA`], [`Mode::PerfB`]: the steps of `parts`
+    /// in issue 24's priority order, within [`PERF_BUDGET`] seconds: each
+    /// step under `timeout` (its cap or what is left of the budget), a step
+    /// that no longer fits SKIPPED. Every step logs into a work folder (a
+    /// device call brings back only 8 files); the CSVs and the summary go to
+    /// `$OUT` as each step ends, the logs as one archive at the end.
+    fn perf(&mut self, ptx: &Path, parts: Perf) -> Result<(), String> {
+        let t0 = Instant::now();
         let out = self.out.clone();
         let work = std::env::temp_dir().join("nvshmem-rs-perf");
         let _ = std::fs::remove_dir_all(&work);
@@ -425,61 +526,117 @@ impl Runner {
         let keep = |from: &str, to: &str| {
             let _ = std::fs::copy(work.join(from), out.join(to));
         };
-        // 1. Launch and module costs, with the raw driver rows.
-        let mut c = self.command(&self.bin("runtime_costs"), ptx);
-        c.env("CUDA_CACHE_DISABLE", "1");
-        self.record("perf-costs", c);
-        // 2. Init against C++ (default heap and 256 MiB).
-        let mut c = self.xtask("init-cost");
-        c.envs(BASE_ENV.iter().copied())
-            .arg("--rust")
-            .arg(self.bin("runtime_costs"))
-            .arg("--csv")
-            .arg(work.join("init.csv"));
-        self.record("perf-init", c);
-        keep("init.csv", "perf-init.csv");
-        // 3-6. The benchmark with every candidate: 1 PE, the GEMMs, 1 PE
-        // again (the spread), 2 PEs.
-        let bench = |r: &Runner, pes: &str, results: &str| {
+        // The benchmark with every candidate at `pes`, results in `results`.
+        let bench = |r: &Runner, pes: &str, results: &str, cap: u64| {
             let mut c = r.bench(ptx, &work.join(results));
-            c.args(["--pes", pes, "--no-lto", "--no-plots", "--timeout", "240"])
+            c.args(["--pes", pes, "--no-lto", "--no-plots", "--timeout"])
+                .arg((cap - 20).to_string())
                 .arg("--candidates")
                 .arg(r.pack.join("candidates"))
                 .args(["--", "--no-nccl"]);
             c
         };
-        let c = bench(self, "1", "bench-a");
-        self.record("perf-bench-1a", c);
-        keep("bench-a/pe1.csv", "perf-pe1a.csv");
-        let mut c = self.command(&self.bin("nvshmem-bench"), ptx);
-        c.env("LD_LIBRARY_PATH", with_cublas())
-            .args(["gemm", "--sizes", "4096,8192", "--no-fused", "--candidates"])
-            .arg("--csv")
-            .arg(work.join("gemm.csv"));
-        self.record("perf-gemm", c);
-        keep("gemm.csv", "perf-gemm.csv");
-        let c = bench(self, "1", "bench-b");
-        self.record("perf-bench-1b", c);
-        keep("bench-b/pe1.csv", "perf-pe1b.csv");
-        let c = bench(self, "2", "bench-a");
-        self.record("perf-bench-2", c);
-        keep("bench-a/pe2.csv", "perf-pe2.csv");
-        // The summary: candidates per family over the three runs, the GEMM
-        // lines, the launch and init comparisons.
-        let mut summary =
-            String::from("# issue 24 run\n\n## Rust/C++ time per family, every candidate\n\n");
-        let csvs: Vec<PathBuf> = ["bench-a/pe1.csv", "bench-b/pe1.csv", "bench-a/pe2.csv"]
+        let mut steps: Vec<(&str, u64, Command, [&str; 2])> = Vec::new();
+        // Caps of the benchmark at 1 and 2 PEs (seconds, nvcc of the C++ twins in the first).
+        const P1: u64 = 200;
+        const P2: u64 = 180;
+        let with_bench = matches!(parts, Perf::All | Perf::Bench);
+        let with_rest = matches!(parts, Perf::All | Perf::Rest);
+        if with_bench {
+            // (a) Rust against C++, every candidate: 1 PE then 2 PEs.
+            steps.push((
+                "perf-bench-1a",
+                P1,
+                bench(self, "1", "a", P1),
+                ["a/pe1.csv", "perf-pe1a.csv"],
+            ));
+            steps.push((
+                "perf-bench-2a",
+                P2,
+                bench(self, "2", "a", P2),
+                ["a/pe2.csv", "perf-pe2a.csv"],
+            ));
+        }
+        if with_rest {
+            // (b) The mma.sync candidates, the current mma.sync and wgmma against cuBLAS.
+            let mut c = self.command(&self.bin("nvshmem-bench"), ptx);
+            c.env("LD_LIBRARY_PATH", with_cublas())
+                .args([
+                    "gemm",
+                    "--sizes",
+                    "1024,2048,4096,8192",
+                    "--no-fused",
+                    "--candidates",
+                ])
+                .arg("--csv")
+                .arg(work.join("gemm.csv"));
+            steps.push(("perf-gemm", 150, c, ["gemm.csv", "perf-gemm.csv"]));
+            // (c) Launch and module costs, with the raw driver rows.
+            let mut c = self.command(&self.bin("runtime_costs"), ptx);
+            c.env("CUDA_CACHE_DISABLE", "1");
+            steps.push(("perf-costs", 60, c, ["", ""]));
+            // (d) Init against C++ (default heap and 256 MiB); its CSV in the archive.
+            let mut c = self.xtask("init-cost");
+            c.envs(BASE_ENV.iter().copied())
+                .arg("--rust")
+                .arg(self.bin("runtime_costs"))
+                .arg("--csv")
+                .arg(work.join("init.csv"));
+            steps.push(("perf-init", 120, c, ["", ""]));
+        }
+        if with_bench {
+            // (a) again, for the spread.
+            steps.push((
+                "perf-bench-1b",
+                P1,
+                bench(self, "1", "b", P1),
+                ["b/pe1.csv", "perf-pe1b.csv"],
+            ));
+            steps.push((
+                "perf-bench-2b",
+                P2,
+                bench(self, "2", "b", P2),
+                ["b/pe2.csv", "perf-pe2b.csv"],
+            ));
+        }
+        // NVSHMEM_RS_PERF_BUDGET: another budget (seconds), to try the logic.
+        let budget = std::env::var("NVSHMEM_RS_PERF_BUDGET")
+            .ok()
+            .and_then(|b| b.parse().ok())
+            .unwrap_or(PERF_BUDGET);
+        for (name, cap, c, [from, to]) in steps {
+            let left = budget.saturating_sub(t0.elapsed().as_secs());
+            // A step with less than half its cap left would only be cut short.
+            if left < cap / 2 {
+                println!("=== {name}: SKIPPED: time budget ({left} s left of {budget} s)");
+                self.table.push((
+                    name.to_string(),
+                    format!("SKIPPED (time budget: {left} s left)"),
+                ));
+                continue;
+            }
+            self.record(name, timed(c, cap.min(left)));
+            if !from.is_empty() {
+                keep(from, to);
+            }
+        }
+        // The summary: candidates per family over the runs, the GEMM lines,
+        // the launch and init comparisons.
+        let mut summary = format!("# issue 24 run ({parts:?}, {} s)\n", t0.elapsed().as_secs());
+        let csvs: Vec<PathBuf> = ["a/pe1.csv", "b/pe1.csv", "a/pe2.csv", "b/pe2.csv"]
             .iter()
             .map(|f| work.join(f))
             .filter(|p| p.is_file())
             .collect();
-        if !csvs.is_empty()
-            && let Ok(o) = Command::new(self.bin("nvshmem-bench"))
+        if !csvs.is_empty() {
+            summary += "\n## Rust/C++ time per family, every candidate\n\n";
+            if let Ok(o) = Command::new(self.bin("nvshmem-bench"))
                 .arg("compare")
                 .args(&csvs)
                 .output()
-        {
-            summary += &String::from_utf8_lossy(&o.stdout);
+            {
+                summary += &String::from_utf8_lossy(&o.stdout);
+            }
         }
         let lines = |log: &str, keep: &dyn Fn(&str) -> bool| -> String {
             std::fs::read_to_string(work.join(log))
@@ -489,22 +646,26 @@ impl Runner {
                 .map(|l| format!("    {l}\n"))
                 .collect()
         };
-        summary += "\n## GEMM, bf16, % of cuBLAS (registers in the log)\n\n";
-        summary += &lines("perf-gemm.log", &|l| {
-            l.contains("cuBLAS") || l.contains("registers")
-        });
-        summary += "\n## Launch: this crate against the raw driver calls\n\n";
-        summary += &lines("perf-costs.log", &|l| {
-            l.contains("launch") || l.contains("init")
-        });
-        summary += "\n## Init at 1 PE, Rust against C++ (medians)\n\n";
-        summary += &lines("perf-init.log", &|l| l.starts_with('|'));
+        if with_rest {
+            summary += "\n## GEMM, bf16, % of cuBLAS (registers in the log)\n\n";
+            summary += &lines("perf-gemm.log", &|l| {
+                l.contains("cuBLAS") || l.contains("registers")
+            });
+            summary += "\n## Launch: this crate against the raw driver calls\n\n";
+            summary += &lines("perf-costs.log", &|l| {
+                l.contains("launch") || l.contains("init")
+            });
+            summary += "\n## Init at 1 PE, Rust against C++ (medians)\n\n";
+            summary += &lines("perf-init.log", &|l| l.starts_with('|'));
+        }
         let _ = std::fs::write(out.join("perf-summary.md"), &summary);
-        println!("\n{summary}");
-        // Everything else (logs, tables, SASS) as one file.
-        let tar = Command::new("tar")
-            .arg("-cJf")
-            .arg(out.join("perf-logs.tar.xz"))
+        // Everything else (logs, tables, SASS, init.csv) as one file.
+        let tar = Command::new("timeout")
+            .args(["60", "tar", "-cJf"])
+            .arg(out.join(format!(
+                "perf-logs-{}.tar.xz",
+                format!("{parts:?}").to_lowercase()
+            )))
             .arg("-C")
             .arg(&work)
             .arg(".")
@@ -512,6 +673,7 @@ impl Runner {
         if !tar.is_ok_and(|s| s.success()) {
             println!("warning: could not archive {}", work.display());
         }
+        println!("\n{summary}");
         self.out = out;
         Ok(())
     }
@@ -530,6 +692,21 @@ impl Runner {
             .arg("--results")
             .arg(results);
         c
+    }
+
+    /// The pack's NVSHMEM (`nvshmem/`), its host library unpacked (the pack
+    /// carries it xz-compressed).
+    fn unpack_host(&self) -> Result<PathBuf, String> {
+        let nv = self.pack.join("nvshmem");
+        let host = nv.join("lib/libnvshmem_host.so.3");
+        if !host.exists() && host.with_extension("3.xz").exists() {
+            crate::check(
+                Command::new("xz")
+                    .args(["-dk"])
+                    .arg(host.with_extension("3.xz")),
+            )?;
+        }
+        Ok(nv)
     }
 
     /// The torch pack's runs: the wheel unpacked into `$OUT/pylib` beside
@@ -649,6 +826,37 @@ impl Runner {
         }
         Mps::start(self.mps_on.clone()).map(Some)
     }
+}
+
+/// Seconds one [`Mode::Perf`] run may take: a device call allows 600, and
+/// one `gpu-run` call should end within 8.5 minutes with unpacking and `Info`.
+const PERF_BUDGET: u64 = 470;
+
+/// Which steps [`Runner::perf`] runs.
+#[derive(Clone, Copy, Debug)]
+enum Perf {
+    All,
+    Bench,
+    Rest,
+}
+
+/// `c` under coreutils' `timeout` (`secs`, then SIGKILL 10 s later), with
+/// its settings: a hung step cannot eat the device call.
+fn timed(c: Command, secs: u64) -> Command {
+    let mut t = Command::new("timeout");
+    t.args(["-k", "10", &secs.to_string()])
+        .arg(c.get_program())
+        .args(c.get_args());
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => t.env(k, v),
+            None => t.env_remove(k),
+        };
+    }
+    if let Some(d) = c.get_current_dir() {
+        t.current_dir(d);
+    }
+    t
 }
 
 /// Whether `nvidia-smi -L` lists a GPU.
@@ -844,6 +1052,19 @@ impl Drop for Mps {
             Self::stop();
         }
     }
+}
+
+/// Unpacks the `*.cubin.xz` under `dir` (a `nvshmem` pack's), once.
+fn unpack_cubins(dir: &Path) -> Result<(), String> {
+    for e in std::fs::read_dir(dir).map_err(|e| e.to_string())?.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            unpack_cubins(&p)?;
+        } else if p.to_string_lossy().ends_with(".cubin.xz") && !p.with_extension("").exists() {
+            crate::check(Command::new("xz").arg("-dk").arg(&p))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -245,7 +245,9 @@ impl Run<'_> {
             },
             None => Ok(()),
         };
-        let candidates: Vec<(String, Box<dyn Fn() -> Res<()> + '_>)> = if self.o.candidates {
+        // A candidate kernel's launch, by name.
+        type Launch<'a> = Box<dyn Fn() -> Res<()> + 'a>;
+        let candidates: Vec<(String, Launch)> = if self.o.candidates {
             (0..gemm.candidates().len())
                 .map(|i| {
                     let name = gemm.candidates()[i]
@@ -254,10 +256,7 @@ impl Run<'_> {
                         .trim_start_matches("gemm_bf16_");
                     // SAFETY: as `run_mma`; the candidate checks the sizes against its tile.
                     let f = move || unsafe { gemm.mma_candidate(nv, i, ptrs, dims, group) };
-                    (
-                        name.to_string(),
-                        Box::new(f) as Box<dyn Fn() -> Res<()> + '_>,
-                    )
+                    (name.to_string(), Box::new(f) as Launch)
                 })
                 .collect()
         } else {

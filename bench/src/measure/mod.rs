@@ -341,23 +341,19 @@ impl<'a> Bench<'a> {
 
     /// Fills `buf[..bytes]` (this PE's copy) with the pattern of `seed`.
     fn fill(&self, buf: DevicePtr<u8>, bytes: u64, seed: u32) -> Res<()> {
-        let k = self.util.kernel("fill_bytes")?;
-        // SAFETY: writes `bytes` bytes of a buffer that holds them.
-        unsafe {
-            k.launch(
-                self.nv.stream(),
-                self.grid_for(bytes),
-                512,
-                (buf, bytes, seed),
-            )?
-        };
-        Ok(())
+        self.write_bytes("fill_bytes", buf, bytes, seed)
     }
 
     /// Poisons `buf[..bytes]` (this PE's copy) for a check against the
     /// pattern of `seed`: every byte its complement, so none matches.
     fn poison(&self, buf: DevicePtr<u8>, bytes: u64, seed: u32) -> Res<()> {
-        let k = self.util.kernel("poison_bytes")?;
+        self.write_bytes("poison_bytes", buf, bytes, seed)
+    }
+
+    /// Runs the utility kernel `name(buf, bytes, seed)`, which writes
+    /// `buf[..bytes]` (this PE's copy).
+    fn write_bytes(&self, name: &str, buf: DevicePtr<u8>, bytes: u64, seed: u32) -> Res<()> {
+        let k = self.util.kernel(name)?;
         // SAFETY: writes `bytes` bytes of a buffer that holds them.
         unsafe {
             k.launch(

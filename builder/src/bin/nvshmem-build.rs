@@ -9,7 +9,9 @@
 
 use clap::{Args, Parser, Subcommand};
 use nvshmem_builder::toolchain::Toolchain;
-use nvshmem_builder::{Builder, DeviceLink, ENV_VARS, SUPPORTED_VERSIONS, Version, wheels};
+use nvshmem_builder::{
+    Arch, Builder, CudaMajor, DeviceLink, ENV_VARS, SUPPORTED_VERSIONS, Version, ptx_folder, wheels,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -44,11 +46,14 @@ struct BuildArgs {
     crate_dir: PathBuf,
     /// GPU architecture, such as sm_90 [default: $NVSHMEM_RS_ARCH, else sm_90].
     #[arg(long)]
-    arch: Option<String>,
+    arch: Option<Arch>,
     /// NVSHMEM version to link against [default: $NVSHMEM_RS_NVSHMEM_VERSION, else the one found].
     #[arg(long)]
     nvshmem_version: Option<Version>,
-    /// Where the outputs go (`<dir>/nvshmem-<version>/<arch>/`) [default: <target dir>/ptx].
+    /// CUDA major, 12 or 13 [default: $NVSHMEM_RS_CUDA_MAJOR, else the installation's, else 13].
+    #[arg(long)]
+    cuda_major: Option<CudaMajor>,
+    /// Where the outputs go (`<dir>/nvshmem-<version>[-cu12]/<arch>/`) [default: <target dir>/ptx].
     #[arg(long)]
     out_dir: Option<PathBuf>,
     /// The cargo target folder of the nvptx64 build [default: <crate>/target].
@@ -67,9 +72,17 @@ struct BuildArgs {
 
 #[derive(Args)]
 struct SetupArgs {
-    /// NVSHMEM versions to fetch (repeatable) [default: every supported version].
+    /// NVSHMEM versions to fetch (repeatable) [default: the set of
+    /// `wheels::SETUP_DEFAULT`, ~0.5 GB; `--all`: every supported version].
     #[arg(long = "nvshmem-version")]
     versions: Vec<Version>,
+    /// Every supported NVSHMEM version (for each `--cuda-major`): ~20 wheels,
+    /// 4.4 GB with both majors.
+    #[arg(long)]
+    all: bool,
+    /// CUDA majors to fetch those versions and ptxas for (repeatable) [default: 13].
+    #[arg(long = "cuda-major")]
+    cuda: Vec<CudaMajor>,
     /// Do not install the kernel toolchain.
     #[arg(long)]
     no_toolchain: bool,
@@ -77,11 +90,14 @@ struct SetupArgs {
 
 fn builder(a: &BuildArgs) -> Builder {
     let mut b = Builder::new(&a.crate_dir);
-    if let Some(arch) = &a.arch {
+    if let Some(arch) = a.arch {
         b = b.arch(arch);
     }
     if let Some(v) = a.nvshmem_version {
         b = b.nvshmem_version(v);
+    }
+    if let Some(c) = a.cuda_major {
+        b = b.cuda_major(c);
     }
     if let Some(d) = &a.out_dir {
         b = b.out_dir(d);
@@ -114,7 +130,10 @@ fn build(a: &BuildArgs) -> nvshmem_builder::Result<()> {
             .map(|c| format!(
                 "{} ({})",
                 c.display(),
-                out.manifest.device_link.as_deref().unwrap_or("")
+                out.manifest
+                    .device_link
+                    .map(|m| m.as_str())
+                    .unwrap_or_default()
             ))
             .unwrap_or_else(|| "none (PTX only)".into()),
         out.manifest_path.display(),
@@ -159,21 +178,44 @@ fn setup(a: &SetupArgs) -> nvshmem_builder::Result<()> {
         let tc = Toolchain::pinned()?;
         println!("toolchain\t{}", tc.sysroot.display());
     }
-    let versions: Vec<Version> = if a.versions.is_empty() {
-        SUPPORTED_VERSIONS.iter().map(|i| i.version).collect()
+    let cudas = if a.cuda.is_empty() {
+        vec![CudaMajor::Cuda13]
     } else {
-        a.versions.clone()
+        a.cuda.clone()
     };
-    for v in versions {
-        println!("nvshmem-{v}\t{}", wheels::nvshmem(v)?.root.display());
+    let pairs: Vec<(Version, CudaMajor)> = if a.all || !a.versions.is_empty() {
+        let versions: Vec<Version> = match a.all {
+            true => SUPPORTED_VERSIONS.iter().map(|i| i.version).collect(),
+            false => a.versions.clone(),
+        };
+        cudas
+            .iter()
+            .flat_map(|&c| versions.iter().map(move |&v| (v, c)))
+            .collect()
+    } else {
+        wheels::SETUP_DEFAULT.to_vec()
+    };
+    // `ptx_folder`'s name (`nvshmem-<version>[-cu12]`), the key scripts read.
+    for &(v, cuda) in &pairs {
+        let nv = wheels::nvshmem_for(v, cuda)?;
+        println!("{}\t{}", ptx_folder(v, cuda), nv.root.display());
     }
-    let nvcc = wheels::ensure(wheels::NVCC_WHEEL, "ptxas and nvlink")?;
-    println!("ptxas\t{}", nvcc.join("nvidia/cu13/bin/ptxas").display());
-    let include = match wheels::cuda_include_dir() {
-        Some(d) => d,
-        None => wheels::ensure(wheels::CUDA_RUNTIME_WHEEL, "cuda.h")?.join("nvidia/cu13/include"),
-    };
-    println!("cuda-include\t{}", include.display());
+    let mut cudas: Vec<CudaMajor> = pairs.iter().map(|p| p.1).chain(cudas).collect();
+    cudas.sort();
+    cudas.dedup();
+    for &cuda in &cudas {
+        let nvcc = wheels::ensure(cuda.nvcc_wheel(), &format!("ptxas (CUDA {cuda})"))?;
+        let dir = match cuda {
+            CudaMajor::Cuda13 => "nvidia/cu13/bin",
+            CudaMajor::Cuda12 => "nvidia/cuda_nvcc/bin",
+        };
+        println!("ptxas-cu{cuda}\t{}", nvcc.join(dir).join("ptxas").display());
+        if cuda == CudaMajor::Cuda12 {
+            let jl = wheels::ensure(wheels::NVJITLINK_CU12_WHEEL, "nvJitLink (CUDA 12)")?;
+            println!("nvjitlink-cu12\t{}", jl.display());
+        }
+    }
+    println!("cuda-include\t{}", wheels::cuda_include()?.display());
     Ok(())
 }
 

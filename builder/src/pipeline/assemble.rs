@@ -1,21 +1,22 @@
 //! PTX → cubin: `ptxas` on the whole module, or `ptxas -c` and `nvlink`.
 
-use crate::builder::{AUTO_SEPARATE_ABOVE_LINES, AUTO_SEPARATE_TRANSPORT_ABOVE_LINES, DeviceLink};
+use super::{ptx, transport};
+use crate::builder::{AUTO_SEPARATE_ABOVE_LINES, AUTO_SEPARATE_TRANSPORT_ABOVE_LINES};
 use crate::error::{Error, Result};
-use crate::ptx;
-use crate::toolchain::{find_nvlink, run};
-use crate::transport;
+use crate::toolchain::{DeviceLinker, run};
+use nvshmem_types::DeviceLink;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Every kernel's register, stack and spill figures, by name.
 pub(crate) type Figures = BTreeMap<String, ptx::PtxasFigures>;
 
-/// Runs ptxas (and nvlink when compiling separately) on the PTX in
+/// Runs ptxas (and the device linker when compiling separately) on the PTX in
 /// `ptx_path`; returns every kernel's figures, the mode used, and a warning
 /// for the build's output when the result is worse than it should be.
+/// `tools` is `ptxas` and the device linker, if one was found.
 pub(crate) fn assemble(
-    ptxas: &Path,
+    tools: (&Path, Option<DeviceLinker>),
     arch: &str,
     mode: DeviceLink,
     ptx: &str,
@@ -23,7 +24,7 @@ pub(crate) fn assemble(
     cubin: &Path,
     work: &Path,
 ) -> Result<(Figures, DeviceLink, Option<String>)> {
-    let nvlink = find_nvlink(ptxas)?;
+    let (ptxas, nvlink) = tools;
     let funcs = ptx::ptx_functions(ptx);
     let large_transport = transport_lines(&funcs) > AUTO_SEPARATE_TRANSPORT_ABOVE_LINES;
     let mode = match mode {
@@ -53,8 +54,10 @@ pub(crate) fn assemble(
             std::io::ErrorKind::NotFound,
             format!(
                 "separate compilation needs nvlink, which was not found beside ptxas, in NVLINK \
-                 or on PATH; it ships with ptxas in the {} wheel",
-                crate::toolchain::NVCC_WHEEL
+                 or on PATH; it ships with ptxas in the {} wheel (for CUDA 12: nvJitLink, \
+                 from the {} wheel)",
+                crate::toolchain::wheels::NVCC_WHEEL,
+                crate::toolchain::wheels::NVJITLINK_CU12_WHEEL
             ),
         ),
     })?;
@@ -113,13 +116,20 @@ pub(crate) fn assemble(
         }
     };
     let per_function = ptx::ptxas_figures(&per_function);
-    let linked = ptx::nvlink_figures(&run("nvlink", &nvlink, "", |c| {
-        c.arg(format!("-arch={arch}"))
-            .arg("-v")
-            .args(&objects)
-            .arg("-o")
-            .arg(cubin);
-    })?);
+    let log = match &nvlink {
+        DeviceLinker::Nvlink(nvlink) => run("nvlink", nvlink, "", |c| {
+            c.arg(format!("-arch={arch}"))
+                .arg("-v")
+                .args(&objects)
+                .arg("-o")
+                .arg(cubin);
+        })?,
+        DeviceLinker::NvJitLink(lib) => {
+            let objects: Vec<&Path> = objects.iter().map(|o| o.as_path()).collect();
+            crate::toolchain::jitlink::link(lib, arch, &objects, cubin)?
+        }
+    };
+    let linked = ptx::nvlink_figures(&log);
     // Per kernel: registers and stack as linked (the whole call graph);
     // spills summed over every function it reaches in its own object.
     let figures = funcs

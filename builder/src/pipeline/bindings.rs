@@ -15,8 +15,8 @@
 //! Each call goes through `Kernel::launch_with` (or
 //! `launch_collective_with` for a collective kernel, which gets only that).
 
+use super::signature::Sources;
 use crate::manifest::{KernelInfo, Manifest};
-use crate::signature::Sources;
 use quote::ToTokens;
 use std::fmt::Write;
 
@@ -65,7 +65,7 @@ pub(crate) fn render(m: &Manifest, sources: &Sources, lib_name: &str, dir: &str)
                             ty: "impl ::nvshmem_host::KernelParam".into(),
                             value: "{}".into(),
                         });
-                    (p.name.clone(), arg)
+                    (binding_name(&p.name), arg)
                 })
                 .collect();
             (k, args)
@@ -221,6 +221,19 @@ fn render_kernel(
     );
 }
 
+/// The launch functions' own parameters: a kernel parameter of the same
+/// name is called `name_` in the binding.
+const OWN_PARAMS: [&str; 5] = ["kernels", "stream", "grid", "block", "config"];
+
+/// A kernel parameter's name in the binding (see [`OWN_PARAMS`]).
+fn binding_name(name: &str) -> String {
+    if OWN_PARAMS.contains(&name) {
+        format!("{name}_")
+    } else {
+        name.to_string()
+    }
+}
+
 /// How the binding takes a kernel parameter of Rust type `ty`, or `None`
 /// when it cannot name the type on the host.
 fn param(ty: &syn::Type, s: &Sources, lib: &str, structs: &mut Vec<String>) -> Option<Arg> {
@@ -304,8 +317,8 @@ fn generic_arg(p: &syn::TypePath) -> Option<&syn::Type> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::header::tests::manifest;
     use super::*;
-    use crate::header::tests::manifest;
     use crate::manifest::ParamInfo;
 
     fn params(names: &[&str]) -> Vec<ParamInfo> {
@@ -374,6 +387,22 @@ mod tests {
         // `k_with` is a kernel of its own: `k` gets no `_with` variant.
         assert_eq!(out.matches("pub unsafe fn k_with(").count(), 1, "{out}");
         assert!(!out.contains("launch_with(stream, config, (x.as_sym_ptr(),))"));
+    }
+
+    #[test]
+    fn parameters_named_like_the_bindings_own_are_renamed() {
+        let s = sources("#[kernel] pub unsafe fn k(grid: u32, stream: u64, n: u32) {}");
+        let m = manifest(vec![KernelInfo::new(
+            "k",
+            params(&["grid", "stream", "n"]),
+            false,
+        )]);
+        let out = render(&m, &s, "ring_kernels", "/built");
+        assert!(
+            out.contains("    grid_: u32,\n    stream_: u64,\n    n: u32,\n"),
+            "{out}"
+        );
+        assert!(out.contains("(grid_, stream_, n)"), "{out}");
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! and its nvptx64 build with the pinned toolchain.
 
 use crate::error::{Error, Result};
-use crate::settings::Progress;
 use crate::toolchain::Toolchain;
+use crate::toolchain::settings::Progress;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -115,7 +115,7 @@ impl CrateMeta {
         // workspace's `cargo build`: fine for `#[kernel]` functions, not for
         // hand-written `extern "ptx-kernel"` ones.
         if meta.workspace_root.as_std_path() != root {
-            let raw = crate::signature::read(&meta_out.src_dir()).raw_ptx_kernels;
+            let raw = super::signature::read(&meta_out.src_dir()).raw_ptx_kernels;
             if !raw.is_empty() {
                 return Err(Error::RawKernelsInWorkspace {
                     crate_dir: crate_dir.into(),
@@ -276,9 +276,12 @@ pub(crate) fn build(
         }
     }
     for w in &warnings {
-        for line in w.trim_end().lines() {
-            progress.say(&format!("{}: {line}", meta.name));
-        }
+        let lines: Vec<String> = w
+            .trim_end()
+            .lines()
+            .map(|line| format!("{}: {line}", meta.name))
+            .collect();
+        progress.warn(&lines.join("\n"));
     }
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);

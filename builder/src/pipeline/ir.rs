@@ -3,6 +3,7 @@
 //! Not API: public only for the device crate's ABI test, which reads
 //! function signatures with [`fn_signatures`].
 
+use nvshmem_types::Arch;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 
@@ -106,6 +107,41 @@ pub(crate) fn declared_functions(ll: &str) -> Vec<String> {
         .collect()
 }
 
+/// The name `nvshmem_device::math::cuda_arch` calls for `__nvvm_reflect`:
+/// rustc's own LLVM pipeline runs NVVMReflect too, with rustc's default arch,
+/// so the device crate hides the call under this name until the builder's
+/// `opt -mcpu=<arch>` can resolve it.
+pub(crate) const REFLECT_ALIAS: &str = "nvshmem_rs_nvvm_reflect";
+
+/// `ll` with calls to [`REFLECT_ALIAS`] turned into `__nvvm_reflect` calls
+/// (one declaration kept).
+pub(crate) fn unhide_reflect(ll: &str) -> String {
+    let alias = format!("@{REFLECT_ALIAS}(");
+    if !ll.contains(&alias) {
+        return ll.to_string();
+    }
+    let has_reflect = ll
+        .lines()
+        .any(|l| l.starts_with("declare ") && l.contains("@__nvvm_reflect("));
+    let mut out = String::with_capacity(ll.len());
+    for line in ll.lines() {
+        if line.starts_with("declare ") && line.contains(&alias) && has_reflect {
+            continue;
+        }
+        out.push_str(&line.replace(&alias, "@__nvvm_reflect("));
+        out.push('\n');
+    }
+    out
+}
+
+/// The libdevice functions `ll` declares but does not define.
+pub(crate) fn libdevice_calls(ll: &str) -> Vec<String> {
+    declared_functions(ll)
+        .into_iter()
+        .filter(|f| f.starts_with("__nv_"))
+        .collect()
+}
+
 /// The first `@name` on a line (the defined function for a `define` line).
 fn first_global_name(line: &str) -> Option<String> {
     global_names(line).next()
@@ -170,6 +206,126 @@ pub(crate) fn collective_kernels(funcs: &BTreeMap<String, Function>) -> BTreeMap
         out.insert(name.clone(), collective);
     }
     out
+}
+
+/// An NVVM intrinsic that only some architectures have: `llc` aborts on the
+/// others ("Cannot select: intrinsic"), so the builder checks first.
+pub(crate) struct ArchIntrinsic {
+    /// The intrinsic name, or the prefix of a family of them.
+    pub prefix: &'static str,
+    /// What the Rust side calls it, for the message.
+    pub what: &'static str,
+    /// The architectures that have it, as the message says them.
+    pub needs: &'static str,
+    /// Whether `arch` has it.
+    pub has: fn(Arch) -> bool,
+}
+
+/// The intrinsics the device crate declares that not every architecture has.
+pub(crate) const ARCH_INTRINSICS: &[ArchIntrinsic] = &[
+    ArchIntrinsic {
+        prefix: "llvm.nvvm.wgmma.",
+        what: "wgmma (nvshmem_device::wgmma)",
+        needs: "sm_90a",
+        has: |a| a.number() == 90 && a.is_arch_specific(),
+    },
+    ArchIntrinsic {
+        prefix: "llvm.nvvm.setmaxnreg.",
+        what: "setmaxnreg (nvshmem_device::wgmma::setmaxnreg_*)",
+        needs: "sm_90a (or another `a` architecture)",
+        has: |a| a.number() >= 90 && a.is_arch_specific(),
+    },
+    ArchIntrinsic {
+        prefix: "llvm.nvvm.elect.sync",
+        what: "elect.sync",
+        needs: "sm_90 or newer",
+        has: |a| a.number() >= 90,
+    },
+];
+
+/// A use of an [`ArchIntrinsic`] that `arch` lacks.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ArchMisuse {
+    /// The intrinsic as declared.
+    pub intrinsic: String,
+    pub what: &'static str,
+    pub needs: &'static str,
+    /// The functions that call it (demangled, without hashes).
+    pub callers: Vec<String>,
+    /// The kernels that reach it.
+    pub kernels: Vec<String>,
+}
+
+/// The intrinsics that `ll` declares and `arch` lacks, with the functions
+/// that call them and the kernels that reach those.
+pub(crate) fn arch_misuses(ll: &str, arch: Arch) -> Vec<ArchMisuse> {
+    let lacking: Vec<(String, &ArchIntrinsic)> = declared_functions(ll)
+        .into_iter()
+        .filter_map(|f| {
+            let i = ARCH_INTRINSICS.iter().find(|i| f.starts_with(i.prefix))?;
+            (!(i.has)(arch)).then_some((f, i))
+        })
+        .collect();
+    if lacking.is_empty() {
+        return Vec::new();
+    }
+    let funcs = functions(ll);
+    lacking
+        .into_iter()
+        .map(|(intrinsic, i)| {
+            let calls = |f: &Function| f.references.contains(&intrinsic);
+            let callers = funcs
+                .iter()
+                .filter(|(_, f)| calls(f))
+                .map(|(name, _)| readable(name))
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let kernels = funcs
+                .iter()
+                .filter(|(_, f)| f.is_kernel)
+                .filter(|(name, _)| reaches(&funcs, name, &intrinsic))
+                .map(|(name, _)| name.clone())
+                .collect();
+            ArchMisuse {
+                intrinsic,
+                what: i.what,
+                needs: i.needs,
+                callers,
+                kernels,
+            }
+        })
+        .collect()
+}
+
+/// Whether `from` calls or references `target`, directly or through others.
+fn reaches(funcs: &BTreeMap<String, Function>, from: &str, target: &str) -> bool {
+    let mut seen = BTreeSet::new();
+    let mut queue = VecDeque::from([from]);
+    while let Some(name) = queue.pop_front() {
+        if name == target {
+            return true;
+        }
+        if seen.insert(name)
+            && let Some(f) = funcs.get(name)
+        {
+            queue.extend(f.references.iter().map(String::as_str));
+        }
+    }
+    false
+}
+
+/// A Rust symbol demangled without its hash (`nvshmem_device::wgmma::fence`);
+/// other names as they are.
+fn readable(name: &str) -> String {
+    format!("{:#}", rustc_demangle::demangle(name))
+}
+
+/// Whether an optimized bitcode file still declares `name` (its string
+/// table holds every symbol name as plain bytes; `globaldce` has removed
+/// unused declarations).
+pub(crate) fn bitcode_mentions(bytes: &[u8], name: &str) -> bool {
+    find(bytes, name.as_bytes()).is_some()
 }
 
 /// The highest `+ptxNN` any function's `target-features` asks for, as NN.
@@ -251,6 +407,28 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_undefined_nv_functions_are_needed() {
+        let ll = "declare float @__nv_expf(float)\ndeclare void @nvshmem_quiet()\n\
+                  define float @__nv_fabsf(float %x) {\n  ret float %x\n}\n";
+        assert_eq!(libdevice_calls(ll), ["__nv_expf"]);
+    }
+
+    #[test]
+    fn the_reflect_alias_becomes_nvvm_reflect() {
+        let ll = "declare i32 @nvshmem_rs_nvvm_reflect(ptr)\ndeclare i32 @__nvvm_reflect(ptr)\n\
+                  %1 = call i32 @nvshmem_rs_nvvm_reflect(ptr @s)\n";
+        let out = unhide_reflect(ll);
+        assert_eq!(
+            out.matches("declare i32 @__nvvm_reflect(ptr)").count(),
+            1,
+            "{out}"
+        );
+        assert!(out.contains("call i32 @__nvvm_reflect(ptr @s)") && !out.contains(REFLECT_ALIAS));
+        let alone = unhide_reflect("declare i32 @nvshmem_rs_nvvm_reflect(ptr)\n");
+        assert_eq!(alone, "declare i32 @__nvvm_reflect(ptr)\n");
+    }
 
     #[test]
     fn parses_llvm_function_lines() {

@@ -3,8 +3,8 @@
 //! `libnvshmem_device*.bc`, and any other a later step adds), into one
 //! LLVM module.
 
+use super::{ir, reuse};
 use crate::error::{Error, Result, io_err};
-use crate::ir;
 use crate::toolchain::{LlvmTools, run, run_stdout};
 use std::path::{Path, PathBuf};
 
@@ -80,7 +80,7 @@ fn extract_bitcode(
         // has no hash in its name, and is rebuilt with other features for
         // another NVSHMEM version, so "older than the stamp" is not enough.
         let stamp = dir.join(".extracted");
-        let identity = crate::reuse::file_identity(rlib)?;
+        let identity = reuse::file_identity(rlib)?;
         let fresh = std::fs::read_to_string(&stamp).is_ok_and(|s| s == identity);
         if !fresh {
             let _ = std::fs::remove_dir_all(&dir);
@@ -143,15 +143,8 @@ fn link_deps_cached(tools: &LlvmTools, objs: &[PathBuf], out: &Path) -> Result<P
 /// that wrote a library's bitcode. The answer is kept in `work` per library
 /// file and tools version: the scan reads the whole file (30-50 MB).
 fn check_producer(bitcode: &Path, tools: &LlvmTools, work: &Path) -> Result<()> {
-    let identity = format!(
-        "{}{}\n",
-        crate::reuse::file_identity(bitcode)?,
-        tools.version
-    );
-    let stamp = work.join(format!(
-        "producer-ok-{:016x}",
-        crate::reuse::stable_hash(bitcode)
-    ));
+    let identity = format!("{}{}\n", reuse::file_identity(bitcode)?, tools.version);
+    let stamp = work.join(format!("producer-ok-{:016x}", reuse::stable_hash(bitcode)));
     if std::fs::read_to_string(&stamp).is_ok_and(|s| s == identity) {
         return Ok(());
     }

@@ -62,16 +62,20 @@ pub(crate) fn ptx_entries(ptx: &str) -> Vec<(String, Vec<PtxParam>)> {
             .unwrap_or_default()
             .to_string();
         let mut params = Vec::new();
-        let mut header = rest.to_string();
+        // The parameter list up to its `)`, without comments (llc writes
+        // `)  // @name` after the last parameter).
+        let code = |l: &str| l.split("//").next().unwrap_or("").trim().to_string();
+        let mut header = code(rest);
         while !header.contains(')') {
             match lines.next() {
                 Some(l) => {
                     header.push(' ');
-                    header.push_str(l.trim());
+                    header.push_str(&code(l));
                 }
                 None => break,
             }
         }
+        let header = header.split(')').next().unwrap_or_default();
         for decl in header.split(".param").skip(1) {
             params.push(parse_param(decl));
         }
@@ -80,9 +84,11 @@ pub(crate) fn ptx_entries(ptx: &str) -> Vec<(String, Vec<PtxParam>)> {
     out
 }
 
+/// One `.param` declaration (without the `.param`): `.align 8 .b8 k_param_1[24]`,
+/// `.u64 .ptr .align 1 k_param_0`, `.u32 k_param_2`.
 fn parse_param(decl: &str) -> PtxParam {
     let words: Vec<&str> = decl
-        .split([' ', ',', ')'])
+        .split([' ', '\t', ','])
         .filter(|w| !w.is_empty())
         .collect();
     // `.align N` before the type aligns the parameter (byte arrays); after
@@ -101,12 +107,11 @@ fn parse_param(decl: &str) -> PtxParam {
         .unwrap_or(8)
         / 8)
     .max(1);
+    // The name's `[N]`, for byte arrays.
     let count = rest
-        .last()
-        .and_then(|w| {
-            w.split_once('[')
-                .map(|(_, n)| n.trim_end_matches(']').parse::<u32>().unwrap_or(1))
-        })
+        .iter()
+        .find_map(|w| w.split_once('['))
+        .map(|(_, n)| n.trim_end_matches(']').parse::<u32>().unwrap_or(1))
         .unwrap_or(1);
     PtxParam {
         size: elem * count,
@@ -410,6 +415,60 @@ mod tests {
             }
         );
         assert_eq!(e[1], ("empty".to_string(), vec![]));
+    }
+
+    /// llc 22 writes `)  // @name` after the last parameter: a byte array
+    /// there keeps its `[N]`, in every position.
+    #[test]
+    fn struct_parameters_keep_their_size_in_every_position() {
+        let byval = |name: &str, i: u32| format!("\t.param .align 8 .b8 {name}_param_{i}[24]");
+        let ptr = |name: &str, i: u32| format!("\t.param .u64 .ptr .align 1 {name}_param_{i}");
+        let entry = |name: &str, params: Vec<String>| {
+            format!(
+                "\t// .globl\t{name}          // -- Begin function {name}\n.visible .entry {name}(\n{}\n)                                       // @{name}\n{{\n\tret;\n}}\n",
+                params.join(",\n")
+            )
+        };
+        let ptx = [
+            entry("first", vec![byval("first", 0), ptr("first", 1)]),
+            entry(
+                "middle",
+                vec![
+                    ptr("middle", 0),
+                    byval("middle", 1),
+                    "\t.param .u32 middle_param_2".into(),
+                ],
+            ),
+            entry("last", vec![ptr("last", 0), byval("last", 1)]),
+            entry("only", vec![byval("only", 0)]),
+        ]
+        .concat();
+        let s = PtxParam {
+            size: 24,
+            align: 8,
+            ty: "b8".into(),
+        };
+        let p = PtxParam {
+            size: 8,
+            align: 8,
+            ty: "u64".into(),
+        };
+        let n = PtxParam {
+            size: 4,
+            align: 4,
+            ty: "u32".into(),
+        };
+        let e = ptx_entries(&ptx);
+        let got: Vec<(&str, &[PtxParam])> = e.iter().map(|(k, v)| (k.as_str(), &v[..])).collect();
+        assert_eq!(
+            got,
+            [
+                ("first", &[s.clone(), p.clone()][..]),
+                ("middle", &[p.clone(), s.clone(), n][..]),
+                ("last", &[p, s.clone()][..]),
+                ("only", &[s][..]),
+            ]
+        );
     }
 
     #[test]

@@ -127,6 +127,7 @@ impl Reuse<'_> {
             header: self.out_dir.join(format!("{}.h", self.crate_name)),
             // Written by the caller: they name the output folder.
             bindings: PathBuf::new(),
+            cuda_include: None,
             manifest,
             nvshmem: self.nv.clone(),
             sources: Vec::new(),

@@ -25,7 +25,7 @@ pub(crate) fn lower(ll: &str) -> Result<String, String> {
         if !line.starts_with('@') {
             continue;
         }
-        let Some(name) = crate::ir::global_names(line).next() else {
+        let Some(name) = super::ir::global_names(line).next() else {
             continue;
         };
         if line.contains(&section) || (name == DYNAMIC && line.contains(" external ")) {
@@ -39,7 +39,7 @@ pub(crate) fn lower(ll: &str) -> Result<String, String> {
     for line in ll.lines() {
         let defined = line
             .starts_with('@')
-            .then(|| crate::ir::global_names(line).next())
+            .then(|| super::ir::global_names(line).next())
             .flatten()
             .filter(|n| names.contains(n));
         match defined {

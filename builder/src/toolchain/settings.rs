@@ -29,6 +29,11 @@ pub const ENV_VARS: &[(&str, &str)] = &[
         "NVSHMEM version to link against, such as 3.4.5",
     ),
     (
+        "NVSHMEM_RS_CUDA_MAJOR",
+        "12 or 13: the CUDA major of the NVSHMEM wheel, ptxas and PTX ISA (default: the \
+         installation's, else 13)",
+    ),
+    (
         "NVSHMEM_RS_DEVICE_LINK",
         "auto, whole-program or separate (how ptxas makes the cubin)",
     ),
@@ -127,27 +132,60 @@ pub(crate) fn offline() -> Result<bool> {
     flag("NVSHMEM_RS_OFFLINE")
 }
 
-/// Where progress lines go: a build script's `cargo:warning` (the only
-/// output cargo shows without `-vv`), else stderr.
+/// Where progress lines and warnings go: a build script's output, else stderr.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum Progress {
     /// `eprintln!`.
     #[default]
     Stderr,
-    /// `cargo:warning=` (cargo shows them when the build script ends).
+    /// A build script: warnings held until it ends (see [`flush_warnings`]).
     BuildScript,
 }
 
 impl Progress {
-    /// One line of progress, such as a download or an install.
+    /// One line of progress, such as a download or an install: on stderr
+    /// only, which cargo shows live with `cargo build -vv` and under
+    /// `--- stderr` when the build fails; never as a warning.
     pub(crate) fn say(self, line: &str) {
+        eprintln!("nvshmem-builder: {line}");
+    }
+
+    /// A warning about the build (the kernel crate's compiler warnings, PTX
+    /// only), of one or more lines. In a build script it is held and shown once when the script
+    /// ends: cargo prints `cargo:warning` lines again under `--- stdout` when
+    /// a build script fails, and stderr too.
+    pub(crate) fn warn(self, line: &str) {
         match self {
-            Progress::Stderr => eprintln!("nvshmem-builder: {line}"),
-            Progress::BuildScript => {
-                // Also on stderr, which `cargo build -vv` shows as it happens.
-                eprintln!("nvshmem-builder: {line}");
-                println!("cargo:warning=nvshmem-builder: {line}");
+            Progress::Stderr => {
+                for l in line.lines() {
+                    eprintln!("nvshmem-builder: {l}");
+                }
             }
+            Progress::BuildScript => held().push(line.to_string()),
+        }
+    }
+}
+
+/// The warnings a build script holds until it ends.
+fn held() -> std::sync::MutexGuard<'static, Vec<String>> {
+    static HELD: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    HELD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Writes a build script's held warnings once (a crate built for two
+/// NVSHMEM versions warns twice): as `cargo:warning` when it `succeeded`,
+/// else on stderr, before its error.
+pub(crate) fn flush_warnings(succeeded: bool) {
+    let mut seen = std::collections::BTreeSet::new();
+    let warnings: Vec<String> = held()
+        .drain(..)
+        .filter(|w| seen.insert(w.clone()))
+        .collect();
+    for line in warnings.iter().flat_map(|w| w.lines()) {
+        if succeeded {
+            println!("cargo:warning=nvshmem-builder: {line}");
+        } else {
+            eprintln!("warning: nvshmem-builder: {line}");
         }
     }
 }

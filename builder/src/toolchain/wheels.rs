@@ -11,17 +11,24 @@
 //! final one and renamed into place, under a lock file, so a second build
 //! running at the same time waits and never sees half a wheel.
 
+use super::settings::{self, Progress};
 use crate::error::{Error, Result, io_err, not_runnable};
-use crate::settings::Progress;
-use nvshmem_types::Version;
 use nvshmem_types::install::{Installation, Query, Source};
 pub use nvshmem_types::install::{cache_dir, wheel_dir};
+use nvshmem_types::{CudaMajor, DEFAULT_CUDA, Version};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-pub use crate::libdevice::NVVM_WHEEL;
-pub use crate::toolchain::NVCC_WHEEL;
+/// The requirement of the pip wheel with `ptxas` and `nvlink` (CUDA 13).
+pub const NVCC_WHEEL: &str = CudaMajor::Cuda13.nvcc_wheel();
+
+/// The pip wheel with `libnvJitLink.so.12`: CUDA 12's nvcc wheel has no
+/// `nvlink`, so separate compilation links through nvJitLink.
+pub const NVJITLINK_CU12_WHEEL: &str = "nvidia-nvjitlink-cu12==12.9.*";
+
+/// The requirement of the pip wheel with `libdevice.10.bc` (and `cicc`).
+pub const NVVM_WHEEL: &str = "nvidia-nvvm==13.0.*";
 
 /// The requirement of the pip wheel with `cuda.h` (the C header's launch helpers need it).
 pub const CUDA_RUNTIME_WHEEL: &str = "nvidia-cuda-runtime==13.0.*";
@@ -38,32 +45,45 @@ pub const CUDA_RUNTIME_WHEEL: &str = "nvidia-cuda-runtime==13.0.*";
 /// # Ok::<(), nvshmem_builder::Error>(())
 /// ```
 pub fn ensure(requirement: &str, what: &str) -> Result<PathBuf> {
-    ensure_with(
-        requirement,
-        what,
-        crate::settings::offline()?,
-        Progress::Stderr,
-    )
+    ensure_with(requirement, what, settings::offline()?, Progress::Stderr)
 }
 
-/// NVSHMEM `version`: the installation [`Installation::find`] finds for it
-/// without `NVSHMEM_HOME` (python3's pip package, the per-user cache), else
-/// its pip wheel downloaded into the per-user cache as [`ensure`] does. For
-/// tools and tests that need a given version installed.
+/// What `nvshmem-build setup` (`./x setup`, CI) fetches by default: the
+/// default version, the newest, and those PyTorch pins (2.9: 3.3.20 for CUDA
+/// 12; 2.15: 3.7.2), about 0.5 GB. `cargo xtask matrix` builds every version
+/// that is fetched; `setup --all` fetches all (4.4 GB with both majors).
+pub const SETUP_DEFAULT: &[(Version, CudaMajor)] = &[
+    (Version::new(3, 4, 5), CudaMajor::Cuda13),
+    (Version::new(3, 8, 0), CudaMajor::Cuda13),
+    (Version::new(3, 3, 20), CudaMajor::Cuda12),
+    (Version::new(3, 7, 2), CudaMajor::Cuda13),
+];
+
+/// NVSHMEM `version` for CUDA 13 ([`DEFAULT_CUDA`]): [`nvshmem_for`].
+pub fn nvshmem(version: Version) -> Result<Installation> {
+    nvshmem_for(version, DEFAULT_CUDA)
+}
+
+/// NVSHMEM `version` for `cuda`: the installation [`Installation::find`]
+/// finds for it without `NVSHMEM_HOME` (python3's pip package, the per-user
+/// cache), else its pip wheel downloaded into the per-user cache as
+/// [`ensure`] does. For tools and tests that need a given version installed.
 ///
 /// ```no_run
-/// let nv = nvshmem_builder::wheels::nvshmem("3.8.0".parse().unwrap())?;
+/// use nvshmem_builder::CudaMajor;
+/// let nv = nvshmem_builder::wheels::nvshmem_for("3.3.20".parse().unwrap(), CudaMajor::Cuda12)?;
 /// println!("{}", nv.host_library().display());
 /// # Ok::<(), nvshmem_builder::Error>(())
 /// ```
-pub fn nvshmem(version: Version) -> Result<Installation> {
+pub fn nvshmem_for(version: Version, cuda: CudaMajor) -> Result<Installation> {
     let info = version
         .info()
         .ok_or(Error::UnsupportedVersion { version })?;
-    match Installation::find(&Query::default().ignore_env().version(version)) {
+    match Installation::find(&Query::default().ignore_env().version(version).cuda(cuda)) {
         Ok(nv) => Ok(nv),
         Err(_) => {
-            let dir = ensure(info.wheel, &format!("NVSHMEM {version}"))?;
+            let what = format!("NVSHMEM {version} (CUDA {cuda})");
+            let dir = ensure(&info.wheel(cuda).to_string(), &what)?;
             Ok(Installation::at(
                 &dir.join("nvidia/nvshmem"),
                 Source::UserCache,
@@ -169,9 +189,25 @@ fn unpack_locked(cache: &Path, dir: &Path, wheel: &Path) -> Result<()> {
     }
     // zipfile drops the mode bits: ptxas, nvlink and the rest of each bin/ must run.
     for bin in bin_dirs(&tmp) {
-        crate::toolchain::make_executable(&bin)?;
+        make_executable(&bin)?;
     }
     std::fs::rename(&tmp, dir).map_err(io_err(dir))
+}
+
+/// Makes every file in `dir` executable (wheels unpacked by Python's
+/// `zipfile` lose the mode bits).
+pub(crate) fn make_executable(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    for e in std::fs::read_dir(dir).map_err(io_err(dir))?.flatten() {
+        use std::os::unix::fs::PermissionsExt;
+        let p = e.path();
+        if p.is_file() {
+            let mut perm = std::fs::metadata(&p).map_err(io_err(&p))?.permissions();
+            perm.set_mode(perm.mode() | 0o755);
+            std::fs::set_permissions(&p, perm).map_err(io_err(&p))?;
+        }
+    }
+    Ok(())
 }
 
 /// Every folder named `bin` under `root`.
@@ -287,11 +323,38 @@ fn lock_in(cache: &Path, name: &str) -> Result<Option<File>> {
 /// }
 /// ```
 pub fn cuda_include_dir() -> Option<PathBuf> {
+    find_cuda_include()
+}
+
+/// `include/` with `cuda.h`: [`cuda_include_dir`]'s, else the
+/// `nvidia-cuda-runtime` wheel's (2 MB), downloaded into the per-user cache
+/// as [`ensure`] does.
+///
+/// ```no_run
+/// println!("-I{}", nvshmem_builder::wheels::cuda_include()?.display());
+/// # Ok::<(), nvshmem_builder::Error>(())
+/// ```
+pub fn cuda_include() -> Result<PathBuf> {
+    cuda_include_with(settings::offline()?, Progress::Stderr)
+}
+
+/// [`cuda_include`] with the builder's settings.
+pub(crate) fn cuda_include_with(offline: bool, progress: Progress) -> Result<PathBuf> {
+    match find_cuda_include() {
+        Some(d) => Ok(d),
+        None => Ok(
+            ensure_with(CUDA_RUNTIME_WHEEL, "cuda.h", offline, progress)?
+                .join("nvidia/cu13/include"),
+        ),
+    }
+}
+
+fn find_cuda_include() -> Option<PathBuf> {
     let mut candidates: Vec<PathBuf> = wheel_roots(CUDA_RUNTIME_WHEEL)
         .into_iter()
         .map(|root| root.join("nvidia/cu13/include"))
         .collect();
-    if let Some(home) = crate::settings::var_os("CUDA_HOME") {
+    if let Some(home) = settings::var_os("CUDA_HOME") {
         candidates.push(Path::new(&home).join("include"));
     }
     candidates.push("/usr/local/cuda/include".into());

@@ -1,9 +1,9 @@
 //! What the builder's integration tests share.
 #![allow(dead_code)]
 
-use nvshmem_builder::Version;
 use nvshmem_builder::install::{Installation, Query};
 use nvshmem_builder::manifest::Manifest;
+use nvshmem_builder::{Arch, Version};
 use nvshmem_builder::{BuildOutput, Builder};
 use std::path::{Path, PathBuf};
 
@@ -31,7 +31,12 @@ pub fn kernel_crate(path: &str, out: &str, version: Version, arch: &str) -> Buil
         .target_dir(target().join("nvshmem-kernels"))
         .out_dir(target().join("builder-tests").join(out))
         .nvshmem_version(version)
-        .arch(arch)
+        .arch(parse_arch(arch))
+}
+
+/// `arch` (`sm_90`, a literal of the tests) as an [`Arch`].
+pub fn parse_arch(arch: &str) -> Arch {
+    arch.parse().unwrap_or_else(|e| panic!("{arch}: {e}"))
 }
 
 /// Builds (panicking with `what` and the error) and reads the PTX, which
@@ -117,28 +122,36 @@ pub fn builder(name: &str) -> Builder {
 pub use nvshmem_builder::testing::skip;
 
 /// `result` is an error of the variant `kind` (the start of its `Debug`
-/// form, such as `"NoKernels"`) whose message has each of `says`.
+/// form, such as `"NoKernels"`) whose message has each of `says`; returns
+/// the message.
 #[track_caller]
 pub fn fails_with<T: std::fmt::Debug>(
     result: Result<T, nvshmem_builder::Error>,
     kind: &str,
     says: &[&str],
-) {
+) -> String {
     let e = result.expect_err("expected an error");
     assert!(format!("{e:?}").starts_with(kind), "not {kind}: {e:?}");
     for text in says {
         assert!(e.to_string().contains(text), "no {text:?} in: {e}");
     }
+    e.to_string()
 }
 
 /// The version, when it is installed where the builder looks.
 pub fn installed(version: &str) -> Option<Version> {
+    installed_for(version, nvshmem_builder::CudaMajor::Cuda13)
+}
+
+/// [`installed`] for a CUDA major's wheel.
+pub fn installed_for(version: &str, cuda: nvshmem_builder::CudaMajor) -> Option<Version> {
     let v: Version = version.parse().unwrap();
-    match Installation::find(&Query::default().version(v)) {
+    match Installation::find(&Query::default().version(v).cuda(cuda)) {
         Ok(_) => Some(v),
         Err(e) => {
             skip(&format!(
-                "NVSHMEM {version} is not installed ({e}); `nvshmem-build setup` fills the cache"
+                "NVSHMEM {version} for CUDA {cuda} is not installed ({e}); `nvshmem-build setup` \
+                 fills the cache"
             ));
             None
         }

@@ -44,38 +44,43 @@
 //!   whose fetch-add is a correct 64-bit one.
 //!
 //! `tests/abi/` checks every declaration here against the `define` lines of
-//! the bitcode of NVSHMEM 3.4.5 and 3.8.0 (LLVM function types must be
-//! equal), and checks the whole API: **every function either version's
-//! bitcode exports** (every `nvshmem*` symbol, 2,208 in 3.4.5 and 2,731 in
-//! 3.8.0), and every name their headers' type lists generate, is declared
-//! here or listed in the gap table below, whose every row it verifies.
+//! the bitcode of every supported NVSHMEM version, 3.3.20 to 3.8.0, for CUDA
+//! 12 and 13 (LLVM function types must be equal), and checks the whole API:
+//! **every function each version's bitcode exports** (every `nvshmem*`
+//! symbol: 2,208 in 3.3-3.4, 2,715 in 3.5-3.6, 2,724 in 3.7, 2,731 in 3.8),
+//! and every name their headers' type lists generate, is declared here or
+//! listed in the gap table below, whose every row it verifies.
 //!
 //! # Versions
-//! The default is NVSHMEM 3.4.5's API. The `nvshmem-3-8` feature (turned on by
-//! `nvshmem-builder` when it links 3.8+ bitcode) adds what only 3.8 has:
-//! `nvshmemx_{float,double}_atomic_{add,fetch_add}`, `nvshmemx_half_atomic_add`,
-//! `nvshmemx_flush{,_warp,_block}`, `nvshmemx_put16_signal{,_nbi}_{warp,block}`,
-//! `nvshmemx_{ask,give,release}_smem`, `nvshmemx_region_{start_block,stop_block,is_active}`,
-//! `nvshmemx_signal_counted_reset` and the 505 queue-pair functions
-//! `nvshmemx_qp_*` (generated from the RMA type list, as the headers do).
+//! The default is NVSHMEM 3.3/3.4's API. Three features (turned on by
+//! `nvshmem-builder` for the bitcode it links; each implies the ones before)
+//! add what later versions have:
+//! - `nvshmem-3-5`: the 505 queue-pair functions `nvshmemx_qp_*` (generated
+//!   from the RMA type list, as the headers do);
+//! - `nvshmem-3-7`: `nvshmemx_{float,double}_atomic_{add,fetch_add}`,
+//!   `nvshmemx_half_atomic_add`, `nvshmemx_flush{,_warp,_block}`;
+//! - `nvshmem-3-8`: `nvshmemx_put16_signal{,_nbi}_{warp,block}`,
+//!   `nvshmemx_{ask,give,release}_smem`, `nvshmemx_region_{start_block,stop_block,is_active}`,
+//!   `nvshmemx_signal_counted_reset`.
 //!
 //! # Gaps
 //! Every NVSHMEM device function that this module deliberately does not
-//! declare, so that none can become an unresolved symbol at link time. `Kind`
-//! is what `tests/abi/` verifies: `absent` (the headers name it, the
+//! declare, so that none can become an unresolved symbol at link time.
+//! `Versions` is `all`, a minor version (`3.8`), a range of them (`3.3-3.7`)
+//! or one and later (`3.5+`). `Kind` is what `tests/abi/` verifies: `absent` (the headers name it, the
 //! bitcode lacks it), `struct return` (exported, returns a struct by value),
 //! `omitted` (exported, left out for the reason given).
 //!
 //! | Functions | Versions | Kind | Why |
 //! |---|---|---|---|
 //! | `nvshmem_half_g`, `nvshmem_bfloat16_g` | all | struct return | return `%struct.__half`/`%struct.__nv_bfloat16` by value: no matching Rust type. [`crate::g`] uses `get` of one element instead. |
-//! | `nvshmemx_qp_half_g`, `nvshmemx_qp_bfloat16_g` | 3.8.0 | struct return | as `nvshmem_half_g`: the queue-pair forms. |
-//! | `nvshmemx_half_atomic_fetch_add` | 3.8.0 | struct return | returns `%struct.__half` by value. `nvshmemx_half_atomic_add` is declared. |
+//! | `nvshmemx_qp_half_g`, `nvshmemx_qp_bfloat16_g` | 3.5+ | struct return | as `nvshmem_half_g`: the queue-pair forms. |
+//! | `nvshmemx_half_atomic_fetch_add` | 3.7+ | struct return | returns `%struct.__half` by value. `nvshmemx_half_atomic_add` is declared. |
 //! | `nvshmem_{int64,longlong,ptrdiff}_atomic_{fetch_add,add,fetch_inc,inc}` | all | absent | listed in the AMO op groups of `host/nvshmem_api.h`, but not in the device bitcode ("not implemented for FADD because of lack of CUDA support", `device/nvshmem_defines.h`). The typed layer uses `long` (the same C type as `int64_t` and `ptrdiff_t` on nvptx64) for `i64`/`isize`. |
-//! | `nvshmemx_put16_signal_{warp,block,nbi_warp,nbi_block}` | 3.4.5 | absent | 3.4.5's `NVSHMEMI_REPT_FOR_SIZES_WITH_SCOPE2` lists `6` instead of `16`. Declared with `nvshmem-3-8`. |
-//! | `nvshmemx_put6_signal_{warp,block,nbi_warp,nbi_block}` | 3.4.5 | omitted | what that typo generates instead: a put of 6-bit elements, which no Rust type has and 3.8 no longer exports; `put16_signal` (3.8) is the intended function. |
-//! | `nvshmem_half_atomic_{fetch,set,swap}` | 3.8.0 | absent | in 3.8's C++ `NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO`, but not in the device bitcode. |
-//! | `nvshmem_{bfloat16,half,float,double,char,short,schar,int,long,longlong,uchar,ushort,uint,ulong,ulonglong,int8,int16,int32,int64,uint8,uint16,uint32,uint64,size,ptrdiff}_alltoalls` | 3.4.5 | absent | declared by 3.4.5's `host/nvshmem_coll_api.h`, but not in the device bitcode (3.8 drops the declaration). |
+//! | `nvshmemx_put16_signal_{warp,block,nbi_warp,nbi_block}` | 3.3-3.7 | absent | 3.3-3.7's `NVSHMEMI_REPT_FOR_SIZES_WITH_SCOPE2` lists `6` instead of `16`. Declared with `nvshmem-3-8`. |
+//! | `nvshmemx_put6_signal_{warp,block,nbi_warp,nbi_block}` | 3.3-3.7 | omitted | what that typo generates instead: a put of 6-bit elements, which no Rust type has and 3.8 no longer exports; `put16_signal` (3.8) is the intended function. |
+//! | `nvshmem_half_atomic_{fetch,set,swap}` | 3.7+ | absent | in 3.7's and 3.8's C++ `NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO`, but not in the device bitcode. |
+//! | `nvshmem_{bfloat16,half,float,double,char,short,schar,int,long,longlong,uchar,ushort,uint,ulong,ulonglong,int8,int16,int32,int64,uint8,uint16,uint32,uint64,size,ptrdiff}_alltoalls` | 3.3-3.4 | absent | declared by 3.4.5's `host/nvshmem_coll_api.h`, but not in the device bitcode (3.8 drops the declaration). |
 //!
 //! Declared although outside every type list: the library queries
 //! (`nvshmem_info_get_version`, `nvshmem_info_get_name`,
@@ -141,7 +146,7 @@ pub mod lists;
 mod amo;
 mod coll;
 mod library;
-#[cfg(feature = "nvshmem-3-8")]
+#[cfg(feature = "nvshmem-3-5")]
 mod qp;
 mod rma;
 mod sync;
@@ -149,7 +154,7 @@ mod sync;
 pub use amo::*;
 pub use coll::*;
 pub use library::*;
-#[cfg(feature = "nvshmem-3-8")]
+#[cfg(feature = "nvshmem-3-5")]
 pub use qp::*;
 pub use rma::*;
 pub use sync::*;

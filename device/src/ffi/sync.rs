@@ -76,12 +76,12 @@ extern_fn! {
 
 extern_fn! { "`void (void)`. Typed: [`crate::quiet`]."; fn nvshmem_quiet() }
 extern_fn! { "`void (void)`. Typed: [`crate::fence`]."; fn nvshmem_fence() }
-#[cfg(feature = "nvshmem-3-8")]
-extern_fn! { "`void (void)` (NVSHMEM 3.8+). Typed: [`crate::flush`]."; fn nvshmemx_flush() }
-#[cfg(feature = "nvshmem-3-8")]
-extern_fn! { "`void (void)` (NVSHMEM 3.8+). Typed: [`crate::flush_warp`]."; fn nvshmemx_flush_warp() }
-#[cfg(feature = "nvshmem-3-8")]
-extern_fn! { "`void (void)` (NVSHMEM 3.8+). Typed: [`crate::flush_block`]."; fn nvshmemx_flush_block() }
+#[cfg(feature = "nvshmem-3-7")]
+extern_fn! { "`void (void)` (NVSHMEM 3.7+). Typed: [`crate::flush`]."; fn nvshmemx_flush() }
+#[cfg(feature = "nvshmem-3-7")]
+extern_fn! { "`void (void)` (NVSHMEM 3.7+). Typed: [`crate::flush_warp`]."; fn nvshmemx_flush_warp() }
+#[cfg(feature = "nvshmem-3-7")]
+extern_fn! { "`void (void)` (NVSHMEM 3.7+). Typed: [`crate::flush_block`]."; fn nvshmemx_flush_block() }
 
 extern_fn! { "`int (void)`. Typed: [`crate::my_pe`]."; fn nvshmem_my_pe() -> c_int }
 extern_fn! { "`int (void)`. Typed: [`crate::n_pes`]."; fn nvshmem_n_pes() -> c_int }

@@ -3,8 +3,9 @@
 use crate::bitcode::{bitcode_defines, probe};
 use crate::gaps::{Gap, Why, documented_gaps};
 use crate::headers::{expected_names, headers};
-use crate::{ARCH, V345, V380, find_nvshmem, skip};
+use crate::{ARCH, bitcodes, find_nvshmem};
 use nvshmem_builder::ir::FnSig as Sig;
+use nvshmem_builder::{CudaMajor, Version};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Every declaration exists in the bitcode with the same type. Returns the
@@ -29,7 +30,7 @@ fn compare(decls: &BTreeMap<String, Sig>, defs: &BTreeMap<String, Sig>) -> (Vec<
 /// name its headers' type lists generate is declared or a documented gap,
 /// and every gap is real. Returns the problems and the number of gaps.
 fn check_coverage(
-    version: &str,
+    version: Version,
     named: &BTreeSet<String>,
     decls: &BTreeMap<String, Sig>,
     defs: &BTreeMap<String, Sig>,
@@ -37,7 +38,7 @@ fn check_coverage(
     let all = documented_gaps();
     let gaps: BTreeMap<&str, &Gap> = all
         .iter()
-        .filter(|g| g.versions.contains(&version))
+        .filter(|g| g.applies(version))
         .map(|g| (g.symbol.as_str(), g))
         .collect();
     let mut problems = Vec::new();
@@ -89,16 +90,15 @@ fn report(title: &str, problems: &[String]) -> bool {
     false
 }
 
-/// One version's whole check: the declarations of `features` against its
-/// bitcode's `defines`, and the coverage of its exports and header names.
-fn check_version(version: &str, features: &[&str]) -> Option<(bool, BTreeMap<String, Sig>)> {
-    let nv = match find_nvshmem(version) {
-        Ok(nv) => nv,
-        Err(reason) => {
-            skip(&format!("ABI check against NVSHMEM {version}"), &reason);
-            return None;
-        }
-    };
+/// One bitcode's whole check: the declarations of `features` against its
+/// `defines`, and the coverage of its exports and header names. Returns
+/// whether it passed, its defines and the number of exports.
+fn check_version(
+    version: Version,
+    cuda: CudaMajor,
+    features: &[&str],
+) -> Option<(bool, BTreeMap<String, Sig>)> {
+    let nv = find_nvshmem(version, cuda)?;
     let bc = nv.device_bitcode(ARCH.parse().unwrap()).unwrap();
     let defs = bitcode_defines(&bc);
     let decls = probe(features);
@@ -107,62 +107,53 @@ fn check_version(version: &str, features: &[&str]) -> Option<(bool, BTreeMap<Str
     problems.extend(coverage);
     let exported_gaps = documented_gaps()
         .iter()
-        .filter(|g| g.versions.contains(&version) && defs.contains_key(&g.symbol))
+        .filter(|g| g.applies(version) && defs.contains_key(&g.symbol))
         .count();
     say!(
-        "ABI NVSHMEM {version} ({}), features {features:?}: the bitcode exports {} functions: {checked} \
-         declared (signatures checked), {exported_gaps} in the gap table; {gaps} gaps in all \
-         (with those the headers name but the bitcode lacks); {} problems",
+        "ABI NVSHMEM {version} (CUDA {cuda}, {}), features {features:?}: the bitcode exports {} \
+         functions: {checked} declared (signatures checked), {exported_gaps} in the gap table; \
+         {gaps} gaps in all (with those the headers name but the bitcode lacks); {} problems \
+         (undocumented gaps included)",
         bc.display(),
         defs.len(),
         problems.len()
     );
-    let ok = report(&format!("NVSHMEM {version}"), &problems);
+    let ok = report(&format!("NVSHMEM {version} (CUDA {cuda})"), &problems);
     Some((ok, defs))
 }
 
+/// Every installed bitcode (every supported version, CUDA 12 and 13) against
+/// the declarations of the feature the builder turns on for it, and against
+/// the default features (the 3.4 API links against every version).
 #[test]
 fn declarations_match_nvshmem_bitcode() {
     let mut ok = true;
-    let v345 = check_version(V345, &[]);
-    let v380 = check_version(V380, &["nvshmem-3-8"]);
-    if let Some((ok380, defs)) = &v380 {
-        ok &= ok380;
-        // The default (3.4.5) API links against 3.8 bitcode too.
-        let (problems, checked) = compare(&probe(&[]), defs);
-        say!(
-            "ABI NVSHMEM 3.8.0, default features: {checked} declarations checked, {} mismatches",
-            problems.len()
-        );
-        ok &= report("NVSHMEM 3.8.0 with default features", &problems);
-    }
-    if let (Some((ok345, defs345)), Some(_)) = (&v345, &v380) {
-        ok &= ok345;
-        // What `nvshmem-3-8` adds is exactly what 3.4.5 lacks.
-        let base = probe(&[]);
-        let added: Vec<String> = probe(&["nvshmem-3-8"])
-            .into_keys()
-            .filter(|k| !base.contains_key(k))
-            .collect();
-        let problems: Vec<String> = added
-            .iter()
-            .filter(|k| defs345.contains_key(*k))
-            .map(|k| format!("{k} is behind `nvshmem-3-8` but 3.4.5 has it"))
-            .collect();
-        say!(
-            "nvshmem-3-8 adds {} functions ({} of them nvshmemx_qp_*), none of them in 3.4.5",
-            added.len(),
-            added
-                .iter()
-                .filter(|k| k.starts_with("nvshmemx_qp_"))
-                .count()
-        );
-        ok &= report("nvshmem-3-8 feature", &problems);
-    } else if let Some((ok345, _)) = &v345 {
-        ok &= ok345;
+    let mut checked = 0;
+    for (version, cuda) in bitcodes() {
+        let feature = version.info().and_then(|i| i.device_feature());
+        let features: Vec<&str> = feature.into_iter().collect();
+        let Some((passed, defs)) = check_version(version, cuda, &features) else {
+            continue;
+        };
+        checked += 1;
+        ok &= passed;
+        if feature.is_some() {
+            let (problems, n) = compare(&probe(&[]), &defs);
+            say!(
+                "ABI NVSHMEM {version} (CUDA {cuda}), default features: {n} declarations \
+                 checked, {} mismatches",
+                problems.len()
+            );
+            ok &= report(
+                &format!("NVSHMEM {version} (CUDA {cuda}) with default features"),
+                &problems,
+            );
+        }
     }
     assert!(ok, "the ABI check failed (see above)");
-    if v345.is_none() && v380.is_none() {
+    if checked == 0 {
         say!("SKIPPED: no NVSHMEM installation found; nothing was checked");
+    } else {
+        say!("ABI: {checked} NVSHMEM bitcodes checked");
     }
 }

@@ -1,6 +1,7 @@
 //! The gap table in `src/ffi/mod.rs`'s docs: what the crate does not declare, and why.
 
-use crate::{ALL, V345, V380, device_dir};
+use crate::{bitcodes, device_dir};
+use nvshmem_builder::Version;
 use std::collections::BTreeSet;
 
 /// Why a function is not declared: the gap table's `Kind` column.
@@ -17,7 +18,8 @@ pub(crate) enum Why {
 #[derive(Debug)]
 pub(crate) struct Gap {
     pub(crate) symbol: String,
-    pub(crate) versions: Vec<&'static str>,
+    /// The versions it applies to, as inclusive ranges.
+    pub(crate) versions: Vec<(Version, Version)>,
     pub(crate) why: Why,
 }
 
@@ -41,17 +43,13 @@ pub(crate) fn documented_gaps() -> Vec<Gap> {
             .split('|')
             .map(str::trim)
             .collect();
-        let versions: Vec<&'static str> = match cells[2] {
-            "all" => ALL.to_vec(),
-            v => v
-                .split(',')
-                .map(|v| match v.trim() {
-                    V345 => V345,
-                    V380 => V380,
-                    other => panic!("gap table: unknown version `{other}` in {row}"),
-                })
-                .collect(),
-        };
+        let versions: Vec<(Version, Version)> = cells[2]
+            .split(',')
+            .map(|v| {
+                version_range(v.trim())
+                    .unwrap_or_else(|| panic!("gap table: unknown versions `{v}` in {row}"))
+            })
+            .collect();
         let why = match cells[3] {
             "absent" => Why::Absent,
             "struct return" => Why::StructReturn,
@@ -75,6 +73,32 @@ pub(crate) fn documented_gaps() -> Vec<Gap> {
     out
 }
 
+impl Gap {
+    /// Whether the row applies to `v`.
+    pub(crate) fn applies(&self, v: Version) -> bool {
+        self.versions.iter().any(|(lo, hi)| *lo <= v && v <= *hi)
+    }
+}
+
+/// A gap table version cell: `all`, `3.5+` (3.5.0 and later), `3.3-3.7`
+/// (minor versions, inclusive) or one minor version `3.8`.
+fn version_range(cell: &str) -> Option<(Version, Version)> {
+    let minor = |s: &str| s.parse::<Version>().ok();
+    let end = |v: Version| Version::new(v.major, v.minor, u32::MAX);
+    let last = Version::new(u32::MAX, 0, 0);
+    if cell == "all" {
+        return Some((Version::new(0, 0, 0), last));
+    }
+    if let Some(from) = cell.strip_suffix('+') {
+        return Some((minor(from)?, last));
+    }
+    if let Some((lo, hi)) = cell.split_once('-') {
+        return Some((minor(lo)?, end(minor(hi)?)));
+    }
+    let v = minor(cell)?;
+    Some((v, end(v)))
+}
+
 /// `a{b,c}d{e,}` → `abde`, `abd`, `acde`, `acd`.
 fn brace_expand(s: &str) -> Vec<String> {
     let Some(open) = s.find('{') else {
@@ -93,9 +117,9 @@ fn brace_expand(s: &str) -> Vec<String> {
 fn gap_table_in_docs_parses() {
     let gaps = documented_gaps();
     assert!(gaps.len() > 50, "only {} gaps parsed", gaps.len());
-    for v in ALL {
+    for (v, _) in bitcodes() {
         let mut seen = BTreeSet::new();
-        for g in gaps.iter().filter(|g| g.versions.contains(v)) {
+        for g in gaps.iter().filter(|g| g.applies(v)) {
             assert!(
                 seen.insert(&g.symbol),
                 "{} is in the gap table twice for {v}",
@@ -104,6 +128,17 @@ fn gap_table_in_docs_parses() {
         }
     }
     assert!(gaps.iter().any(|g| g.why == Why::Omitted));
+}
+
+#[test]
+fn reads_version_ranges() {
+    let r = |c: &str| version_range(c).unwrap();
+    let v = |s: &str| s.parse::<Version>().unwrap();
+    let inside = |(lo, hi): (Version, Version), x: &str| lo <= v(x) && v(x) <= hi;
+    assert!(inside(r("3.3-3.4"), "3.4.5") && !inside(r("3.3-3.4"), "3.5.19"));
+    assert!(inside(r("3.5+"), "3.8.0") && !inside(r("3.5+"), "3.4.5"));
+    assert!(inside(r("3.8"), "3.8.0") && !inside(r("3.8"), "3.7.2"));
+    assert!(inside(r("all"), "3.3.20"));
 }
 
 #[test]

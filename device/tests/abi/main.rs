@@ -5,7 +5,9 @@
 //!    `declare` lines of `--emit=llvm-ir`: the LLVM types rustc lowers the
 //!    declarations to.
 //! 2. Compares them with the `define` lines of `llvm-dis` of NVSHMEM's bitcode
-//!    (3.4.5 with default features, 3.8.0's sm_90 file with `nvshmem-3-8`).
+//!    (every supported version for CUDA 12 and 13 that is installed, its sm_90
+//!    file where it has per-arch files, with the version's feature:
+//!    `nvshmem-3-5`, `-3-7`, `-3-8`).
 //!    Attributes and value names are ignored; the types must be equal.
 //! 3. Checks the whole API: every function the bitcode exports (every
 //!    `nvshmem*` `define`) and every name the headers' type lists generate is
@@ -14,20 +16,29 @@
 //!    bitcode, returning a struct by value, or (`omitted`) exported but left
 //!    out on purpose.
 //!
+//! By default the versions `nvshmem-build setup` fetches (CI's set);
+//! `NVSHMEM_RS_ABI_ALL=1` every supported version in the per-user cache.
+//!
 //! Also checks the type lists and the `Cmp`/`SignalOp`/`Team` values against the
 //! headers. Without NVSHMEM it prints `SKIPPED: ...`;
 //! `NVSHMEM_RS_REQUIRE_ALL=1` turns that into a failure.
 
-use nvshmem_builder::Version;
 use nvshmem_builder::install::Installation as Nvshmem;
+use nvshmem_builder::install::{Installation, Query};
 use nvshmem_builder::toolchain::Toolchain;
+use nvshmem_builder::{CudaMajor, SUPPORTED_VERSIONS, Version};
 use std::path::Path;
 use std::sync::OnceLock;
 
-const V345: &str = "3.4.5";
-const V380: &str = "3.8.0";
-const ALL: &[&str] = &[V345, V380];
 const ARCH: &str = "sm_90";
+
+/// Every NVSHMEM bitcode to check: each supported version for each CUDA major.
+fn bitcodes() -> Vec<(Version, CudaMajor)> {
+    SUPPORTED_VERSIONS
+        .iter()
+        .flat_map(|i| i.cuda.iter().map(move |c| (i.version, *c)))
+        .collect()
+}
 
 // ---------------------------------------------------------------------------
 // Environment: NVSHMEM, toolchain, skips.
@@ -50,10 +61,43 @@ fn skip(what: &str, reason: &str) {
     nvshmem_builder::testing::skip(&format!("{what}: {reason}"));
 }
 
-/// NVSHMEM `version`, found or downloaded into the per-user cache.
-fn find_nvshmem(version: &str) -> Result<Nvshmem, String> {
-    let v: Version = version.parse().unwrap();
-    nvshmem_builder::wheels::nvshmem(v).map_err(|e| format!("NVSHMEM {version} not found ({e})"))
+/// Set to 1 to check every supported version's bitcode that is in the
+/// per-user cache (`nvshmem-build setup --all`), not only CI's set.
+const ALL_VERSIONS: &str = "NVSHMEM_RS_ABI_ALL";
+
+/// NVSHMEM `version` for `cuda`. The wheels `nvshmem-build setup` fetches
+/// by default (CI's set, `wheels::SETUP_DEFAULT`) are found or downloaded,
+/// and their absence is a skip (a failure under `NVSHMEM_RS_REQUIRE_ALL=1`);
+/// the others are checked with `NVSHMEM_RS_ABI_ALL=1` when they are in the
+/// cache, and otherwise reported as not checked, never downloaded here.
+fn find_nvshmem(version: Version, cuda: CudaMajor) -> Option<Nvshmem> {
+    let what = format!("ABI check against NVSHMEM {version} (CUDA {cuda})");
+    if std::env::var_os(ALL_VERSIONS).is_none_or(|v| v != "1")
+        && !nvshmem_builder::wheels::SETUP_DEFAULT.contains(&(version, cuda))
+    {
+        say!("SKIPPED: {what}: outside CI's set ({ALL_VERSIONS}=1 checks every fetched version)");
+        return None;
+    }
+    if nvshmem_builder::wheels::SETUP_DEFAULT.contains(&(version, cuda)) {
+        return match nvshmem_builder::wheels::nvshmem_for(version, cuda) {
+            Ok(nv) => Some(nv),
+            Err(e) => {
+                skip(&what, &format!("not found ({e})"));
+                None
+            }
+        };
+    }
+    let query = Query::default().ignore_env().version(version).cuda(cuda);
+    match Installation::find(&query) {
+        Ok(nv) => Some(nv),
+        Err(_) => {
+            say!(
+                "SKIPPED: {what}: not fetched (outside CI's set; `nvshmem-build setup --all \
+                 --cuda-major {cuda}` fetches it)"
+            );
+            None
+        }
+    }
 }
 
 fn toolchain() -> &'static Toolchain {
@@ -64,17 +108,14 @@ fn toolchain() -> &'static Toolchain {
     })
 }
 
-/// Runs `check` against every supported NVSHMEM version that is installed
-/// (or can be fetched), reporting a skip for each that is not, and for all.
+/// Runs `check` against every NVSHMEM bitcode that is installed (see
+/// [`find_nvshmem`]), with a label such as `3.3.20 (CUDA 12)`.
 fn for_each_version(what: &str, mut check: impl FnMut(&str, &Nvshmem)) {
     let mut ran = 0;
-    for version in ALL {
-        match find_nvshmem(version) {
-            Ok(nv) => {
-                check(version, &nv);
-                ran += 1;
-            }
-            Err(reason) => skip(&format!("{what} against NVSHMEM {version}"), &reason),
+    for (version, cuda) in bitcodes() {
+        if let Some(nv) = find_nvshmem(version, cuda) {
+            check(&format!("{version} (CUDA {cuda})"), &nv);
+            ran += 1;
         }
     }
     if ran == 0 {

@@ -3,7 +3,7 @@
 //! computation overlapped, checked and timed against the unfused version.
 //!
 //! ```text
-//! cargo build --release --bin ag_gemm && cargo build --release -p nvshmem-host --bin nvshmem-run
+//! cargo build --release --bin ag_gemm && cargo build --release -p nvshmem-host --features cli --bin nvshmem-run
 //! target/release/ag_gemm                              # 1 PE
 //! target/release/nvshmem-run -n 2 -- target/release/ag_gemm
 //! target/release/nvshmem-run -n 4 -- target/release/ag_gemm   # one GPU: needs CUDA MPS

@@ -265,8 +265,8 @@ impl<'a> AllReduce<'a> {
         Ok(counts.iter().map(|&e| e as u64).sum())
     }
 
-    /// The signal words of the last call, of `algo` on `n` floats, that do
-    /// not hold its epoch (waits for the stream). Every block of every PE
+    /// The signal words of the last call, of `algo` on `n` floats, that
+    /// hold less than its epoch (waits for the stream). Every block of every PE
     /// sets its `ready` word (and `done`, for rs+ag) on every PE to the
     /// call's epoch, so a call that did not run leaves older ones: at 1 PE,
     /// where the sum is the input itself, that is what tells a no-op apart.
@@ -275,7 +275,9 @@ impl<'a> AllReduce<'a> {
         let epoch = self.epoch.get();
         let stale = |buf: &SymBuffer<u64>| -> Res<u64> {
             let got = buf.view(..words)?.to_vec(self.nv.stream())?;
-            Ok(got.iter().filter(|&&w| w != epoch).count() as u64)
+            // A peer already in its next call may have set a word past this
+            // call's epoch (nothing waits between calls): only older is stale.
+            Ok(got.iter().filter(|&&w| w < epoch).count() as u64)
         };
         let done = match algo {
             Algo::OneShot => 0,

@@ -13,7 +13,7 @@
 
 #![warn(missing_docs)]
 
-use nvshmem_builder::{BuildOutput, Builder, build_all_from_build_script};
+use nvshmem_builder::{Arch, BuildOutput, Builder, build_all_from_build_script};
 use std::path::PathBuf;
 
 /// A builder for the kernel crate in `dir` (relative to the package), with
@@ -30,11 +30,15 @@ pub fn builder(dir: &str, hopper: bool) -> Builder {
     let package = PathBuf::from(var("CARGO_MANIFEST_DIR"));
     let b = Builder::new(package.join(dir)).out_dir(PathBuf::from(var("OUT_DIR")).join("ptx"));
     println!("cargo:rerun-if-env-changed=NVSHMEM_RS_ARCH");
-    let arch = std::env::var("NVSHMEM_RS_ARCH").unwrap_or_else(|_| "sm_90".into());
-    if hopper && (arch == "sm_90" || arch == "sm_90a") {
-        b.arch("sm_90a").feature("sm90a")
-    } else {
-        b
+    // A malformed value is left to the builder, which names the variable.
+    let arch = std::env::var("NVSHMEM_RS_ARCH").map_or(Ok(Arch::DEFAULT), |v| v.parse::<Arch>());
+    match arch
+        .ok()
+        .filter(|a| a.number() == 90)
+        .and_then(Arch::arch_specific)
+    {
+        Some(sm_90a) if hopper => b.arch(sm_90a).feature("sm90a"),
+        _ => b,
     }
 }
 

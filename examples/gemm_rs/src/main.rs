@@ -3,7 +3,7 @@
 //! cores, checked and timed against the unfused GEMM then reduce-scatter.
 //!
 //! ```text
-//! cargo build --release --bin gemm_rs && cargo build --release -p nvshmem-host --bin nvshmem-run
+//! cargo build --release --bin gemm_rs && cargo build --release -p nvshmem-host --features cli --bin nvshmem-run
 //! target/release/gemm_rs                                  # 1 PE
 //! target/release/nvshmem-run -n 2 -- target/release/gemm_rs
 //! target/release/gemm_rs --m-per-pe 2048 --k-per-pe 4096 --n 4096 --iters 20

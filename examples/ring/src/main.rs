@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --release --bin ring -- [LAPS]             # 1 PE
 //! nvshmem-run -n 2 -- target/release/ring          # 2 PEs
-//! nvshmem-run -n 4 -- target/release/ring          # 4 PEs (one GPU: needs CUDA MPS, see README)
+//! nvshmem-run -n 4 -- target/release/ring          # 4 PEs (one GPU: needs CUDA MPS, see docs/guide.md)
 //! mpirun -n 2 target/release/ring                  # the bootstrap is detected
 //! ```
 //!

@@ -23,9 +23,18 @@
 //! }
 //!
 //! fn main() {
-//!     harness::main(env!("CARGO_MANIFEST_DIR"), &[GpuTest::new("ring", ring).pes(&[1, 2, 4])]);
+//!     // The build script says where the kernels are:
+//!     // println!("cargo:rustc-env=NVSHMEM_RS_PTX_DIR={}", out.ptx.parent().unwrap().display());
+//!     let tests = [GpuTest::new("ring", ring).pes(&[1, 2, 4])];
+//!     # // The doctest has no build script to set the variable.
+//!     # macro_rules! env { ($name:literal) => { "ptx" }; }
+//!     harness::main(env!("NVSHMEM_RS_PTX_DIR"), &tests);
 //! }
 //! ```
+//!
+//! One variable names the folder of kernel manifests: `NVSHMEM_RS_PTX_DIR`,
+//! set for the compiler by the build script (`env!`), and at run time (a
+//! GPU machine with the kernels copied elsewhere) to override it.
 //!
 //! # Checks that can fail
 //! A check must be able to fail on a kernel that did nothing. Allocate every
@@ -73,7 +82,7 @@
 //! | `NVSHMEM_RS_TEST_TIMEOUT=secs` | per-run timeout (default 120) |
 //! | `NVSHMEM_RS_PTX_DIR=dir` | where [`TestPe::module`] finds manifests (default: the one given to [`main`]) |
 
-use crate::launcher::{self, LaunchPlan, Outcome};
+use crate::job::launcher::{self, LaunchPlan, Outcome};
 use crate::{Error, Module, Nvshmem, SymBuffer};
 use bytemuck::Pod;
 use std::fmt::{Debug, Display};
@@ -446,8 +455,8 @@ pub enum Verdict {
 }
 
 /// The whole `main` of a GPU test binary. `ptx_dir` is the folder of
-/// manifests (usually `env!("NVSHMEM_RS_PTX_DIR")` from the root build
-/// script); `NVSHMEM_RS_PTX_DIR` at run time overrides it. Exits the process.
+/// manifests, `env!("NVSHMEM_RS_PTX_DIR")` as the build script sets it;
+/// `NVSHMEM_RS_PTX_DIR` at run time overrides it. Exits the process.
 pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
     let ptx_dir = std::env::var_os(PTX_DIR)
         .map(PathBuf::from)
@@ -456,7 +465,7 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
         std::process::exit(run_worker(&name, tests, &ptx_dir));
     }
     let env = |name: &str| std::env::var(name).ok();
-    if let Some((launcher, rank, size)) = crate::bootstrap::outside_job(&env) {
+    if let Some((launcher, rank, size)) = crate::job::bootstrap::outside_job(&env) {
         std::process::exit(run_in_job(launcher, rank, size, tests, &ptx_dir));
     }
     let filters: Vec<String> = std::env::args()
@@ -478,7 +487,7 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
                 Err(e) => Verdict::Skipped(format!("no GPU: {}", first_line(&e.to_string()))),
                 Ok(count) if n as usize > *count && n > 2 && !mps_running() => {
                     Verdict::Skipped(format!(
-                        "{n} PEs on {count} GPU(s) need CUDA MPS, which is not running (see README: several PEs on one GPU)"
+                        "{n} PEs on {count} GPU(s) need CUDA MPS, which is not running (see docs/guide.md, host side: several PEs on one GPU)"
                     ))
                 }
                 Ok(_) => run_orchestrated(test, n, &ptx_dir),
@@ -739,7 +748,7 @@ fn run_in_job(launcher: &str, rank: u32, size: u32, tests: &[GpuTest], ptx_dir: 
 /// One PE: initialize, run the test, record the verdict, finalize.
 fn run_worker(name: &str, tests: &[GpuTest], ptx_dir: &Path) -> i32 {
     let verdicts = std::env::var_os(VERDICTS).map(PathBuf::from);
-    let rank = std::env::var(crate::launcher::env::RANK).unwrap_or_else(|_| "0".into());
+    let rank = std::env::var(crate::job::launcher::env::RANK).unwrap_or_else(|_| "0".into());
     let record = |v: &str| {
         if let Some(dir) = &verdicts {
             let _ = std::fs::write(dir.join(format!("{rank}.txt")), v);

@@ -1,14 +1,14 @@
 //! Initialization: [`InitOptions`] and the steps of [`InitOptions::init`].
 
-use crate::bootstrap::{Bootstrap, IdSource, Plan};
-use crate::driver;
 use crate::env::{self, Lookup};
 use crate::error::{Error, Result};
-use crate::heap::HeapLimit;
-use crate::library::{HostLibrary, LibraryRequest};
-use crate::nvshmem::{ActiveGuard, Nvshmem, Started};
-use crate::rendezvous::{self, Store};
-use crate::uniqueid::UniqueId;
+use crate::job::bootstrap::{Bootstrap, IdSource, Plan};
+use crate::job::rendezvous::{self, Store};
+use crate::job::uniqueid::UniqueId;
+use crate::runtime::driver;
+use crate::runtime::heap::HeapLimit;
+use crate::runtime::library::{HostLibrary, LibraryRequest};
+use crate::runtime::nvshmem::{ActiveGuard, Nvshmem, Started};
 use nvshmem_types::Version;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -47,6 +47,20 @@ pub struct InitOptions {
     nvls: Option<bool>,
     symmetric_size: Option<usize>,
     env: Vec<(String, String)>,
+}
+
+impl Nvshmem {
+    /// Initializes with the defaults: the bootstrap and GPU from the
+    /// launcher's environment ([`Bootstrap::Auto`](crate::Bootstrap::Auto)),
+    /// the default library search. Same as `Nvshmem::options().init()`.
+    pub fn init() -> Result<Nvshmem> {
+        InitOptions::default().init()
+    }
+
+    /// [`InitOptions`] to configure initialization.
+    pub fn options() -> InitOptions {
+        InitOptions::default()
+    }
 }
 
 impl InitOptions {

@@ -13,7 +13,7 @@
 //! restart count) keeps a late PE of another job from taking this one's id.
 
 use crate::error::{Error, Result};
-use crate::uniqueid::UniqueId;
+use crate::job::uniqueid::UniqueId;
 use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};

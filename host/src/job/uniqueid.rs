@@ -1,7 +1,7 @@
 //! NVSHMEM's unique id: what every PE of a UID-bootstrapped job shares.
 
 use crate::error::{Error, Result};
-use crate::library::{HostLibrary, LibraryRequest};
+use crate::runtime::library::{HostLibrary, LibraryRequest};
 use std::fmt;
 
 /// NVSHMEM's 128-byte unique id (`nvshmemx_uniqueid_t`).

@@ -37,7 +37,7 @@
 //! Images loaded from elsewhere (no bindings) keep the string API:
 //! [`Module::kernel`](crate::Module::kernel) and [`Kernel::launch`](crate::Kernel::launch).
 
-use crate::memory::{DevicePtr, SymBuffer, SymView};
+use crate::runtime::memory::{DevicePtr, SymBuffer, SymView};
 use bytemuck::Pod;
 use nvshmem_types::SymPtr;
 

@@ -4,12 +4,12 @@
 //! would end the process ([`Nvshmem::limited_mpg`]).
 
 use crate::error::{Error, Result, nvshmem_status};
-use crate::memory::AsSymView;
-use crate::memory::SymView;
-use crate::nvshmem::Nvshmem;
-use crate::ops::{enter_on, own_pair, same_len, same_lengths};
+use crate::runtime::memory::AsSymView;
+use crate::runtime::memory::SymView;
+use crate::runtime::nvshmem::Nvshmem;
+use crate::runtime::ops::{enter_on, own_pair, same_len, same_lengths};
+use crate::runtime::team::AsTeam;
 use crate::sys::{NvshmemLib, cudaStream_t, nvshmem_team_t};
-use crate::team::AsTeam;
 use bytemuck::Pod;
 use cudarc::driver::CudaStream;
 use nvshmem_types::{Pe, ReduceOp};

@@ -1,10 +1,10 @@
 //! The CUDA driver side: finding the driver, choosing the PE's GPU, making its
 //! context current, and telling kernel faults from other driver errors.
 
-use crate::bootstrap::parse_index;
 use crate::env::Lookup;
 use crate::error::{Error, Result};
-use crate::launcher::env as launcher_env;
+use crate::job::bootstrap::parse_index;
+use crate::job::launcher::env as launcher_env;
 use cudarc::driver::{CudaContext, DriverError, result, sys};
 use std::sync::{Arc, OnceLock};
 

@@ -30,6 +30,7 @@
 //! assert!(err.to_string().contains("`n: u32`"));
 //! ```
 
+pub use crate::error::Refusal;
 use crate::error::{Error, Result};
 use nvshmem_types::Team;
 use nvshmem_types::manifest::{KernelInfo, ParamInfo};
@@ -319,16 +320,6 @@ pub trait ArgContext {
     fn is_symmetric(&self, ptr: u64, bytes: u64) -> bool;
 }
 
-/// Whether a refused argument is of the wrong type or has a wrong value (a
-/// Python host raises `TypeError` or `ValueError`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
-    /// The wrong type, count or element type.
-    Type,
-    /// The right type, with a value the kernel cannot take.
-    Value,
-}
-
 /// A kernel's parameters as a dynamic host checks them: built once per kernel.
 #[derive(Clone, Debug)]
 pub struct Signature {
@@ -603,7 +594,7 @@ mod tests {
     }
 
     fn sig(params: &[(&str, &str, u32)]) -> Signature {
-        Signature::new(&crate::launch::tests::info(params, false))
+        Signature::new(&crate::runtime::launch::tests::info(params, false))
     }
 
     fn tensor(ptr: u64, dtype: Scalar) -> Arg {

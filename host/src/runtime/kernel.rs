@@ -1,10 +1,10 @@
 //! Launching the kernels of a loaded [`Module`](crate::Module): plain and
 //! collective (cooperative) launches, checked against the manifest.
 
-use crate::driver;
 use crate::error::{Error, Result};
-use crate::launch::{KernelArgs, LaunchConfig, check_co_resident, check_kernel_args};
-use crate::module::ModuleInner;
+use crate::runtime::driver;
+use crate::runtime::launch::{KernelArgs, LaunchConfig, check_co_resident, check_kernel_args};
+use crate::runtime::loaded::ModuleInner;
 use cudarc::driver::{CudaStream, DriverError, result, sys};
 use nvshmem_types::manifest::KernelInfo;
 use std::rc::Rc;
@@ -187,7 +187,7 @@ impl Kernel {
         &self,
         stream: sys::CUstream,
         config: LaunchConfig,
-        args: &mut crate::dynamic::ArgBuffer,
+        args: &mut crate::runtime::dynamic::ArgBuffer,
         cooperative: bool,
     ) -> Result<()> {
         // SAFETY: the caller's.
@@ -363,7 +363,7 @@ impl Kernel {
                 sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
             )
             .map_err(Error::driver("cuDeviceGetAttribute"))?;
-        let opt_in = crate::launch::check_shared_memory(
+        let opt_in = crate::runtime::launch::check_shared_memory(
             &self.info.name,
             static_bytes.max(0) as u32,
             bytes,

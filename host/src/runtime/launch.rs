@@ -6,7 +6,7 @@
 //! of each), so a wrong argument is an error, not a corrupted launch.
 
 use crate::error::{Error, Result};
-use crate::memory::DevicePtr;
+use crate::runtime::memory::DevicePtr;
 use nvshmem_types::manifest::KernelInfo;
 use std::ffi::c_void;
 

@@ -584,13 +584,15 @@ mod tests {
         );
     }
 
-    /// Every supported version's library, opened (without registering it as
+    /// Every supported version's library that this machine has (CUDA 13's;
+    /// CI fetches 3.4.5, 3.7.2 and 3.8.0), opened (without registering it as
     /// the process's library).
     fn bundled_libraries() -> Vec<(String, HostLibrary)> {
         let mut libs = Vec::new();
         for info in nvshmem_types::SUPPORTED_VERSIONS {
             let v = info.version.to_string();
-            if let Some(nv) = nvshmem_builder::testing::nvshmem(&v) {
+            let cuda = nvshmem_types::DEFAULT_CUDA;
+            if let Some(nv) = nvshmem_builder::testing::fetched(info.version, cuda) {
                 let lib = HostLibrary::open(&nv.host_library(), LibrarySource::Explicit).unwrap();
                 libs.push((v, lib));
             }

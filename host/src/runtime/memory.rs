@@ -35,7 +35,7 @@
 
 use crate::error::record_drop_error;
 use crate::error::{Error, Result};
-use crate::nvshmem::{Inner, Nvshmem};
+use crate::runtime::nvshmem::{Inner, Nvshmem};
 use bytemuck::Pod;
 use cudarc::driver::{CudaStream, result, sys};
 use nvshmem_types::{Pe, SymPtr};
@@ -281,7 +281,7 @@ impl Nvshmem {
             Some(check) => check,
             None => {
                 let stream = self.new_stream()?;
-                let ex = crate::exchange::WordExchange::new_unchecked(self, &stream, 5)?;
+                let ex = crate::runtime::exchange::WordExchange::new_unchecked(self, &stream, 5)?;
                 self.alloc_check.get_or_init(|| (ex, stream))
             }
         };

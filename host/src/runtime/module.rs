@@ -10,14 +10,14 @@
 //! way to get a [`Kernel`] is from a `Module`. A module without NVSHMEM code
 //! (no `nvshmemi_device_lib_version_d`) loads without registration.
 
-use crate::error::record_drop_error;
 use crate::error::{Error, Result};
-use crate::image::ImageKind;
-use crate::kernel::Kernel;
-use crate::nvshmem::{Inner, Nvshmem};
+use crate::runtime::image::ImageKind;
+use crate::runtime::kernel::Kernel;
+use crate::runtime::loaded::ModuleInner;
+use crate::runtime::nvshmem::Nvshmem;
 use cudarc::driver::{DriverError, result, sys};
 use nvshmem_types::manifest::Manifest;
-use nvshmem_types::{Arch, Version};
+use nvshmem_types::{CudaVersion, Version};
 use std::ffi::{CString, c_void};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -40,48 +40,6 @@ pub enum ModuleImage {
     Ptx,
     /// The cubin; an error if there is none.
     Cubin,
-}
-
-pub(crate) struct ModuleInner {
-    pub(crate) nv: Rc<Inner>,
-    module: sys::CUmodule,
-    what: String,
-    manifest: Manifest,
-    nvshmem: Option<Version>,
-}
-
-impl Drop for ModuleInner {
-    fn drop(&mut self) {
-        // After finalize, NVSHMEM has let go of the module, and the context
-        // stays, so only the unload is left.
-        if self.nv.poisoned() {
-            // The context is unusable after a kernel fault; leave the module to the process exit.
-            return;
-        }
-        let result = (|| {
-            // A kernel launched from this module may still run: cuModuleUnload
-            // is not documented to wait for it.
-            self.nv.sync_context()?;
-            // Attached, the owner (PyTorch) may have finalized NVSHMEM first.
-            if self.nvshmem.is_some()
-                && self.nv.check_active("Module").is_ok()
-                && self.nv.lib.is_initialized()
-            {
-                // SAFETY: registered at load; finalized once, here.
-                let status = unsafe { self.nv.lib.raw().nvshmemx_cumodule_finalize(self.module) };
-                if status != 0 {
-                    return Err(Error::NvshmemCall {
-                        call: "nvshmemx_cumodule_finalize",
-                        status,
-                    });
-                }
-            }
-            // SAFETY: loaded at load; unloaded once, here; no kernel of it is
-            // alive (kernels hold this module).
-            unsafe { result::module::unload(self.module) }.map_err(Error::driver("cuModuleUnload"))
-        })();
-        record_drop_error(result);
-    }
 }
 
 /// A loaded module: the kernels of one kernel crate, registered with NVSHMEM
@@ -150,8 +108,7 @@ impl Nvshmem {
             .as_ref()
             .map(|c| dir.join(c))
             .filter(|p| p.is_file());
-        let arch_matches =
-            Some(self.gpu_arch()?) == manifest.arch.parse::<Arch>().ok().map(Arch::number);
+        let arch_matches = self.gpu_arch()? == manifest.arch.number();
         let file = match (image, cubin) {
             (ModuleImage::Cubin, None) => {
                 return Err(Error::ModuleLoad {
@@ -190,14 +147,7 @@ impl Nvshmem {
     }
 
     fn check_manifest_version(&self, manifest: &Manifest, what: &str) -> Result<()> {
-        let built: Version =
-            manifest
-                .nvshmem_version
-                .parse()
-                .map_err(|reason| Error::ModuleLoad {
-                    what: what.to_string(),
-                    reason: format!("the manifest's nvshmem_version: {reason}"),
-                })?;
+        let built = manifest.nvshmem_version;
         if built != self.version() {
             return Err(Error::VersionMismatch {
                 what: format!("the manifest {what}"),
@@ -227,9 +177,7 @@ impl Nvshmem {
             reason,
         };
         let gpu = self.gpu_arch()?;
-        if let Some(built) = manifest.arch.parse::<Arch>().ok().map(Arch::number)
-            && built > gpu
-        {
+        if manifest.arch.number() > gpu {
             return Err(load_err(format!(
                 "it was built for {}, newer than this GPU (sm_{gpu})",
                 manifest.arch
@@ -237,7 +185,8 @@ impl Nvshmem {
         }
         // PTX is text that the driver reads up to a NUL; a cubin or fatbin
         // it reads as far as its headers say, so those must fit the image.
-        let is_ptx = crate::image::classify(&image).map_err(load_err)? == ImageKind::Ptx;
+        let is_ptx = crate::runtime::image::classify(&image).map_err(load_err)? == ImageKind::Ptx;
+        check_driver(&manifest, is_ptx, &what)?;
         if is_ptx && image.last() != Some(&0) {
             image.push(0);
         }
@@ -463,6 +412,40 @@ fn has_global(module: sys::CUmodule, name: &str) -> bool {
     unsafe { result::module::get_global(module, name) }.is_ok()
 }
 
+/// Refuses an image the driver cannot load, before the driver answers with a
+/// bare code: a cubin needs a driver of its toolkit's CUDA major or newer,
+/// PTX one that knows its PTX ISA.
+fn check_driver(manifest: &Manifest, is_ptx: bool, what: &str) -> Result<()> {
+    let Some(toolkit) = manifest.cuda_toolkit else {
+        return Ok(());
+    };
+    let mut v = 0i32;
+    // SAFETY: a valid out-pointer; the driver was loaded by init.
+    unsafe { sys::cuDriverGetVersion(&mut v) }
+        .result()
+        .map_err(Error::driver("cuDriverGetVersion"))?;
+    let driver = CudaVersion::from_driver(v);
+    let isa = manifest.ptx_isa.parse::<CudaVersion>().ok();
+    let needs = match (is_ptx, isa) {
+        (true, Some(isa)) => CudaVersion::for_ptx_isa(isa),
+        _ => CudaVersion::new(toolkit.major, 0),
+    };
+    if driver >= needs {
+        return Ok(());
+    }
+    Err(Error::DriverTooOld {
+        what: what.to_string(),
+        image: if is_ptx {
+            format!("PTX ISA {}", manifest.ptx_isa)
+        } else {
+            "cubin".into()
+        },
+        toolkit: toolkit.to_string(),
+        needs: needs.to_string(),
+        driver: driver.to_string(),
+    })
+}
+
 /// The NVSHMEM version compiled into a module, or `None` when it has no NVSHMEM code.
 fn device_version(module: sys::CUmodule) -> std::result::Result<Option<Version>, String> {
     let name = CString::new(DEVICE_VERSION_GLOBAL).expect("no NUL in the name");
@@ -499,10 +482,10 @@ impl Module {
             .manifest
             .kernel(name)
             .cloned()
-            .ok_or_else(|| Error::KernelNotFound {
-                kernel: name.into(),
+            .map_err(|e| Error::KernelNotFound {
+                kernel: e.kernel,
                 module: m.what.clone(),
-                available: self.kernel_names().join(", "),
+                available: e.available.join(", "),
             })?;
         let cname = CString::new(name).map_err(|_| Error::KernelNotFound {
             kernel: name.into(),

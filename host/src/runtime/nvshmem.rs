@@ -1,12 +1,12 @@
 //! The runtime handle, [`Nvshmem`], and the state its buffers, modules and
 //! kernels share; finalization.
 
-use crate::bootstrap::Plan;
-use crate::driver::{self, GpuChoice};
 use crate::error::{Error, Result, record_drop_error, take_drop_error};
-use crate::heap::HeapLimit;
-use crate::init::{InitOptions, InitTimings};
-use crate::library::HostLibrary;
+use crate::job::bootstrap::Plan;
+use crate::job::init::InitTimings;
+use crate::runtime::driver::{self, GpuChoice};
+use crate::runtime::heap::HeapLimit;
+use crate::runtime::library::HostLibrary;
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 use nvshmem_types::{Pe, Version};
 use std::cell::{Cell, RefCell};
@@ -261,7 +261,8 @@ pub struct Nvshmem {
     /// Where the PEs compare their allocations (see `Nvshmem::alloc`);
     /// made at the first one. Declared first: dropped (freed, collectively)
     /// before `inner` lets NVSHMEM finalize.
-    pub(crate) alloc_check: std::cell::OnceCell<(crate::exchange::WordExchange, Arc<CudaStream>)>,
+    pub(crate) alloc_check:
+        std::cell::OnceCell<(crate::runtime::exchange::WordExchange, Arc<CudaStream>)>,
     /// Allocation calls made so far: the next allocation's number, the
     /// first word each PE compares.
     pub(crate) allocations: Cell<u64>,
@@ -281,13 +282,6 @@ impl std::fmt::Debug for Nvshmem {
 }
 
 impl Nvshmem {
-    /// Initializes with the defaults: the bootstrap and GPU from the
-    /// launcher's environment ([`Bootstrap::Auto`](crate::Bootstrap::Auto)),
-    /// the default library search. Same as `Nvshmem::options().init()`.
-    pub fn init() -> Result<Nvshmem> {
-        InitOptions::default().init()
-    }
-
     /// Attaches to the NVSHMEM that another component of this process
     /// (PyTorch's symmetric memory, say) loaded and initialized, on CUDA
     /// device `gpu` (that component's): its host library is found without
@@ -311,7 +305,7 @@ impl Nvshmem {
                     lib.version(),
                     lib.path().display()
                 ),
-                fix: crate::library::ATTACH_FIX,
+                fix: crate::runtime::library::ATTACH_FIX,
             });
         }
         let guard = ActiveGuard::acquire()?;
@@ -352,12 +346,7 @@ impl Nvshmem {
         })
     }
 
-    /// [`InitOptions`] to configure initialization.
-    pub fn options() -> InitOptions {
-        InitOptions::default()
-    }
-
-    /// The handle over a library [`InitOptions::init`] just initialized;
+    /// The handle over a library [`InitOptions::init`](crate::InitOptions::init) just initialized;
     /// checks that NVSHMEM sees as many PEs as the launcher started.
     pub(crate) fn started(s: Started) -> Result<Nvshmem> {
         let lib = s.lib;

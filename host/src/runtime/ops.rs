@@ -4,8 +4,8 @@
 //! Team collectives are in `collectives.rs`.
 
 use crate::error::{Error, Result};
-use crate::memory::{AsSymView, SymView};
-use crate::nvshmem::Nvshmem;
+use crate::runtime::memory::{AsSymView, SymView};
+use crate::runtime::nvshmem::Nvshmem;
 use bytemuck::Pod;
 use cudarc::driver::CudaStream;
 use nvshmem_types::{Cmp, Pe, SignalOp};

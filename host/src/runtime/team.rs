@@ -19,7 +19,7 @@
 
 use crate::error::record_drop_error;
 use crate::error::{Error, Result, nvshmem_status};
-use crate::nvshmem::{Inner, Nvshmem};
+use crate::runtime::nvshmem::{Inner, Nvshmem};
 use nvshmem_types::{Pe, Team};
 use std::rc::Rc;
 

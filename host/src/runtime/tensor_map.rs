@@ -18,7 +18,7 @@
 //! ```
 
 use crate::error::{Error, Result};
-use crate::memory::DevicePtr;
+use crate::runtime::memory::DevicePtr;
 use cudarc::driver::sys;
 pub use nvshmem_types::TensorMap;
 

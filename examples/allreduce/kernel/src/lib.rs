@@ -89,8 +89,10 @@ fn fence_system() {
     fence(Ordering::SeqCst);
 }
 
-/// Sets `words[b * n_pes + me]` to `epoch` on every other PE. Every thread of
-/// the block calls it, after the block's stores that the signal publishes.
+/// Sets `words[b * n_pes + me]` to `epoch` on every PE, this one included:
+/// nobody waits on its own word, but the host reads it to tell a call that
+/// ran from one that did not (at 1 PE the only sign). Every thread of the
+/// block calls it, after the block's stores that the signal publishes.
 #[inline(always)]
 unsafe fn announce(words: SymPtr<u64>, epoch: u64) {
     let (me, np) = (my_pe().index(), n_pes());
@@ -99,9 +101,7 @@ unsafe fn announce(words: SymPtr<u64>, epoch: u64) {
     let row = unsafe { words.add(block_idx_x() as usize * np as usize) };
     let mut j = thread_idx_x();
     while j < np {
-        if j != me {
-            unsafe { signal_op(row.add(me as usize), epoch, SignalOp::Set, Pe::new(j)) };
-        }
+        unsafe { signal_op(row.add(me as usize), epoch, SignalOp::Set, Pe::new(j)) };
         j += block_dim_x();
     }
 }

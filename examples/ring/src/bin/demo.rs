@@ -45,7 +45,7 @@ fn main() -> ExitCode {
         Err(e) => {
             println!("\nNo GPU is present, so nothing was run: {e}");
             println!(
-                "The PTX above is ready to load on a GPU machine (see README: running on a GPU)."
+                "The PTX above is ready to load on a GPU machine (see docs/guide.md: tests, on a GPU machine)."
             );
             return ExitCode::SUCCESS;
         }
@@ -103,8 +103,8 @@ fn print_summary(dir: &std::path::Path) -> Result<(), String> {
             names.truncate(5);
             names.push(format!("... {more} more"));
         }
-        // How ptxas made the cubin: whole-program or separate (see README).
-        let cubin = m.device_link.as_deref().unwrap_or("none");
+        // How ptxas made the cubin: whole-program or separate (see docs/guide.md).
+        let cubin = m.device_link.map_or("none", |d| d.as_str());
         println!(
             "{:<20} {:>7} {:>9} {spills:>6}  {cubin:<13}  {}",
             m.crate_name,
@@ -142,7 +142,9 @@ fn run_ring(n: usize) -> bool {
         Ok(other) => {
             eprintln!("demo: the ring on {n} PEs failed: {other}");
             if n > 2 {
-                eprintln!("demo: more than 2 PEs on one GPU need CUDA MPS (see README)");
+                eprintln!(
+                    "demo: more than 2 PEs on one GPU need CUDA MPS (see docs/guide.md, host side)"
+                );
             }
             false
         }

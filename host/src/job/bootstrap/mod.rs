@@ -21,8 +21,8 @@
 
 use crate::env::Lookup;
 use crate::error::{Error, Result};
-use crate::launcher::env as run_env;
-use crate::uniqueid::UniqueId;
+use crate::job::launcher::env as run_env;
+use crate::job::uniqueid::UniqueId;
 
 /// How the PEs of a job find each other.
 ///
@@ -351,7 +351,7 @@ fn from_launcher(env: Lookup) -> Result<Plan> {
                             value: env("MASTER_PORT").unwrap_or_default(),
                             reason: "not a TCP port below 65535".into(),
                         })?;
-                    crate::rendezvous::join_host_port(&host, port)
+                    crate::job::rendezvous::join_host_port(&host, port)
                 }
             };
             let job = format!(

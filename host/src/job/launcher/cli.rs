@@ -236,7 +236,7 @@ where
 /// outlives the PEs. Elsewhere `None`: rank 0 makes the id and hands it over
 /// the store (what nvshmem_host's init does either way).
 fn uniqueid_here() -> Option<crate::UniqueId> {
-    let lib = crate::library::HostLibrary::load(&Default::default()).ok()?;
+    let lib = crate::runtime::library::HostLibrary::load(&Default::default()).ok()?;
     // The id carries the address the root listens on, chosen by this variable:
     // the PEs are on this machine. Set only while single-threaded (else skip).
     let ifname = super::env::BOOTSTRAP_UID_SOCK_IFNAME;

@@ -6,8 +6,9 @@
 //! the launcher needs no NVSHMEM itself), prefixes the PEs' output lines with
 //! `[rank] `, and stops them all, process groups included, as soon as one
 //! fails, the timeout passes or the launcher is interrupted. With `--mps` it
-//! runs CUDA MPS around the job ([`Mps`]). The binary is a thin wrapper
-//! around [`cli_main`]; programs that want to launch PEs themselves build a
+//! runs CUDA MPS around the job ([`Mps`]). The binary (with the `cli`
+//! feature: `cargo install nvshmem-host --features cli`) is a thin wrapper
+//! around `cli_main`; programs that want to launch PEs themselves build a
 //! [`LaunchPlan`] and call [`run`].
 //!
 //! ```
@@ -25,6 +26,7 @@
 //!
 //! The whole of it is Linux-only (process groups, `prctl`).
 
+#[cfg(feature = "cli")]
 mod cli;
 pub mod env;
 mod error;
@@ -35,6 +37,7 @@ mod plan;
 mod run;
 mod sys;
 
+#[cfg(feature = "cli")]
 pub use cli::{Cli, GpuList, cli_main};
 pub use error::LaunchError;
 pub use gpus::{count_cuda_visible_devices, default_gpus, parse_gpu_list, visible_gpu_count};

@@ -40,7 +40,7 @@ impl Mps {
         let dir = std::env::temp_dir().join(format!(
             "nvshmem-run-mps-{}-{}",
             std::process::id(),
-            crate::rendezvous::new_job()
+            crate::job::rendezvous::new_job()
         ));
         let system = |what: String| move |source| LaunchError::System { what, source };
         let mut mps = Mps { dir, stopped: true };

@@ -232,8 +232,8 @@ fn ranks(n: usize) -> String {
 pub fn run(plan: &LaunchPlan) -> Result<Outcome, LaunchError> {
     plan.validate()?;
     // The store rank 0 puts NVSHMEM's unique id into, for the others to get.
-    let job = crate::rendezvous::new_job();
-    let store = crate::rendezvous::Store::serve("127.0.0.1:0", &job).map_err(|source| {
+    let job = crate::job::rendezvous::new_job();
+    let store = crate::job::rendezvous::Store::serve("127.0.0.1:0", &job).map_err(|source| {
         LaunchError::System {
             what: "cannot listen on a loopback port for the unique-id store".into(),
             source,

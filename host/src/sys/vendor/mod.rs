@@ -2,8 +2,46 @@
 //! table ([`api`]) and, per supported version, what differs. Do not edit.
 
 pub mod api;
+pub mod v3_3_20;
+pub mod v3_3_24;
 pub mod v3_4_5;
+pub mod v3_5_19;
+pub mod v3_5_21;
+pub mod v3_6_5;
+pub mod v3_7_0;
+pub mod v3_7_1;
+pub mod v3_7_2;
 pub mod v3_8_0;
 
 /// One row per version module, oldest first.
-pub const BINDINGS: &[crate::sys::VersionBindings] = &[v3_4_5::BINDINGS, v3_8_0::BINDINGS];
+pub const BINDINGS: &[crate::sys::VersionBindings] = &[
+    v3_3_20::BINDINGS,
+    v3_3_24::BINDINGS,
+    v3_4_5::BINDINGS,
+    v3_5_19::BINDINGS,
+    v3_5_21::BINDINGS,
+    v3_6_5::BINDINGS,
+    v3_7_0::BINDINGS,
+    v3_7_1::BINDINGS,
+    v3_7_2::BINDINGS,
+    v3_8_0::BINDINGS,
+];
+
+/// Calls `$m!(module)` for each version module (the layout tests).
+#[cfg(test)]
+macro_rules! each_version_module {
+    ($m:ident) => {
+        $m!(v3_3_20);
+        $m!(v3_3_24);
+        $m!(v3_4_5);
+        $m!(v3_5_19);
+        $m!(v3_5_21);
+        $m!(v3_6_5);
+        $m!(v3_7_0);
+        $m!(v3_7_1);
+        $m!(v3_7_2);
+        $m!(v3_8_0);
+    };
+}
+#[cfg(test)]
+pub(crate) use each_version_module;

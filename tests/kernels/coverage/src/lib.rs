@@ -155,10 +155,10 @@ amo_kernels! {
     amo_basic: f32 => amo_f32, f64 => amo_f64;
 }
 
-nvshmem_device::with_nvshmem_3_8! {
-    /// NVSHMEM 3.8's floating-point adds.
+nvshmem_device::with_nvshmem_3_7! {
+    /// NVSHMEM 3.7's floating-point adds.
     #[kernel]
-    pub unsafe fn amo_float_add_3_8(
+    pub unsafe fn amo_float_add_3_7(
         x32: SymPtr<f32>, x64: SymPtr<f64>, x16: SymPtr<f16>, v: f32, out32: *mut f32, out64: *mut f64,
     ) {
         unsafe {
@@ -168,13 +168,41 @@ nvshmem_device::with_nvshmem_3_8! {
         }
     }
 
-    /// NVSHMEM 3.8's shared-memory lease, RMA regions, counted-signal reset,
-    /// and queue-pair RMA (raw) in each scope.
+    /// NVSHMEM 3.7's flush, every scope.
     #[kernel]
-    pub unsafe fn extensions_3_8(
-        smem: *mut u8, sig: SymPtr<u64>, dest: SymPtr<f32>, local: *mut f32, n: usize, qp: i32, out: *mut i32,
-    ) {
+    pub unsafe fn flush_3_7() {
+        flush();
+        // SAFETY: every thread of the block calls them.
+        unsafe {
+            flush_warp();
+            flush_block();
+        }
+    }
+}
+
+nvshmem_device::with_nvshmem_3_5! {
+    /// NVSHMEM 3.5's queue-pair RMA (raw), in each scope.
+    #[kernel]
+    pub unsafe fn qp_3_5(sig: SymPtr<u64>, dest: SymPtr<f32>, local: *mut f32, n: usize, qp: i32, out: *mut i32) {
         let pe = peer();
+        unsafe {
+            let (d, c) = (dest.as_ptr(), pe.to_c());
+            ffi::nvshmemx_qp_float_p(d, 1.0, c, qp);
+            *out = ffi::nvshmemx_qp_int_g(dest.cast::<i32>().as_ptr(), c, qp);
+            ffi::nvshmemx_qp_float_put_nbi(d, local, n, c, qp);
+            ffi::nvshmemx_qp_float_get_warp(local, d, n, c, qp);
+            ffi::nvshmemx_qp_float_put_signal_nbi_block(d, local, n, sig.as_ptr(), 1, 0, c, qp);
+            ffi::nvshmemx_qp_signal_op(sig.as_ptr(), 1, 1, c, qp);
+            ffi::nvshmemx_qp_quiet(c, &qp, 1);
+            ffi::nvshmemx_qp_fence_block(c, &qp, 1);
+        }
+    }
+}
+
+nvshmem_device::with_nvshmem_3_8! {
+    /// NVSHMEM 3.8's shared-memory lease, RMA regions and counted-signal reset.
+    #[kernel]
+    pub unsafe fn extensions_3_8(smem: *mut u8, sig: SymPtr<u64>, out: *mut i32) {
         unsafe {
             // SAFETY (the block-scope calls): every thread of the block calls them.
             give_smem(smem, ask_smem(SmemAmount::Minimum));
@@ -184,26 +212,6 @@ nvshmem_device::with_nvshmem_3_8! {
             }
             release_smem();
             signal_counted_reset(sig);
-            let (d, c) = (dest.as_ptr(), pe.to_c());
-            ffi::nvshmemx_qp_float_p(d, 1.0, c, qp);
-            *out.add(2) = ffi::nvshmemx_qp_int_g(dest.cast::<i32>().as_ptr(), c, qp);
-            ffi::nvshmemx_qp_float_put_nbi(d, local, n, c, qp);
-            ffi::nvshmemx_qp_float_get_warp(local, d, n, c, qp);
-            ffi::nvshmemx_qp_float_put_signal_nbi_block(d, local, n, sig.as_ptr(), 1, 0, c, qp);
-            ffi::nvshmemx_qp_signal_op(sig.as_ptr(), 1, 1, c, qp);
-            ffi::nvshmemx_qp_quiet(c, &qp, 1);
-            ffi::nvshmemx_qp_fence_block(c, &qp, 1);
-        }
-    }
-
-    /// NVSHMEM 3.8's flush, every scope.
-    #[kernel]
-    pub unsafe fn flush_3_8() {
-        flush();
-        // SAFETY: every thread of the block calls them.
-        unsafe {
-            flush_warp();
-            flush_block();
         }
     }
 }
