@@ -9,7 +9,8 @@ use example_cli::{KernelSet, Res, sms};
 use example_measure::{Sampled, Samples};
 use half::bf16;
 use nvshmem_host::exchange::WordExchange;
-use nvshmem_host::{Kernel, Module, Nvshmem, Pe, SymBuffer};
+use nvshmem_host::tensor_map::TensorMap;
+use nvshmem_host::{CudaStream, DevicePtr, Kernel, LaunchConfig, Module, Nvshmem, Pe, SymBuffer};
 use std::path::PathBuf;
 use tc_gemm::{DeviceMaps, Shape, Tc, bf16_value, wgmma};
 use tc_gemm::{launch_tc, mma_config, mma_persistent, tile_grid};
@@ -21,8 +22,13 @@ nvshmem_host::include_kernels!(gemm_rs_kernels);
 /// only through [`KernelSet::load`], from [`KernelSet::dir`], which a copied
 /// build's `NVSHMEM_RS_PTX_DIR` overrides.)
 pub struct GemmRsKernels {
-    typed: gemm_rs_kernels::Kernels,
+    typed: Typed,
 }
+
+/// The typed bindings' kernels.
+type Typed = gemm_rs_kernels::Kernels;
+/// A tensor map in device memory, as the wgmma kernels take it.
+type Map = DevicePtr<TensorMap>;
 
 impl KernelSet for GemmRsKernels {
     const CRATE: &'static str = gemm_rs_kernels::CRATE;
@@ -170,6 +176,25 @@ impl<'a> GemmRs<'a> {
         Ok(())
     }
 
+    /// Launches, as `tc` says, `wgmma` (on the wgmma grid, with the maps
+    /// of A and B) or `mma` (with `mma_cfg`), on this PE's stream.
+    fn launch(
+        &self,
+        tc: Tc,
+        wgmma: impl FnOnce(&Typed, &CudaStream, LaunchConfig, (Map, Map)) -> nvshmem_host::Result<()>,
+        mma_cfg: LaunchConfig,
+        mma: impl FnOnce(&Typed, &CudaStream, LaunchConfig) -> nvshmem_host::Result<()>,
+    ) -> Res<()> {
+        let maps = (self.maps.ptr(0), self.maps.ptr(1));
+        let (kernels, stream) = (&self.k.typed, self.nv.stream());
+        launch_tc(
+            tc,
+            self.wgmma_grid,
+            |cfg| wgmma(kernels, stream, cfg, maps),
+            || mma(kernels, stream, mma_cfg),
+        )
+    }
+
     /// The unfused version: the partial GEMM into `partial`, then [`sum`](Self::sum).
     pub fn unfused(&self, tc: Tc) -> Res<()> {
         let (_, n, k, m) = self.dims();
@@ -178,26 +203,16 @@ impl<'a> GemmRs<'a> {
             self.b.device_ptr(),
             self.partial.device_ptr(),
         );
-        let maps = (self.maps.ptr(0), self.maps.ptr(1));
-        let (kernels, stream) = (&self.k.typed, self.nv.stream());
-        launch_tc(
+        // SAFETY (both): a M×k, b n×k, partial M×n, the maps describe them,
+        // sizes multiples of the tiles.
+        self.launch(
             tc,
-            self.wgmma_grid,
-            |cfg| {
-                // SAFETY: a M×k, b n×k, partial M×n, the maps describe them,
-                // sizes multiples of the tiles.
-                unsafe {
-                    gemm_rs_kernels::gemm_rs_partial_wgmma_with(
-                        kernels, stream, cfg, maps.0, maps.1, p, m, n, k,
-                    )
-                }
+            |ks, s, cfg, maps| unsafe {
+                gemm_rs_kernels::gemm_rs_partial_wgmma_with(ks, s, cfg, maps.0, maps.1, p, m, n, k)
             },
-            || {
-                let cfg = mma_config(self.m, self.shape.n);
-                // SAFETY: as above.
-                unsafe {
-                    gemm_rs_kernels::gemm_rs_partial_mma_with(kernels, stream, cfg, a, b, p, n, k)
-                }
+            mma_config(self.m, self.shape.n),
+            |ks, s, cfg| unsafe {
+                gemm_rs_kernels::gemm_rs_partial_mma_with(ks, s, cfg, a, b, p, n, k)
             },
         )?;
         self.sum()
@@ -211,28 +226,16 @@ impl<'a> GemmRs<'a> {
         self.c.fill(self.nv.stream(), 0.0)?;
         self.nv.barrier_all_on_stream(self.nv.stream())?;
         let (a, b, c) = (self.a.device_ptr(), self.b.device_ptr(), self.c.sym_ptr());
-        let maps = (self.maps.ptr(0), self.maps.ptr(1));
-        let (kernels, stream) = (&self.k.typed, self.nv.stream());
-        launch_tc(
+        // SAFETY (both): as in `unfused`, c m_per_pe×n on every PE, every
+        // peer P2P-reachable.
+        self.launch(
             tc,
-            self.wgmma_grid,
-            |cfg| {
-                // SAFETY: as in `unfused`, c m_per_pe×n on every PE, every
-                // peer P2P-reachable.
-                unsafe {
-                    gemm_rs_kernels::gemm_rs_wgmma_fused_with(
-                        kernels, stream, cfg, maps.0, maps.1, c, mloc, n, k,
-                    )
-                }
+            |ks, s, cfg, maps| unsafe {
+                gemm_rs_kernels::gemm_rs_wgmma_fused_with(ks, s, cfg, maps.0, maps.1, c, mloc, n, k)
             },
-            || {
-                let cfg = mma_persistent(self.mma_grid);
-                // SAFETY: as above.
-                unsafe {
-                    gemm_rs_kernels::gemm_rs_mma_fused_with(
-                        kernels, stream, cfg, a, b, c, mloc, n, k,
-                    )
-                }
+            mma_persistent(self.mma_grid),
+            |ks, s, cfg| unsafe {
+                gemm_rs_kernels::gemm_rs_mma_fused_with(ks, s, cfg, a, b, c, mloc, n, k)
             },
         )
     }
