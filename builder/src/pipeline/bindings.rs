@@ -14,6 +14,12 @@
 //!
 //! Each call goes through `Kernel::launch_with` (or
 //! `launch_collective_with` for a collective kernel, which gets only that).
+//!
+//! A kernel behind a cargo feature in the source (`SourceKernel::gated`) is
+//! optional: `Kernels` holds `Option<Kernel>` for it and its launch functions
+//! return `Error::KernelNotFound` where this build left it out; such a kernel
+//! missing from the manifest gets its bindings from the source alone. Every
+//! build of a crate thus has the same bindings.
 
 use super::signature::Sources;
 use crate::manifest::{KernelInfo, Manifest};
