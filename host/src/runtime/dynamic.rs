@@ -568,16 +568,24 @@ impl Signature {
         }
         match (kind, arg) {
             (ParamKind::Symmetric(elem) | ParamKind::Device(elem), Arg::Tensor(t)) => {
-                // Elements of the same size pass (a bf16 tensor for `*const
-                // u16`), as in a Rust launch (`elements_fit`).
+                // A tensor's dtype must be the parameter's exactly: unlike a
+                // Rust launch, Python has no typed binding to catch an i32
+                // tensor for f32, so the fix names `view` for the bits.
                 if let Some(want) = elem
-                    && !t.dtype.as_ref().is_ok_and(|&d| elements_fit(Some(want), Some(d)))
+                    && t.dtype.as_ref() != Ok(&want)
                 {
                     let got = t.dtype.as_ref().map_or_else(|s| s.clone(), |d| d.torch_name().into());
+                    let to = want.torch_name();
+                    let fix = match t.dtype.as_ref() {
+                        Ok(d) if d.size() == want.size() => format!(
+                            "pass a torch.{to} tensor: tensor.view(torch.{to}) keeps its bits, tensor.to(torch.{to}) converts its values"
+                        ),
+                        _ => format!("pass a torch.{to} tensor (tensor.to(torch.{to}))"),
+                    };
                     return Err((
                         Refusal::Type,
                         format!("its elements are {}, but the tensor's dtype is {got}", want.name()),
-                        format!("pass a torch.{} tensor (tensor.to(torch.{}))", want.torch_name(), want.torch_name()),
+                        fix,
                     ));
                 }
                 if !t.contiguous {
@@ -881,20 +889,27 @@ mod tests {
         );
     }
 
-    /// A tensor's elements may differ from the parameter's where their size
-    /// is the same (bits moved as they are), as in a Rust launch.
+    /// A tensor's dtype must be the parameter's; where only the bits'
+    /// meaning differs (bf16 for u16) the fix names `view`, which keeps them.
     #[test]
-    fn tensors_of_same_size_elements_pass() {
+    fn tensors_of_another_dtype_are_refused_with_the_view_fix() {
         let s = sig(&[("y", "*const u16", 8)]);
         assert_eq!(
-            s.encode(&[tensor(0x90000, Scalar::BF16)], &Ctx)
+            s.encode(&[tensor(0x90000, Scalar::U16)], &Ctx)
                 .unwrap()
                 .slots(),
             &[0x90000]
         );
-        assert!(s.encode(&[tensor(0x90000, Scalar::U8)], &Ctx).is_ok());
+        let (r, msg) = refused(&s, &[tensor(0x90000, Scalar::BF16)]);
+        assert!(
+            r == Refusal::Type && msg.contains("tensor.view(torch.uint16)"),
+            "{msg}"
+        );
         let (r, msg) = refused(&s, &[tensor(0x90000, Scalar::F32)]);
-        assert!(r == Refusal::Type && msg.contains("torch.uint16"), "{msg}");
+        assert!(
+            r == Refusal::Type && msg.contains("torch.uint16") && !msg.contains("view"),
+            "{msg}"
+        );
     }
 
     #[test]
