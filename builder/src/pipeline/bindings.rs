@@ -14,6 +14,12 @@
 //!
 //! Each call goes through `Kernel::launch_with` (or
 //! `launch_collective_with` for a collective kernel, which gets only that).
+//!
+//! A kernel behind a cargo feature in the source (`SourceKernel::gated`) is
+//! optional: `Kernels` holds `Option<Kernel>` for it and its launch functions
+//! return `Error::KernelNotFound` where this build left it out; such a kernel
+//! missing from the manifest gets its bindings from the source alone. Every
+//! build of a crate thus has the same bindings.
 
 use super::signature::Sources;
 use crate::manifest::{KernelInfo, Manifest};
@@ -48,12 +54,12 @@ pub(crate) fn render(m: &Manifest, sources: &Sources, lib_name: &str, dir: &str)
         ident = m.crate_name.replace('-', "_"),
     );
     let mut structs = Vec::new();
-    let kernels: Vec<(&KernelInfo, Vec<(String, Arg)>)> = m
-        .kernels
-        .iter()
+    let kernels: Vec<(BoundKernel, Vec<(String, Arg)>)> = kernels(m, sources)
+        .into_iter()
         .map(|k| {
-            let src = sources.kernel(&k.name, k.params.len());
+            let src = sources.kernel(&k.info.name, k.info.params.len());
             let args = k
+                .info
                 .params
                 .iter()
                 .enumerate()
@@ -80,31 +86,103 @@ pub(crate) fn render(m: &Manifest, sources: &Sources, lib_name: &str, dir: &str)
             m.crate_name
         );
     }
-    render_set(&mut out, m);
-    let names: Vec<&str> = m.kernels.iter().map(|k| k.name.as_str()).collect();
+    render_set(&mut out, m, &kernels);
+    let names: Vec<&str> = kernels.iter().map(|(k, _)| k.info.name.as_str()).collect();
     for (k, args) in &kernels {
         render_kernel(&mut out, m, k, args, &names);
     }
     out
 }
 
-/// The `Kernels` struct: every kernel of the module, looked up once.
-fn render_set(out: &mut String, m: &Manifest) {
-    let fields: String = m
+/// A kernel the bindings launch.
+struct BoundKernel {
+    /// Its manifest entry; for an optional kernel this build left out, one
+    /// made from the source (names and types; it is never launched).
+    info: KernelInfo,
+    /// Behind a cargo feature in the source (`SourceKernel::gated`): some
+    /// builds leave it out, so `Kernels` holds an `Option` of it and its
+    /// launch functions return `Error::KernelNotFound` where it is missing.
+    /// Every build of the crate thus gets the same bindings.
+    optional: bool,
+}
+
+/// The manifest's kernels, then the feature-gated kernels of the source that
+/// this build left out.
+fn kernels(m: &Manifest, sources: &Sources) -> Vec<BoundKernel> {
+    let gated = |name: &str| sources.kernels.iter().any(|s| s.gated && s.name == name);
+    let built = m.kernels.iter().map(|k| BoundKernel {
+        info: k.clone(),
+        optional: gated(&k.name),
+    });
+    let left_out = sources
         .kernels
         .iter()
-        .map(|k| {
-            format!(
-                "    /// `{0}`.\n    pub {0}: ::nvshmem_host::Kernel,\n",
-                k.name
-            )
+        .enumerate()
+        .filter(|&(i, s)| {
+            s.gated
+                && !m.kernels.iter().any(|k| k.name == s.name)
+                && !sources.kernels[..i]
+                    .iter()
+                    .any(|o| o.gated && o.name == s.name)
+        })
+        .map(|(_, s)| s)
+        .map(|s| {
+            let params = s
+                .params
+                .iter()
+                .map(|(name, ty)| crate::manifest::ParamInfo {
+                    name: name.clone(),
+                    rust_type: super::signature::rust_type(ty),
+                    c_type: String::new(),
+                    size: 0,
+                    align: 0,
+                })
+                .collect();
+            BoundKernel {
+                info: KernelInfo::new(&s.name, params, false),
+                optional: true,
+            }
+        });
+    built.chain(left_out).collect()
+}
+
+/// The `Kernels` struct: every kernel of the module, looked up once (an
+/// optional one as an `Option`, `None` where this build left it out).
+fn render_set(out: &mut String, m: &Manifest, kernels: &[(BoundKernel, Vec<(String, Arg)>)]) {
+    let fields: String = kernels
+        .iter()
+        .map(|(k, _)| {
+            let (ty, note) = if k.optional {
+                (
+                    "Option<::nvshmem_host::Kernel>",
+                    " (`None` where this build of the crate left out the cargo feature it needs)",
+                )
+            } else {
+                ("::nvshmem_host::Kernel", "")
+            };
+            format!("    /// `{0}`{note}.\n    pub {0}: {ty},\n", k.info.name)
         })
         .collect();
-    let lookups: String = m
-        .kernels
+    let lookups: String = kernels
         .iter()
-        .map(|k| format!("            {0}: module.kernel({0:?})?,\n", k.name))
+        .map(|(k, _)| {
+            let lookup = if k.optional {
+                "Self::optional(module, "
+            } else {
+                "module.kernel("
+            };
+            format!("            {0}: {lookup}{0:?})?,\n", k.info.name)
+        })
         .collect();
+    let optional = if kernels.iter().any(|(k, _)| k.optional) {
+        "\n\n    /// `name` from `module`, or `None` where its manifest has no such kernel.\n\
+         \x20   fn optional(\n        module: &::nvshmem_host::Module,\n        name: &str,\n\
+         \x20   ) -> ::nvshmem_host::Result<Option<::nvshmem_host::Kernel>> {\n\
+         \x20       if module.kernel_names().contains(&name) {\n\
+         \x20           module.kernel(name).map(Some)\n        } else {\n            Ok(None)\n        }\n    }"
+    } else {
+        ""
+    };
     let _ = writeln!(
         out,
         "\n/// The kernels of `{name}` in a loaded module, each looked up once: the\n\
@@ -129,7 +207,7 @@ fn render_set(out: &mut String, m: &Manifest) {
          \x20           }});\n        }}\n\
          \x20       Ok(Kernels {{\n            module: module.clone(),\n{lookups}        }})\n    }}\n\n\
          \x20   /// The module they belong to.\n\
-         \x20   pub fn module(&self) -> &::nvshmem_host::Module {{\n        &self.module\n    }}\n}}",
+         \x20   pub fn module(&self) -> &::nvshmem_host::Module {{\n        &self.module\n    }}{optional}\n}}",
         name = m.crate_name,
     );
 }
@@ -140,10 +218,11 @@ fn render_set(out: &mut String, m: &Manifest) {
 fn render_kernel(
     out: &mut String,
     m: &Manifest,
-    k: &KernelInfo,
+    bound: &BoundKernel,
     args: &[(String, Arg)],
     names: &[&str],
 ) {
+    let k = &bound.info;
     let name = &k.name;
     let params: String = args
         .iter()
@@ -213,11 +292,29 @@ fn render_kernel(
             "    let config = ::nvshmem_host::LaunchConfig::new(grid, block);"
         );
     }
+    // An optional kernel: an error names it where this build left it out
+    // (no `let` binding, which a parameter could shadow).
+    let kernel = if bound.optional {
+        format!(
+            "kernels\n\
+             \x20       .{name}\n\
+             \x20       .as_ref()\n\
+             \x20       .ok_or_else(|| ::nvshmem_host::Error::KernelNotFound {{\n\
+             \x20           kernel: {name:?}.into(),\n\
+             \x20           module: format!(\n\
+             \x20               \"`{{CRATE}}` as built (it is behind a cargo feature this build left out)\"\n\
+             \x20           ),\n\
+             \x20           available: kernels.module.kernel_names().join(\", \"),\n\
+             \x20       }})?"
+        )
+    } else {
+        format!("kernels.{name}")
+    };
     let _ = writeln!(
         out,
         "    // SAFETY: the caller's (the kernel's contract); count and types are this\n\
          \x20   // function's, checked against the manifest again at launch.\n\
-         \x20   unsafe {{ kernels.{name}.{launch}(stream, config, {tuple}) }}\n}}"
+         \x20   unsafe {{ {kernel}.{launch}(stream, config, {tuple}) }}\n}}"
     );
 }
 
@@ -413,5 +510,73 @@ mod tests {
             out.contains("    _0: impl ::nvshmem_host::KernelParam,\n"),
             "{out}"
         );
+    }
+
+    /// A kernel behind a cargo feature is optional in every build: an
+    /// `Option` field and a launch that says it is missing, whether this
+    /// build has it or left it out; other kernels stay plain.
+    #[test]
+    fn feature_gated_kernels_are_optional_in_every_build() {
+        let s = sources(
+            "#[kernel] pub unsafe fn plain(n: u32) {}\n\
+             #[cfg(feature = \"sm90a\")] mod hopper {\n\
+               #[kernel] pub unsafe fn fast(k: u32, c: *mut f32) {}\n\
+               #[kernel] pub unsafe fn other(x: SymPtr<u64>) {}\n\
+             }\n\
+             #[cfg(all(feature = \"x\", target_arch = \"nvptx64\"))] #[kernel] pub unsafe fn own(v: u8) {}\n\
+             #[cfg(target_arch = \"nvptx64\")] #[kernel] pub unsafe fn arch_only() {}",
+        );
+        let built = manifest(vec![
+            KernelInfo::new("plain", params(&["n"]), false),
+            KernelInfo::new("fast", params(&["k", "c"]), false),
+            KernelInfo::new("arch_only", vec![], false),
+        ]);
+        let out = render(&built, &s, "k", "/built");
+        for want in [
+            "    pub plain: ::nvshmem_host::Kernel,\n",
+            "    pub arch_only: ::nvshmem_host::Kernel,\n",
+            "    pub fast: Option<::nvshmem_host::Kernel>,\n",
+            "            fast: Self::optional(module, \"fast\")?,\n",
+            "            plain: module.kernel(\"plain\")?,\n",
+            // Left out of this build: still there, from the source.
+            "    pub other: Option<::nvshmem_host::Kernel>,\n",
+            "    pub own: Option<::nvshmem_host::Kernel>,\n",
+            "pub unsafe fn other_with(\n",
+            "    x: impl ::nvshmem_host::AsSymPtr<u64>,\n",
+            "    v: u8,\n",
+            "fn optional(\n",
+            ".ok_or_else(|| ::nvshmem_host::Error::KernelNotFound {",
+            ".launch_with(stream, config, (k, c.as_device_ptr()))",
+        ] {
+            assert!(out.contains(want), "missing {want:?} in:\n{out}");
+        }
+        assert!(out.contains("unsafe { kernels.plain.launch_with("), "{out}");
+        // The bindings of a build with every feature declare the same items.
+        let all = manifest(vec![
+            KernelInfo::new("plain", params(&["n"]), false),
+            KernelInfo::new("fast", params(&["k", "c"]), false),
+            KernelInfo::new("other", params(&["x"]), false),
+            KernelInfo::new("own", params(&["v"]), false),
+            KernelInfo::new("arch_only", vec![], false),
+        ]);
+        let full = render(&all, &s, "k", "/built");
+        let items = |text: &str| {
+            let mut v: Vec<String> = text
+                .lines()
+                .filter(|l| l.starts_with("pub unsafe fn ") || l.starts_with("    pub "))
+                .map(String::from)
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(items(&out), items(&full));
+        // Without an optional kernel, no helper for them.
+        let plain = render(
+            &manifest(vec![KernelInfo::new("plain", params(&["n"]), false)]),
+            &sources("#[kernel] pub unsafe fn plain(n: u32) {}"),
+            "k",
+            "/b",
+        );
+        assert!(!plain.contains("fn optional("), "{plain}");
     }
 }

@@ -14,6 +14,12 @@ pub(crate) struct SourceKernel {
     /// `#[kernel(max_threads = N)]`: the most threads per block it is
     /// launched with (CUDA's `__launch_bounds__(N)`), emitted as `.maxntid`.
     pub max_threads: Option<u32>,
+    /// Behind a `#[cfg(..)]` that names a cargo feature (on the fn or a
+    /// module around it), so some builds of the crate leave it out: its
+    /// bindings treat it as optional.
+    pub gated: bool,
+    /// The module it is defined in, from the crate root.
+    module: Vec<String>,
 }
 
 /// A `#[repr(C)]` struct of the source, without generics: its fields, in order
@@ -41,6 +47,12 @@ pub(crate) struct Sources {
     pub max_threads_in_macros: usize,
     /// The module being read (files by their path, `mod m { .. }` inline).
     module: Vec<String>,
+    /// How many feature-gated (see [`SourceKernel::gated`]) inline modules
+    /// enclose the item being read.
+    gated_depth: usize,
+    /// Feature-gated `mod m;` declarations (their files are read apart):
+    /// each module's path from the crate root.
+    gated_modules: Vec<Vec<String>>,
 }
 
 impl Sources {
@@ -99,7 +111,30 @@ pub(crate) fn read(src: &Path) -> Sources {
             visitor.visit_file(&ast);
         }
     }
+    let gated = std::mem::take(&mut visitor.gated_modules);
+    for k in &mut visitor.kernels {
+        k.gated |= gated.iter().any(|m| k.module.starts_with(m));
+    }
     visitor
+}
+
+/// Whether `attrs` hold a `#[cfg(..)]` that names a cargo feature
+/// (`#[cfg(feature = "sm90a")]`, `#[cfg(all(feature = "x", ..))]`).
+fn feature_gated(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.meta
+                .require_list()
+                .is_ok_and(|l| l.tokens.clone().into_iter().any(|t| tree_names_feature(&t)))
+    })
+}
+
+fn tree_names_feature(t: &proc_macro2::TokenTree) -> bool {
+    match t {
+        proc_macro2::TokenTree::Ident(i) => i == "feature",
+        proc_macro2::TokenTree::Group(g) => g.stream().into_iter().any(|t| tree_names_feature(&t)),
+        _ => false,
+    }
 }
 
 /// The module a file under `src` holds by Rust's file layout: `lib.rs` the
@@ -181,6 +216,8 @@ impl<'ast> Visit<'ast> for Sources {
                 name: f.sig.ident.to_string(),
                 params,
                 max_threads: attr.and_then(max_threads_arg),
+                gated: self.gated_depth > 0 || feature_gated(&f.attrs),
+                module: self.module.clone(),
             });
         }
         syn::visit::visit_item_fn(self, f);
@@ -215,7 +252,13 @@ impl<'ast> Visit<'ast> for Sources {
 
     fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
         self.module.push(m.ident.to_string());
+        let gated = feature_gated(&m.attrs);
+        if gated && m.content.is_none() {
+            self.gated_modules.push(self.module.clone());
+        }
+        self.gated_depth += gated as usize;
         syn::visit::visit_item_mod(self, m);
+        self.gated_depth -= gated as usize;
         self.module.pop();
     }
 }
@@ -484,5 +527,47 @@ mod tests {
         assert_eq!(s.structs["N"].module, ["m", "inner"]);
         let names: Vec<&str> = s.structs["T"].fields.iter().map(|f| f.0.as_str()).collect();
         assert_eq!(names, ["_0", "_1"]);
+    }
+
+    #[test]
+    fn kernels_behind_a_feature_are_gated() {
+        let dir = std::env::temp_dir().join(format!("nvshmem-rs-gated-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("hop")).unwrap();
+        std::fs::write(
+            dir.join("lib.rs"),
+            "#[kernel] pub unsafe fn a() {}\n\
+             #[cfg(feature = \"sm90a\")] mod hop;\n\
+             #[cfg(feature = \"sm90a\")] mod inline { #[kernel] pub unsafe fn b() {} }\n\
+             #[cfg(not(feature = \"y\"))] #[kernel] pub unsafe fn c() {}\n\
+             #[cfg(target_arch = \"nvptx64\")] #[kernel] pub unsafe fn d() {}\n\
+             mod open { #[kernel] pub unsafe fn e() {} }",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("hop/mod.rs"),
+            "pub mod deep; #[kernel] pub unsafe fn f() {}",
+        )
+        .unwrap();
+        std::fs::write(dir.join("hop/deep.rs"), "#[kernel] pub unsafe fn g() {}").unwrap();
+        let s = read(&dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut gated: Vec<(&str, bool)> = s
+            .kernels
+            .iter()
+            .map(|k| (k.name.as_str(), k.gated))
+            .collect();
+        gated.sort();
+        assert_eq!(
+            gated,
+            [
+                ("a", false),
+                ("b", true),
+                ("c", true),
+                ("d", false),
+                ("e", false),
+                ("f", true),
+                ("g", true)
+            ]
+        );
     }
 }

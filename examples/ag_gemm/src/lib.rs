@@ -13,7 +13,7 @@ use example_cli::{KernelSet, Res, sms};
 use example_measure::{Sampled, Samples};
 use half::bf16;
 use nvshmem_host::exchange::WordExchange;
-use nvshmem_host::{Kernel, Nvshmem, SymBuffer};
+use nvshmem_host::{Nvshmem, SymBuffer};
 use std::cell::Cell;
 use std::path::PathBuf;
 use tc_gemm::{DeviceMaps, GROUP_M, Gemm, NO_WGMMA, Shape, Tc, bf16_tolerance, bf16_value, wgmma};
@@ -33,13 +33,13 @@ pub fn tc_ptx_dir() -> PathBuf {
 /// Rows per all-gather panel (`ag_gemm_tc_kernels::PANEL`).
 pub const PANEL: usize = 128;
 
+nvshmem_host::include_kernels!(ag_gemm_tc_kernels);
+
 /// The kernels: `ag-gemm-tc-kernels` (the push all-gather and the fused
-/// kernels) and `tc-gemm-kernels` (the standalone GEMMs of the unfused path).
+/// kernels; the fused wgmma one in `sm_90a` builds only) and
+/// `tc-gemm-kernels` (the standalone GEMMs of the unfused path).
 pub struct AgGemmKernels {
-    push: Kernel,
-    fused_mma: Kernel,
-    /// The fused wgmma kernel, in `sm_90a` builds only.
-    fused_wgmma: Option<Kernel>,
+    tc: ag_gemm_tc_kernels::Kernels,
     /// The standalone GEMMs.
     pub gemm: Gemm,
 }
@@ -47,11 +47,8 @@ pub struct AgGemmKernels {
 impl AgGemmKernels {
     /// Loads them from [`tc_ptx_dir`] (the standalone GEMMs from [`tc_gemm::ptx_dir`]).
     pub fn load(nv: &Nvshmem) -> Res<AgGemmKernels> {
-        let ag = nv.load_module_in(tc_ptx_dir(), "ag-gemm-tc-kernels")?;
         Ok(AgGemmKernels {
-            push: ag.kernel("ag_push")?,
-            fused_mma: ag.kernel("ag_gemm_mma_fused")?,
-            fused_wgmma: ag.kernel("ag_gemm_wgmma_fused").ok(),
+            tc: ag_gemm_tc_kernels::Kernels::load_in(nv, tc_ptx_dir())?,
             gemm: Gemm::load(nv)?,
         })
     }
@@ -126,8 +123,8 @@ impl<'a> AgGemm<'a> {
                 (b.device_ptr(), n, kk, wgmma::B_BOX),
             ],
         )?;
-        let mma_grid = tile_grid(nv, ex, &k.fused_mma, Tc::Mma, (m, n))?;
-        let wgmma_grids = match &k.fused_wgmma {
+        let mma_grid = tile_grid(nv, ex, &k.tc.ag_gemm_mma_fused, Tc::Mma, (m, n))?;
+        let wgmma_grids = match &k.tc.ag_gemm_wgmma_fused {
             Some(f) if k.gemm.wgmma_kernel().is_some() && n.is_multiple_of(wgmma::BN) => {
                 let fused = tile_grid(nv, ex, f, Tc::Wgmma, (m, n))?;
                 k.gemm.wgmma_grid(nv, ex, m, n)?.map(|g| (fused, g))
@@ -177,18 +174,25 @@ impl<'a> AgGemm<'a> {
     /// included), then a barrier, so that `a_full` is complete everywhere.
     pub fn push(&self) -> Res<()> {
         let (mloc, _, k, _) = self.dims();
-        let args = (
-            self.a_shard.sym_ptr(),
-            self.a_full.sym_ptr(),
-            self.sig.sym_ptr(),
-            mloc,
-            k,
-            self.next_epoch(),
-        );
+        let epoch = self.next_epoch();
+        let (a_shard, a_full, sig) = (&self.a_shard, &self.a_full, &self.sig);
         let stream = self.nv.stream();
         // SAFETY: the buffers have the sizes the kernel's docs ask for
         // (a_shard m_loc×k on every PE, a_full M×k, sig n_pes·panels).
-        unsafe { self.k.push.launch(stream, self.push_grid, 256, args)? };
+        unsafe {
+            ag_gemm_tc_kernels::ag_push(
+                &self.k.tc,
+                stream,
+                self.push_grid,
+                256,
+                a_shard,
+                a_full,
+                sig,
+                mloc,
+                k,
+                epoch,
+            )?
+        };
         // Every PE's pushes have landed before any GEMM reads a_full.
         self.nv.barrier_all_on_stream(stream)?;
         Ok(())
@@ -227,26 +231,30 @@ impl<'a> AgGemm<'a> {
             self.pushers,
         );
         let maps = (self.maps.ptr(0), self.maps.ptr(1), self.maps.ptr(2));
-        let wgmma = self
-            .k
-            .fused_wgmma
-            .as_ref()
-            .zip(self.wgmma_grids.map(|g| g.0));
-        // SAFETY: as in `unfused`, plus sig n_pes·panels on every PE.
-        unsafe {
-            launch_tc(
-                self.nv,
-                tc,
-                (
-                    wgmma,
-                    (
-                        a_shard, a_full, sig, maps.0, maps.1, maps.2, c, mloc, n, k, epoch, p,
-                    ),
-                ),
-                (&self.k.fused_mma, mma_persistent(self.mma_grid)),
-                (a_shard, a_full, sig, b, c, mloc, n, k, epoch, p),
-            )
-        }
+        let (kernels, stream) = (&self.k.tc, self.nv.stream());
+        // The wgmma grid is there only where the fused wgmma kernel is.
+        launch_tc(
+            tc,
+            self.wgmma_grids.map(|g| g.0),
+            |cfg| {
+                // SAFETY: as in `unfused`, plus sig n_pes·panels on every PE.
+                unsafe {
+                    ag_gemm_tc_kernels::ag_gemm_wgmma_fused_with(
+                        kernels, stream, cfg, a_shard, a_full, sig, maps.0, maps.1, maps.2, c,
+                        mloc, n, k, epoch, p,
+                    )
+                }
+            },
+            || {
+                let cfg = mma_persistent(self.mma_grid);
+                // SAFETY: as above.
+                unsafe {
+                    ag_gemm_tc_kernels::ag_gemm_mma_fused_with(
+                        kernels, stream, cfg, a_shard, a_full, sig, b, c, mloc, n, k, epoch, p,
+                    )
+                }
+            },
+        )
     }
 
     /// Fills `a_full` and `c` with NaN, so that a tile used before its data

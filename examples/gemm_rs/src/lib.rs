@@ -9,22 +9,29 @@ use example_cli::{KernelSet, Res, sms};
 use example_measure::{Sampled, Samples};
 use half::bf16;
 use nvshmem_host::exchange::WordExchange;
-use nvshmem_host::{Kernel, KernelArgs, KernelParam, Module, Nvshmem, Pe, SymBuffer};
+use nvshmem_host::tensor_map::TensorMap;
+use nvshmem_host::{CudaStream, DevicePtr, Kernel, LaunchConfig, Module, Nvshmem, Pe, SymBuffer};
 use std::path::PathBuf;
 use tc_gemm::{DeviceMaps, Shape, Tc, bf16_value, wgmma};
 use tc_gemm::{launch_tc, mma_config, mma_persistent, tile_grid};
 
-/// The kernels of `gemm-rs-kernels`.
+nvshmem_host::include_kernels!(gemm_rs_kernels);
+
+/// The kernels of `gemm-rs-kernels`. (A wrapper, not the bindings' own
+/// `Kernels`, whose inherent `load` reads the build's folder: this one loads
+/// only through [`KernelSet::load`], from [`KernelSet::dir`], which a copied
+/// build's `NVSHMEM_RS_PTX_DIR` overrides.)
 pub struct GemmRsKernels {
-    partial_mma: Kernel,
-    fused_mma: Kernel,
-    sum: Kernel,
-    /// The wgmma pair (partial, fused), in `sm_90a` builds only.
-    wgmma: Option<(Kernel, Kernel)>,
+    typed: Typed,
 }
 
+/// The typed bindings' kernels.
+type Typed = gemm_rs_kernels::Kernels;
+/// A tensor map in device memory, as the wgmma kernels take it.
+type Map = DevicePtr<TensorMap>;
+
 impl KernelSet for GemmRsKernels {
-    const CRATE: &'static str = "gemm-rs-kernels";
+    const CRATE: &'static str = gemm_rs_kernels::CRATE;
 
     fn dir() -> PathBuf {
         example_cli::hopper_dir(&example_cli::ptx_dir!())
@@ -32,14 +39,18 @@ impl KernelSet for GemmRsKernels {
 
     fn from_module(module: &Module) -> Res<GemmRsKernels> {
         Ok(GemmRsKernels {
-            partial_mma: module.kernel("gemm_rs_partial_mma")?,
-            fused_mma: module.kernel("gemm_rs_mma_fused")?,
-            sum: module.kernel("rs_sum")?,
-            wgmma: module
-                .kernel("gemm_rs_partial_wgmma")
-                .ok()
-                .zip(module.kernel("gemm_rs_wgmma_fused").ok()),
+            typed: gemm_rs_kernels::Kernels::new(module)?,
         })
+    }
+}
+
+impl GemmRsKernels {
+    /// The wgmma pair (partial, fused), in `sm_90a` builds only.
+    fn wgmma(&self) -> Option<(&Kernel, &Kernel)> {
+        let k = &self.typed;
+        k.gemm_rs_partial_wgmma
+            .as_ref()
+            .zip(k.gemm_rs_wgmma_fused.as_ref())
     }
 }
 
@@ -94,8 +105,8 @@ impl<'a> GemmRs<'a> {
                 (b.device_ptr(), n, kk, wgmma::B_BOX),
             ],
         )?;
-        let mma_grid = tile_grid(nv, ex, &k.fused_mma, Tc::Mma, (m, n))?;
-        let wgmma_grid = match &k.wgmma {
+        let mma_grid = tile_grid(nv, ex, &k.typed.gemm_rs_mma_fused, Tc::Mma, (m, n))?;
+        let wgmma_grid = match k.wgmma() {
             Some((p, _)) => Some(tile_grid(nv, ex, p, Tc::Wgmma, (m, n))?),
             None => None,
         };
@@ -147,47 +158,41 @@ impl<'a> GemmRs<'a> {
         let (mloc, n, ..) = self.dims();
         let stream = self.nv.stream();
         self.nv.barrier_all_on_stream(stream)?;
-        let args = (self.partial.sym_ptr(), self.c.device_ptr(), mloc, n);
+        let (partial, c) = (self.partial.sym_ptr(), self.c.device_ptr());
         // SAFETY: partial M×n on every PE, c m_per_pe×n, every peer P2P
         // (the caller checked `unreachable_peer`).
-        unsafe { self.k.sum.launch(stream, self.sum_grid, 256, args)? };
+        unsafe {
+            gemm_rs_kernels::rs_sum(
+                &self.k.typed,
+                stream,
+                self.sum_grid,
+                256,
+                partial,
+                c,
+                mloc,
+                n,
+            )?
+        };
         Ok(())
     }
 
-    /// Launches the partial (`fused` false) or the fused kernel of `tc`
-    /// with output `out` (`rows` of it) and, for the mma form, `mma_args`.
-    ///
-    /// # Safety
-    /// The arguments are the kernel's (see `unfused` and `fused`).
-    unsafe fn launch<O: KernelParam, M: KernelArgs>(
+    /// Launches, as `tc` says, `wgmma` (on the wgmma grid, with the maps
+    /// of A and B) or `mma` (with `mma_cfg`), on this PE's stream.
+    fn launch(
         &self,
         tc: Tc,
-        fused: bool,
-        (out, rows): (O, u32),
-        mma_args: M,
+        wgmma: impl FnOnce(&Typed, &CudaStream, LaunchConfig, (Map, Map)) -> nvshmem_host::Result<()>,
+        mma_cfg: LaunchConfig,
+        mma: impl FnOnce(&Typed, &CudaStream, LaunchConfig) -> nvshmem_host::Result<()>,
     ) -> Res<()> {
-        let wgmma = self
-            .k
-            .wgmma
-            .as_ref()
-            .map(|p| if fused { &p.1 } else { &p.0 });
-        let mma = if fused {
-            (&self.k.fused_mma, mma_persistent(self.mma_grid))
-        } else {
-            (&self.k.partial_mma, mma_config(self.m, self.shape.n))
-        };
-        let (_, n, k, _) = self.dims();
-        let wgmma_args = (self.maps.ptr(0), self.maps.ptr(1), out, rows, n, k);
-        // SAFETY: the caller's.
-        unsafe {
-            launch_tc(
-                self.nv,
-                tc,
-                (wgmma.zip(self.wgmma_grid), wgmma_args),
-                mma,
-                mma_args,
-            )
-        }
+        let maps = (self.maps.ptr(0), self.maps.ptr(1));
+        let (kernels, stream) = (&self.k.typed, self.nv.stream());
+        launch_tc(
+            tc,
+            self.wgmma_grid,
+            |cfg| wgmma(kernels, stream, cfg, maps),
+            || mma(kernels, stream, mma_cfg),
+        )
     }
 
     /// The unfused version: the partial GEMM into `partial`, then [`sum`](Self::sum).
@@ -198,9 +203,18 @@ impl<'a> GemmRs<'a> {
             self.b.device_ptr(),
             self.partial.device_ptr(),
         );
-        // SAFETY: a M×k, b n×k, partial M×n, the maps describe them, sizes
-        // multiples of the tiles.
-        unsafe { self.launch(tc, false, (p, m), (a, b, p, n, k))? };
+        // SAFETY (both): a M×k, b n×k, partial M×n, the maps describe them,
+        // sizes multiples of the tiles.
+        self.launch(
+            tc,
+            |ks, s, cfg, maps| unsafe {
+                gemm_rs_kernels::gemm_rs_partial_wgmma_with(ks, s, cfg, maps.0, maps.1, p, m, n, k)
+            },
+            mma_config(self.m, self.shape.n),
+            |ks, s, cfg| unsafe {
+                gemm_rs_kernels::gemm_rs_partial_mma_with(ks, s, cfg, a, b, p, n, k)
+            },
+        )?;
         self.sum()
     }
 
@@ -212,9 +226,18 @@ impl<'a> GemmRs<'a> {
         self.c.fill(self.nv.stream(), 0.0)?;
         self.nv.barrier_all_on_stream(self.nv.stream())?;
         let (a, b, c) = (self.a.device_ptr(), self.b.device_ptr(), self.c.sym_ptr());
-        // SAFETY: as in `unfused`, c m_per_pe×n on every PE, every peer
-        // P2P-reachable.
-        unsafe { self.launch(tc, true, (c, mloc), (a, b, c, mloc, n, k)) }
+        // SAFETY (both): as in `unfused`, c m_per_pe×n on every PE, every
+        // peer P2P-reachable.
+        self.launch(
+            tc,
+            |ks, s, cfg, maps| unsafe {
+                gemm_rs_kernels::gemm_rs_wgmma_fused_with(ks, s, cfg, maps.0, maps.1, c, mloc, n, k)
+            },
+            mma_persistent(self.mma_grid),
+            |ks, s, cfg| unsafe {
+                gemm_rs_kernels::gemm_rs_mma_fused_with(ks, s, cfg, a, b, c, mloc, n, k)
+            },
+        )
     }
 
     /// Fills `c` and `partial` with NaN and passes a barrier.

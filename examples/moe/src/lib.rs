@@ -30,11 +30,24 @@ use half::bf16;
 use moe_kernels::plan::{BAD_EXPERT_BIT, MAX_LOCAL_EXPERTS, MAX_PES, MAX_TOPK, MAX_UNITS, THREADS};
 pub use moe_kernels::{Plan, RowSrc, num, plan};
 use nvshmem_host::exchange::WordExchange;
-use nvshmem_host::{DevicePtr, Kernel, LaunchConfig, Nvshmem, SymBuffer, Team};
+use nvshmem_host::{CudaStream, DevicePtr, Nvshmem, Result as NvResult, SymBuffer, Team};
 use std::cell::Cell;
 use std::path::PathBuf;
 
 pub mod reference;
+
+/// The typed launches of `moe-kernels`, in a module of their own: their
+/// module is named like the kernel crate, which this crate uses too.
+mod typed {
+    nvshmem_host::include_kernels!(moe_kernels);
+}
+use typed::moe_kernels as launch;
+
+/// `p` as the kernels take bf16 rows: `u16` bits, which they move and sum
+/// as bf16 without naming the type.
+fn bits(p: DevicePtr<bf16>) -> DevicePtr<u16> {
+    DevicePtr::new(p.addr())
+}
 
 /// What can go wrong.
 #[derive(Debug, thiserror::Error)]
@@ -237,7 +250,7 @@ pub struct Layout {
 pub struct Moe<'a> {
     nv: &'a Nvshmem,
     cfg: Config,
-    kernels: [Kernel; 6],
+    kernels: launch::Kernels,
     plan: Plan,
     plan_buf: SymBuffer<Plan>,
     received: Received,
@@ -253,15 +266,6 @@ pub struct Moe<'a> {
     grid: u32,
     tokens: Cell<Option<u32>>,
 }
-
-const KERNELS: [&str; 6] = [
-    "moe_dispatch_send",
-    "moe_dispatch_recv",
-    "moe_combine_send",
-    "moe_combine_recv",
-    "moe_base_pack",
-    "moe_base_unpack",
-];
 
 impl<'a> Moe<'a> {
     /// Loads the kernels from [`ptx_dir`], checks `cfg` and agrees the
@@ -282,26 +286,32 @@ impl<'a> Moe<'a> {
     fn build(nv: &'a Nvshmem, cfg: Config, baseline: bool) -> Result<Moe<'a>> {
         // A module that fails to load here must not leave the peers waiting
         // in the exchange below: it is part of this PE's verdict.
-        let module = nv.load_module_in(ptx_dir(), "moe-kernels");
-        let kernels = KERNELS.map(|k| match &module {
-            Ok(m) => m.kernel(k).map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        });
+        let kernels = nv
+            .load_module_in(ptx_dir(), launch::CRATE)
+            .and_then(|m| launch::Kernels::new(&m))
+            .map_err(|e| e.to_string());
         let n_pes = nv.n_pes();
         let ex = WordExchange::new(nv, 3)?;
         let local = cfg.check(n_pes).and_then(|()| match (baseline, cfg.mode) {
             (true, Mode::LowLatency) => Err("the unfused baseline needs normal mode".to_string()),
             _ => Ok(()),
         });
-        let cap = kernels
+        let cap = kernels.as_ref().map_err(Clone::clone).and_then(|k| {
+            [
+                &k.moe_dispatch_send,
+                &k.moe_dispatch_recv,
+                &k.moe_combine_send,
+                &k.moe_combine_recv,
+                &k.moe_base_pack,
+                &k.moe_base_unpack,
+            ]
             .iter()
-            .map(|k| match k {
-                Ok(k) => k
-                    .max_collective_blocks(THREADS, 0)
-                    .map_err(|e| e.to_string()),
-                Err(e) => Err(e.clone()),
+            .map(|k| {
+                k.max_collective_blocks(THREADS, 0)
+                    .map_err(|e| e.to_string())
             })
-            .try_fold(u32::MAX, |m, c| c.map(|c| m.min(c)));
+            .try_fold(u32::MAX, |m, c| c.map(|c| m.min(c)))
+        });
         let verdict = local.clone().and(cap.clone().map(|_| ()));
         let all = ex.all_gather(
             nv,
@@ -325,7 +335,7 @@ impl<'a> Moe<'a> {
                 "the PEs' configurations differ (this PE: {cfg:?}); every PE must pass the same"
             )));
         }
-        let kernels = kernels.map(|k| k.expect("checked above"));
+        let kernels = kernels.expect("checked above");
         let agreed = nv.agree_on_grid(&ex, all.iter().map(|w| w[2] as u32).min().unwrap_or(1))?;
         let grid = match cfg.mode {
             Mode::Normal { sms } => agreed.max_grid.min(sms),
@@ -338,7 +348,7 @@ impl<'a> Moe<'a> {
     fn allocate(
         nv: &'a Nvshmem,
         cfg: Config,
-        kernels: [Kernel; 6],
+        kernels: launch::Kernels,
         grid: u32,
         baseline: bool,
     ) -> Result<Moe<'a>> {
@@ -492,18 +502,55 @@ impl<'a> Moe<'a> {
         }
     }
 
-    fn launch<A: nvshmem_host::KernelArgs>(&self, i: usize, args: A) -> Result<()> {
-        let cfg = LaunchConfig::new(self.grid, THREADS);
-        // SAFETY: every kernel takes the plan (valid for its life) and the
-        // caller's checked buffers; the grid is agreed co-resident.
-        unsafe { self.kernels[i].launch_with(self.nv.stream(), cfg, args)? };
-        Ok(())
-    }
-
     fn plan_ptr(&self) -> DevicePtr<Plan> {
         self.plan_buf.device_ptr()
     }
 
+    /// A call's launches after its checks: `launches` gets `args()` where
+    /// `why` is `None`, else `refused` (arguments that send nothing and tell
+    /// the peers, so none waits); then `why` is the call's [`Error::Refused`].
+    fn checked_launch<A>(
+        &self,
+        why: Option<String>,
+        args: impl FnOnce() -> A,
+        refused: A,
+        launches: impl FnOnce(&launch::Kernels, &CudaStream, DevicePtr<Plan>, A) -> NvResult<()>,
+    ) -> Result<()> {
+        let args = if why.is_none() { args() } else { refused };
+        launches(&self.kernels, self.nv.stream(), self.plan_ptr(), args)?;
+        why.map_or(Ok(()), |w| Err(Error::Refused(w)))
+    }
+}
+
+/// The null pointer a refused call passes for its buffers.
+fn null<T>() -> DevicePtr<T> {
+    DevicePtr::new(0)
+}
+
+/// Why the bf16 buffer `name` of `len` elements is too short for `need`
+/// (those of `what`), if it is.
+fn too_short(name: &str, len: usize, need: usize, what: &str) -> Option<String> {
+    (len < need).then(|| format!("{name} holds {len} bf16, {what} need {need}"))
+}
+
+/// Why `idx` and `w` are too short for `tokens` tokens of top-`k`, if they are.
+fn routing_too_short(
+    idx: &SymBuffer<i32>,
+    w: &SymBuffer<f32>,
+    tokens: usize,
+    k: usize,
+) -> Option<String> {
+    (idx.len() < tokens * k || w.len() < tokens * k).then(|| {
+        format!(
+            "idx and w hold {} and {} entries, {tokens} tokens of top-{k} need {}",
+            idx.len(),
+            w.len(),
+            tokens * k
+        )
+    })
+}
+
+impl<'a> Moe<'a> {
     /// Sends `tokens` tokens (`x`: `tokens × hidden` bf16, `idx`: `tokens ×
     /// topk` expert ids, negative for none, `w`: their weights) to their
     /// experts' PEs, on this PE's stream. Afterwards (stream order)
@@ -518,49 +565,34 @@ impl<'a> Moe<'a> {
         tokens: usize,
     ) -> Result<()> {
         let (h, k) = (self.cfg.hidden, self.cfg.topk);
-        let why = if tokens > self.cfg.max_tokens {
-            Some(format!(
-                "{tokens} tokens: this Moe was made for at most {}",
-                self.cfg.max_tokens
-            ))
-        } else if x.len() < tokens * h {
-            Some(format!(
-                "x holds {} bf16, {tokens} tokens need {}",
-                x.len(),
-                tokens * h
-            ))
-        } else if idx.len() < tokens * k || w.len() < tokens * k {
-            Some(format!(
-                "idx and w hold {} and {} entries, {tokens} tokens of top-{k} need {}",
-                idx.len(),
-                w.len(),
-                tokens * k
-            ))
-        } else {
-            None
+        let max = self.cfg.max_tokens;
+        let why = (tokens > max)
+            .then(|| format!("{tokens} tokens: this Moe was made for at most {max}"))
+            .or_else(|| too_short("x", x.len(), tokens * h, &format!("{tokens} tokens")))
+            .or_else(|| routing_too_short(idx, w, tokens, k));
+        let args = || {
+            let x = bits(x.device_ptr());
+            (x, idx.device_ptr(), w.device_ptr(), tokens as u32, 0)
         };
-        let null = DevicePtr::<u8>::new(0);
-        let plan = self.plan_ptr();
-        match why {
-            None => {
-                self.tokens.set(Some(tokens as u32));
-                let args = (
-                    plan,
-                    x.device_ptr(),
-                    idx.device_ptr(),
-                    w.device_ptr(),
-                    tokens as u32,
-                    0u32,
-                );
-                self.launch(0, args)?;
-            }
-            Some(_) => {
-                self.tokens.set(Some(0));
-                self.launch(0, (plan, null, null, null, 0u32, 1u32))?;
-            }
-        }
-        self.launch(1, (plan,))?;
-        why.map_or(Ok(()), |w| Err(Error::Refused(w)))
+        self.checked_launch(
+            why,
+            args,
+            (null(), null(), null(), 0, 1),
+            |k, s, plan, args| {
+                let (x, idx, w, tokens, refused) = args;
+                self.tokens.set(Some(tokens));
+                let grid = self.grid;
+                // SAFETY (both): the plan is valid for this handle's life, the
+                // buffers were checked (or are null with `refused`), and the
+                // grid is agreed co-resident.
+                unsafe {
+                    launch::moe_dispatch_send(
+                        k, s, grid, THREADS, plan, x, idx, w, tokens, refused,
+                    )?;
+                    launch::moe_dispatch_recv(k, s, grid, THREADS, plan)
+                }
+            },
+        )
     }
 
     /// Sends the experts' outputs `y` (`rows_cap × hidden` bf16, in the rows
@@ -578,52 +610,31 @@ impl<'a> Moe<'a> {
         let (h, k) = (self.cfg.hidden, self.cfg.topk);
         let tokens = self.tokens.get();
         let t = tokens.unwrap_or(0) as usize;
-        let why = if tokens.is_none() {
-            Some("combine before any dispatch".to_string())
-        } else if y.len() < self.rows_cap() * h {
-            Some(format!(
-                "y holds {} bf16, the receive rows need {}",
-                y.len(),
-                self.rows_cap() * h
-            ))
-        } else if out.len() < t * h {
-            Some(format!(
-                "out holds {} bf16, {t} tokens need {}",
-                out.len(),
-                t * h
-            ))
-        } else if idx.len() < t * k || w.len() < t * k {
-            Some(format!(
-                "idx and w hold {} and {} entries, {t} tokens need {}",
-                idx.len(),
-                w.len(),
-                t * k
-            ))
-        } else {
-            None
+        let rows = self.rows_cap() * h;
+        let none_yet = tokens.is_none();
+        let why = none_yet
+            .then(|| "combine before any dispatch".to_string())
+            .or_else(|| too_short("y", y.len(), rows, "the receive rows"))
+            .or_else(|| too_short("out", out.len(), t * h, &format!("{t} tokens")))
+            .or_else(|| routing_too_short(idx, w, t, k));
+        let args = || {
+            let (y, out) = (bits(y.device_ptr()), bits(out.device_ptr()));
+            (y, idx.device_ptr(), w.device_ptr(), out, t as u32, 0)
         };
-        let plan = self.plan_ptr();
-        let null = DevicePtr::<u8>::new(0);
-        match why {
-            None => {
-                self.launch(2, (plan, y.device_ptr(), 0u32))?;
-                self.launch(
-                    3,
-                    (
-                        plan,
-                        idx.device_ptr(),
-                        w.device_ptr(),
-                        out.device_ptr(),
-                        t as u32,
-                    ),
-                )?;
-            }
-            Some(_) => {
-                self.launch(2, (plan, null, 1u32))?;
-                self.launch(3, (plan, null, null, null, 0u32))?;
-            }
-        }
-        why.map_or(Ok(()), |w| Err(Error::Refused(w)))
+        let refused = (null(), null(), null(), null(), 0, 1);
+        self.checked_launch(
+            why,
+            args,
+            refused,
+            |k, s, plan, (y, idx, w, out, t, refused)| {
+                let grid = self.grid;
+                // SAFETY (both): as in `dispatch`.
+                unsafe {
+                    launch::moe_combine_send(k, s, grid, THREADS, plan, y, refused)?;
+                    launch::moe_combine_recv(k, s, grid, THREADS, plan, idx, w, out, t)
+                }
+            },
+        )
     }
 
     /// The unfused baseline of [`dispatch`](Self::dispatch), for the
@@ -651,18 +662,18 @@ impl<'a> Moe<'a> {
             && x.len() >= tokens * self.cfg.hidden
             && idx.len() >= tokens * k
             && w.len() >= tokens * k;
-        let plan = self.plan_ptr();
+        let (kernels, plan, grid) = (&self.kernels, self.plan_ptr(), self.grid);
         let t = if ok { tokens as u32 } else { 0 };
-        self.launch(
-            4,
-            (plan, x.device_ptr(), idx.device_ptr(), w.device_ptr(), t),
-        )?;
+        let (x, idx, w) = (bits(x.device_ptr()), idx.device_ptr(), w.device_ptr());
         let s = self.nv.stream();
+        // SAFETY: as in `dispatch`, sizes checked above (`t` is 0 where wrong).
+        unsafe { launch::moe_base_pack(kernels, s, grid, THREADS, plan, x, idx, w, t)? };
         self.nv
             .alltoall_on_stream(s, Team::WORLD, &self.count_in, counts)?;
         self.nv
             .alltoall_on_stream(s, Team::WORLD, &self.stage, send)?;
-        self.launch(5, (plan,))?;
+        // SAFETY: as in `dispatch`.
+        unsafe { launch::moe_base_unpack(kernels, s, grid, THREADS, plan)? };
         if ok {
             Ok(())
         } else {

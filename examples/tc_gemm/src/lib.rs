@@ -11,10 +11,12 @@ use example_cli::{KernelSet, Res};
 use half::bf16;
 use nvshmem_host::exchange::WordExchange;
 use nvshmem_host::tensor_map::{self, TensorMap, TmaSwizzle};
-use nvshmem_host::{DevicePtr, Kernel, KernelArgs, LaunchConfig, Module, Nvshmem, SymBuffer};
+use nvshmem_host::{DevicePtr, Kernel, LaunchConfig, Module, Nvshmem, SymBuffer};
 use std::path::PathBuf;
 
 mod variants;
+
+nvshmem_host::include_kernels!(tc_gemm_kernels);
 
 /// The folder of this package's kernels (`tc-gemm-kernels`): built for
 /// `sm_90a` when the arch is `sm_90` ([`example_cli::hopper_dir`]).
@@ -278,14 +280,14 @@ pub enum Tc {
 /// rows ([`GROUP_M`] is a good default; 1 is row-major order), so the blocks
 /// that run together share A and B panels in L2.
 pub struct Gemm {
-    mma: Kernel,
-    wgmma: Option<Kernel>,
-    /// The candidate kernels in this build ([`mma::CANDIDATES`]).
+    k: tc_gemm_kernels::Kernels,
+    /// The candidate kernels in this build ([`mma::CANDIDATES`]), by name:
+    /// the benchmark walks them as a table.
     candidates: Vec<(mma::Candidate, Kernel)>,
 }
 
 impl KernelSet for Gemm {
-    const CRATE: &'static str = "tc-gemm-kernels";
+    const CRATE: &'static str = tc_gemm_kernels::CRATE;
 
     fn dir() -> PathBuf {
         ptx_dir()
@@ -293,8 +295,7 @@ impl KernelSet for Gemm {
 
     fn from_module(module: &Module) -> Res<Gemm> {
         Ok(Gemm {
-            mma: module.kernel("gemm_bf16_mma")?,
-            wgmma: module.kernel("gemm_bf16_wgmma").ok(),
+            k: tc_gemm_kernels::Kernels::new(module)?,
             candidates: mma::CANDIDATES
                 .iter()
                 .filter_map(|c| Some((*c, module.kernel(c.kernel).ok()?)))
@@ -306,7 +307,7 @@ impl KernelSet for Gemm {
 impl Gemm {
     /// The `wgmma` kernel (`sm_90a` builds only).
     pub fn wgmma_kernel(&self) -> Option<&Kernel> {
-        self.wgmma.as_ref()
+        self.k.gemm_bf16_wgmma.as_ref()
     }
 
     /// The persistent grid of the `wgmma` kernel for an `m × n` result, when
@@ -318,8 +319,7 @@ impl Gemm {
         m: usize,
         n: usize,
     ) -> Res<Option<u32>> {
-        self.wgmma
-            .as_ref()
+        self.wgmma_kernel()
             .map(|g| tile_grid(nv, ex, g, Tc::Wgmma, (m, n)))
             .transpose()
     }
@@ -339,15 +339,17 @@ impl Gemm {
     ) -> Res<()> {
         let tiles = (m / mma::BM) * (n / mma::BN);
         let cfg = LaunchConfig::new(tiles as u32, mma::THREADS).shared_mem_bytes(mma::SMEM_BYTES);
-        let args = (a, b, c, m as u32, n as u32, k as u32, group);
+        let (m, n, k) = (m as u32, n as u32, k as u32);
         // SAFETY: the caller's sizes; one block per tile.
-        unsafe { self.mma.launch_with(nv.stream(), cfg, args)? };
+        unsafe {
+            tc_gemm_kernels::gemm_bf16_mma_with(&self.k, nv.stream(), cfg, a, b, c, m, n, k, group)?
+        };
         Ok(())
     }
 
     /// The `mma.sync` kernel itself (its registers are in its info).
     pub fn mma_kernel(&self) -> &Kernel {
-        &self.mma
+        &self.k.gemm_bf16_mma
     }
 
     /// The candidate `mma.sync` kernels in this build, with their tiles.
@@ -400,10 +402,24 @@ impl Gemm {
         (m, n, k): (usize, usize, usize),
         group: u32,
     ) -> Res<()> {
-        let g = self.wgmma.as_ref().ok_or(NO_WGMMA)?;
-        let args = (a, b, c, m as u32, n as u32, k as u32, group);
+        self.wgmma_kernel().ok_or(NO_WGMMA)?;
+        let (m, n, k) = (m as u32, n as u32, k as u32);
+        let cfg = wgmma_config(grid);
         // SAFETY: the caller's sizes and maps.
-        unsafe { g.launch_with(nv.stream(), wgmma_config(grid), args)? };
+        unsafe {
+            tc_gemm_kernels::gemm_bf16_wgmma_with(
+                &self.k,
+                nv.stream(),
+                cfg,
+                a,
+                b,
+                c,
+                m,
+                n,
+                k,
+                group,
+            )?
+        };
         Ok(())
     }
 }
@@ -418,27 +434,19 @@ pub fn mma_config(m: usize, n: usize) -> LaunchConfig {
 pub const NO_WGMMA: &str =
     "the wgmma kernels are not in this build (or n is not a multiple of 256)";
 
-/// Launches the `wgmma` form of a kernel pair (the kernel and its grid, when
-/// there) with `wgmma_args`, or the `mma.sync` form (the kernel and its
-/// launch) with `mma_args`, on this PE's stream.
-///
-/// # Safety
-/// Each form's arguments are valid for its kernel (see the kernel's docs).
-pub unsafe fn launch_tc<W: KernelArgs, M: KernelArgs>(
-    nv: &Nvshmem,
+/// Launches the form of a kernel pair that `tc` picks: `wgmma` (a typed
+/// launch) with the [`wgmma_config`] of `wgmma_grid`, which is `None` where
+/// the wgmma kernel is missing (then [`NO_WGMMA`]), or `mma`.
+pub fn launch_tc(
     tc: Tc,
-    (wgmma, wgmma_args): (Option<(&Kernel, u32)>, W),
-    (mma, cfg): (&Kernel, LaunchConfig),
-    mma_args: M,
+    wgmma_grid: Option<u32>,
+    wgmma: impl FnOnce(LaunchConfig) -> nvshmem_host::Result<()>,
+    mma: impl FnOnce() -> nvshmem_host::Result<()>,
 ) -> Res<()> {
-    let stream = nv.stream();
-    // SAFETY: the caller's arguments.
-    match (tc, wgmma) {
-        (Tc::Wgmma, Some((k, grid))) => unsafe {
-            k.launch_with(stream, wgmma_config(grid), wgmma_args)?
-        },
+    match (tc, wgmma_grid) {
+        (Tc::Wgmma, Some(grid)) => wgmma(wgmma_config(grid))?,
         (Tc::Wgmma, None) => return Err(NO_WGMMA.into()),
-        (Tc::Mma, _) => unsafe { mma.launch_with(stream, cfg, mma_args)? },
+        (Tc::Mma, _) => mma()?,
     }
     Ok(())
 }

@@ -34,6 +34,13 @@
 //! `Kernels::load` reads the folder the build wrote (`DIR`); a program run
 //! from a copy of it (a GPU machine without Rust) uses `Kernels::load_in`.
 //!
+//! A kernel behind a cargo feature (`#[cfg(feature = "sm90a")]` on it or on
+//! a module around it, such as the `wgmma` kernels that only an `sm_90a`
+//! build has) is optional: in every build its field of `Kernels` is an
+//! `Option<Kernel>` (`None` where the build left it out), and its launch
+//! functions exist and return [`Error::KernelNotFound`](crate::Error::KernelNotFound)
+//! there, so the host program compiles the same for every arch.
+//!
 //! Images loaded from elsewhere (no bindings) keep the string API:
 //! [`Module::kernel`](crate::Module::kernel) and [`Kernel::launch`](crate::Kernel::launch).
 

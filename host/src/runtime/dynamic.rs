@@ -248,6 +248,118 @@ impl ParamKind {
     }
 }
 
+impl ParamKind {
+    /// A number passed by value: `Some(true)` for a float, `Some(false)`
+    /// for an integer (`bool`, `Pe` and `Team` too); `None` otherwise.
+    fn float(self) -> Option<bool> {
+        match self {
+            ParamKind::Scalar(s) => Some(s.class() == ScalarClass::Float),
+            ParamKind::Pe | ParamKind::Team => Some(false),
+            _ => None,
+        }
+    }
+
+    /// A pointer (`SymPtr<T>`, `*const T`, ...): its element type, when
+    /// that is a [`Scalar`].
+    fn pointer(self) -> Option<Option<Scalar>> {
+        match self {
+            ParamKind::Symmetric(e) | ParamKind::Device(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a pointer to `given` elements may stand for a pointer to
+/// `expected` ones: unless their sizes differ, and neither is a byte type
+/// (`u8`, `i8`, `bool`, which take anything), nor a type that is not a
+/// [`Scalar`] (a struct, `c_void`: its size is not known here). `bf16` for
+/// `u16`, `f32` for `u32` fit: kernels that move bits take them so.
+///
+/// ```
+/// use nvshmem_host::dynamic::{Scalar, elements_fit};
+/// assert!(elements_fit(Some(Scalar::U16), Some(Scalar::BF16)));
+/// assert!(elements_fit(Some(Scalar::F32), Some(Scalar::U8)));
+/// assert!(elements_fit(None, Some(Scalar::F64)));
+/// assert!(!elements_fit(Some(Scalar::F32), Some(Scalar::U64)));
+/// ```
+pub fn elements_fit(expected: Option<Scalar>, given: Option<Scalar>) -> bool {
+    match (expected, given) {
+        (Some(e), Some(g)) => e.size() == g.size() || e.size() == 1 || g.size() == 1,
+        _ => true,
+    }
+}
+
+/// Why an argument of Rust type `given` (as `std::any::type_name` writes
+/// it) certainly does not fit a parameter of Rust type `expected` (as the
+/// manifest records it), with the fix; `None` when it may fit. Certainly
+/// wrong: a number where the kernel takes a pointer, or the reverse; a
+/// float for an integer, or the reverse; a pointer to elements of another
+/// size (see [`elements_fit`]). A `DevicePtr` for a `SymPtr` (or the
+/// reverse) is not refused: a symmetric buffer's two addresses are the
+/// same, so either may be right. Types neither side can read (structs,
+/// arrays) are left to the size check.
+///
+/// ```
+/// use nvshmem_host::dynamic::type_mismatch;
+/// assert!(type_mismatch("*const u16", "nvshmem_host::memory::DevicePtr<half::bfloat::bf16>").is_none());
+/// assert!(type_mismatch("SymPtr<f32>", "nvshmem_types::sym::SymPtr<u64>").is_some());
+/// assert!(type_mismatch("f32", "i32").is_some());
+/// assert!(type_mismatch("*mut f32", "u64").is_some());
+/// ```
+pub fn type_mismatch(expected: &str, given: &str) -> Option<String> {
+    let (want, got) = (ParamKind::parse(expected), ParamKind::parse(given));
+    let given = short_type(given);
+    let number = |float: bool| if float { "a float" } else { "an integer" };
+    let reason = match (want.pointer(), got.pointer(), want.float(), got.float()) {
+        (Some(_), None, _, Some(_)) => format!(
+            "it takes a pointer, but a `{given}` (a number) was given; pass the buffer \
+             (`&buf`, `buf.device_ptr()`, `buf.sym_ptr()`)"
+        ),
+        (None, Some(_), Some(float), _) => format!(
+            "it takes {} by value, but a `{given}` (a pointer) was given; pass a `{expected}`",
+            number(float)
+        ),
+        (_, _, Some(want), Some(got)) if want != got => format!(
+            "it takes {}, but a `{given}` ({}) was given; pass a `{expected}` \
+             (`x as {expected}`)",
+            number(want),
+            number(got)
+        ),
+        (Some(e), Some(g), _, _) if !elements_fit(e, g) => {
+            let (e, g) = (e.expect("fits otherwise"), g.expect("fits otherwise"));
+            format!(
+                "it points to {} ({} bytes each), but a `{given}` points to {} ({} bytes); \
+                 pass a buffer of {}",
+                e.name(),
+                e.size(),
+                g.name(),
+                g.size(),
+                e.name()
+            )
+        }
+        _ => return None,
+    };
+    Some(reason)
+}
+
+/// `ty` with every path shortened to its last segment:
+/// `nvshmem_types::sym::SymPtr<half::bfloat::bf16>` is `SymPtr<bf16>`.
+fn short_type(ty: &str) -> String {
+    let mut out = String::new();
+    let mut path = String::new();
+    for c in ty.chars().chain(std::iter::once(' ')) {
+        if c.is_alphanumeric() || c == '_' || c == ':' {
+            path.push(c);
+        } else {
+            out.push_str(path.rsplit("::").next().unwrap_or(""));
+            path.clear();
+            out.push(c);
+        }
+    }
+    out.pop();
+    out
+}
+
 /// Where a tensor's memory is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Location {
@@ -456,14 +568,24 @@ impl Signature {
         }
         match (kind, arg) {
             (ParamKind::Symmetric(elem) | ParamKind::Device(elem), Arg::Tensor(t)) => {
+                // A tensor's dtype must be the parameter's exactly: unlike a
+                // Rust launch, Python has no typed binding to catch an i32
+                // tensor for f32, so the fix names `view` for the bits.
                 if let Some(want) = elem
                     && t.dtype.as_ref() != Ok(&want)
                 {
                     let got = t.dtype.as_ref().map_or_else(|s| s.clone(), |d| d.torch_name().into());
+                    let to = want.torch_name();
+                    let fix = match t.dtype.as_ref() {
+                        Ok(d) if d.size() == want.size() => format!(
+                            "pass a torch.{to} tensor: tensor.view(torch.{to}) keeps its bits, tensor.to(torch.{to}) converts its values"
+                        ),
+                        _ => format!("pass a torch.{to} tensor (tensor.to(torch.{to}))"),
+                    };
                     return Err((
                         Refusal::Type,
                         format!("its elements are {}, but the tensor's dtype is {got}", want.name()),
-                        format!("pass a torch.{} tensor (tensor.to(torch.{}))", want.torch_name(), want.torch_name()),
+                        fix,
                     ));
                 }
                 if !t.contiguous {
@@ -765,6 +887,39 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    /// A tensor's dtype must be the parameter's; where only the bits'
+    /// meaning differs (bf16 for u16) the fix names `view`, which keeps them.
+    #[test]
+    fn tensors_of_another_dtype_are_refused_with_the_view_fix() {
+        let s = sig(&[("y", "*const u16", 8)]);
+        assert_eq!(
+            s.encode(&[tensor(0x90000, Scalar::U16)], &Ctx)
+                .unwrap()
+                .slots(),
+            &[0x90000]
+        );
+        let (r, msg) = refused(&s, &[tensor(0x90000, Scalar::BF16)]);
+        assert!(
+            r == Refusal::Type && msg.contains("tensor.view(torch.uint16)"),
+            "{msg}"
+        );
+        let (r, msg) = refused(&s, &[tensor(0x90000, Scalar::F32)]);
+        assert!(
+            r == Refusal::Type && msg.contains("torch.uint16") && !msg.contains("view"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn type_names_are_shortened_to_their_last_segments() {
+        assert_eq!(
+            short_type("nvshmem_types::sym::SymPtr<half::bfloat::bf16>"),
+            "SymPtr<bf16>"
+        );
+        assert_eq!(short_type("[u16; 4]"), "[u16; 4]");
+        assert_eq!(short_type("u32"), "u32");
     }
 
     #[test]

@@ -11,8 +11,8 @@ use std::rc::Rc;
 
 /// A kernel of a loaded [`Module`](crate::Module) (which it keeps loaded).
 ///
-/// Launching is `unsafe`: the runtime checks the arguments' count and sizes
-/// against the manifest, the launch shape, the stream, and co-residency for
+/// Launching is `unsafe`: the runtime checks the arguments' count, sizes and
+/// certainly wrong types against the manifest, the launch shape, the stream, and co-residency for
 /// collective launches, but what the kernel does with its arguments (which
 /// memory it touches, how far) is the kernel's own contract.
 pub struct Kernel {
@@ -94,8 +94,9 @@ impl Kernel {
         /// The arguments must satisfy the kernel's own contract (the memory it
         /// reads and writes through them must be valid for that, for as long as
         /// it runs; a [`Team`](crate::Team) from a [`SplitTeam`](crate::SplitTeam)
-        /// must not be destroyed before the kernel ends). Count and sizes are
-        /// checked against the manifest, which must describe the loaded image:
+        /// must not be destroyed before the kernel ends). Count, sizes and
+        /// certainly wrong types ([`check_kernel_args`](crate::launch::check_kernel_args))
+        /// are checked against the manifest, which must describe the loaded image:
         /// the builder writes the two together, and
         /// [`Nvshmem::load_module_image`](crate::Nvshmem::load_module_image)
         /// takes the one you give it.

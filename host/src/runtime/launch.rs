@@ -2,8 +2,9 @@
 //!
 //! A kernel's arguments are a tuple of [`KernelParam`] values, such as
 //! `(buf.sym_ptr(), n as u32, nv.my_pe())`. Before a launch they are checked
-//! against the kernel's parameters in the builder's manifest (count and size
-//! of each), so a wrong argument is an error, not a corrupted launch.
+//! against the kernel's parameters in the builder's manifest (count, size of
+//! each, and types that are certainly wrong), so a wrong argument is an
+//! error, not a corrupted launch.
 
 use crate::error::{Error, Result};
 use crate::runtime::memory::DevicePtr;
@@ -185,7 +186,10 @@ kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11,
 kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15);
 
 /// Checks `args` against the kernel's parameters in its manifest: the count,
-/// and each argument's size. Works without a GPU.
+/// each argument's size, and its Rust type where that is certainly wrong
+/// ([`type_mismatch`](crate::dynamic::type_mismatch): a number for a
+/// pointer or the reverse, a float for an integer or the reverse, a pointer
+/// to elements of another size). Works without a GPU.
 ///
 /// ```
 /// use nvshmem_types::manifest::{KernelInfo, ParamInfo};
@@ -198,6 +202,7 @@ kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11,
 /// let data = unsafe { nvshmem_host::SymPtr::from_raw(std::ptr::null_mut::<f32>()) };
 /// assert!(check_kernel_args(&info, &(data, 10u32)).is_ok());
 /// assert!(check_kernel_args(&info, &(data, 10u64)).is_err()); // n is 4 bytes
+/// assert!(check_kernel_args(&info, &(data, 10f32)).is_err()); // n is an integer
 /// assert!(check_kernel_args(&info, &(data,)).is_err());       // one argument missing
 /// ```
 pub fn check_kernel_args<A: KernelArgs>(info: &KernelInfo, args: &A) -> Result<()> {
@@ -223,6 +228,17 @@ pub fn check_kernel_args<A: KernelArgs>(info: &KernelInfo, args: &A) -> Result<(
         )));
     }
     for (i, (param, (size, type_name))) in info.params.iter().zip(given).enumerate() {
+        // Only what is certainly wrong (`type_mismatch`); a parameter whose
+        // type the builder could not read is checked by size only.
+        if let Some(why) = (!param.rust_type.is_empty())
+            .then(|| crate::runtime::dynamic::type_mismatch(&param.rust_type, type_name))
+            .flatten()
+        {
+            return Err(mismatch(format!(
+                "argument {i} ({}): {why}",
+                describe(param)
+            )));
+        }
         if param.size as usize != size {
             return Err(mismatch(format!(
                 "argument {i} ({}) is {} bytes, but a {type_name} of {size} bytes was given",
@@ -352,6 +368,125 @@ pub(crate) mod tests {
 
         assert!(check_kernel_args(&info(&[], false), &()).is_ok());
         assert!(check_kernel_args(&info(&[], false), &(1u8,)).is_err());
+    }
+
+    /// Only what is certainly wrong is refused: the launches that ran on the
+    /// GPU (MoE's bf16 rows for `*const u16`, a byte null for any pointer,
+    /// a symmetric buffer for a plain pointer) pass.
+    #[test]
+    fn arguments_are_refused_by_type_only_when_certainly_wrong() {
+        let sym_f32 = unsafe { SymPtr::from_raw(std::ptr::null_mut::<f32>()) };
+        let sym_u64 = unsafe { SymPtr::from_raw(std::ptr::null_mut::<u64>()) };
+        let one = |ty: &str, size: u32| info(&[("x", ty, size)], false);
+        // Accepted.
+        let ok = |ty: &str, r: Result<()>| assert!(r.is_ok(), "{ty}: {:?}", r.err());
+        let bf16 = DevicePtr::<half::bf16>::new(0);
+        ok(
+            "*const u16",
+            check_kernel_args(&one("*const u16", 8), &(bf16,)),
+        );
+        let byte_null = DevicePtr::<u8>::new(0);
+        ok(
+            "*const f32",
+            check_kernel_args(&one("*const f32", 8), &(byte_null,)),
+        );
+        ok(
+            "*mut u8",
+            check_kernel_args(&one("*mut u8", 8), &(DevicePtr::<u64>::new(0),)),
+        );
+        ok(
+            "*mut u32",
+            check_kernel_args(&one("*mut u32", 8), &(sym_f32,)),
+        );
+        let f32_ptr = DevicePtr::<f32>::new(0);
+        ok(
+            "SymPtr<f32>",
+            check_kernel_args(&one("SymPtr<f32>", 8), &(f32_ptr,)),
+        );
+        let k = one("nvshmem_device::SymPtr<half::bf16>", 8);
+        ok(
+            "SymPtr<bf16>",
+            check_kernel_args(&k, &(DevicePtr::<i16>::new(0),)),
+        );
+        ok(
+            "*const Plan",
+            check_kernel_args(&one("*const Plan", 8), &(sym_u64,)),
+        );
+        ok(
+            "*mut c_void",
+            check_kernel_args(&one("*mut c_void", 8), &(sym_u64,)),
+        );
+        ok("u32", check_kernel_args(&one("u32", 4), &(7i32,)));
+        ok("u64", check_kernel_args(&one("u64", 8), &(7usize,)));
+        ok("u8", check_kernel_args(&one("u8", 1), &(true,)));
+        ok("Pe", check_kernel_args(&one("Pe", 4), &(1u32,)));
+        ok(
+            "i32",
+            check_kernel_args(&one("i32", 4), &(nvshmem_types::Team::WORLD,)),
+        );
+        ok(
+            "bf16",
+            check_kernel_args(&one("bf16", 2), &(half::f16::ONE,)),
+        );
+        ok(
+            "[u16; 2]",
+            check_kernel_args(&one("[u16; 2]", 4), &([1u16, 2],)),
+        );
+        ok("Affine", check_kernel_args(&one("Affine", 4), &(1.0f32,)));
+        ok("", check_kernel_args(&one("", 8), &(1.0f64,)));
+
+        // Refused, naming the kernel, the parameter, both types and the fix.
+        fn refused<A: KernelArgs>(ty: &str, size: u32, args: A, words: &[&str]) {
+            let k = info(&[("x", ty, size)], false);
+            let msg = check_kernel_args(&k, &args).unwrap_err().to_string();
+            assert!(
+                msg.contains("kernel `k`") && msg.contains(&format!("argument 0 (`x: {ty}`)")),
+                "{ty}: {msg}"
+            );
+            for w in words {
+                assert!(msg.contains(w), "{w:?} not in {msg}");
+            }
+        }
+        refused(
+            "*mut f32",
+            8,
+            (0x1000u64,),
+            &["takes a pointer", "`u64`", "buf.device_ptr()"],
+        );
+        refused(
+            "u64",
+            8,
+            (f32_ptr,),
+            &["an integer by value", "`DevicePtr<f32>`", "pass a `u64`"],
+        );
+        refused(
+            "u32",
+            4,
+            (1.0f32,),
+            &["takes an integer", "`f32` (a float)", "`x as u32`"],
+        );
+        refused("f32", 4, (1i32,), &["takes a float", "`i32` (an integer)"]);
+        refused("u64", 8, (1.0f64,), &["takes an integer", "`f64`"]);
+        refused("Pe", 4, (1.0f32,), &["takes an integer", "`f32`"]);
+        refused(
+            "SymPtr<f32>",
+            8,
+            (sym_u64,),
+            &[
+                "points to f32 (4 bytes each)",
+                "`SymPtr<u64>` points to u64 (8 bytes)",
+                "a buffer of f32",
+            ],
+        );
+        let u32_ptr = DevicePtr::<u32>::new(0);
+        refused(
+            "*const u16",
+            8,
+            (u32_ptr,),
+            &["points to u16", "`DevicePtr<u32>`"],
+        );
+        // A scalar of another size: the size check.
+        refused("u32", 4, (1u64,), &["is 4 bytes", "u64 of 8 bytes"]);
     }
 
     #[test]

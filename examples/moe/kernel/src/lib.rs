@@ -130,6 +130,26 @@ unsafe fn last_block(counter: *mut u32) -> bool {
     last
 }
 
+/// Which of the `n` buckets of a running count entry `m` is in: the last
+/// `i < n` with `prefix[i] <= m` (0 when there is none past the first).
+///
+/// # Safety
+/// `prefix` holds `n` ascending `u32`s, readable by this thread.
+#[inline(always)]
+unsafe fn bucket_of(prefix: *const u32, n: u32, m: u32) -> u32 {
+    let (mut lo, mut hi) = (0u32, n);
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        // SAFETY: mid < n (the caller's promise).
+        if unsafe { *prefix.add(mid as usize) } <= m {
+            lo = mid
+        } else {
+            hi = mid
+        }
+    }
+    lo
+}
+
 /// Marks `bit` in this PE's status word.
 #[inline(always)]
 fn flag_status(p: &Plan, bit: u64) {
@@ -565,16 +585,8 @@ unsafe fn recv(p: &Plan, wait: bool) {
         let fill = local::<u32>(p.fill);
         let mut m = gw;
         while m < total {
-            // The unit holding message m: the last prefix <= m.
-            let (mut lo, mut hi) = (0u32, units);
-            while hi - lo > 1 {
-                let mid = (lo + hi) / 2;
-                if *prefix.add(mid as usize) <= m {
-                    lo = mid
-                } else {
-                    hi = mid
-                }
-            }
+            // The unit holding message m.
+            let lo = bucket_of(prefix, units, m);
             let (u, i) = (lo, m - *prefix.add(lo as usize));
             let (b, s) = (u / np, u % np);
             let msg = local::<u8>(p.stage).add((u * p.max_tokens + i) as usize * mb as usize);
@@ -690,15 +702,7 @@ pub unsafe fn moe_combine_send(plan: *const Plan, y: *const u16, refused: u32) {
         let h = p.hidden;
         let mut m = gw;
         while m < total {
-            let (mut lo, mut hi) = (0u32, l);
-            while hi - lo > 1 {
-                let mid = (lo + hi) / 2;
-                if *prefix.add(mid as usize) <= m {
-                    lo = mid
-                } else {
-                    hi = mid
-                }
-            }
+            let lo = bucket_of(prefix, l, m);
             let slot = *offset.add(lo as usize) + m - *prefix.add(lo as usize);
             let src = *local::<RowSrc>(p.row_src).add(slot as usize);
             let dst = sym::<V4>(p.comb).add((src.tok * p.topk + src.k) as usize * (h / 8) as usize);
