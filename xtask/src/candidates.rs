@@ -40,12 +40,6 @@ pub const CANDIDATES: &[Candidate] = &[
         bench: &["nvshmem-device/copy-pipe-scope"],
         allreduce: &[],
     },
-    Candidate {
-        name: "rsag-wide",
-        what: "allreduce_rs_ag sums two tiles per step (8 16-byte loads in flight) when every peer is direct",
-        bench: &[],
-        allreduce: &["wide"],
-    },
 ];
 
 /// The kernel crates of a candidate, relative to the repository.

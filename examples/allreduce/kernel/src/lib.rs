@@ -270,11 +270,6 @@ pub unsafe fn allreduce_oneshot(
     complete_signals();
 }
 
-/// Whether `allreduce_rs_ag` sums two tiles per step (`2 · UNROLL` 16-byte
-/// loads in flight per thread instead of `UNROLL`) when every peer is direct:
-/// the `wide` feature, a candidate for `cargo xtask bench --candidates`.
-const WIDE: bool = cfg!(feature = "wide");
-
 /// Whether every PE's `buf` is reachable with loads and stores.
 #[inline(always)]
 fn all_direct(buf: SymPtr<f32>) -> bool {
@@ -337,7 +332,7 @@ unsafe fn rs_ag_tile<const U: usize>(
 /// # Safety
 /// As for [`allreduce_oneshot`], without `stage`; `done` holds
 /// `grid * n_pes` words too.
-// The host launches 512 threads: at most 128 registers (the `wide` tiles
+// The host launches 512 threads: at most 128 registers (the wide tiles
 // would take more).
 #[nvshmem_device::kernel(max_threads = 512)]
 pub unsafe fn allreduce_rs_ag(
@@ -356,9 +351,11 @@ pub unsafe fn allreduce_rs_ag(
         announce(ready, epoch);
         await_all(ready, epoch);
     }
-    // Wide tiles (feature `wide`) only when no peer needs `scratch`, which
+    // Two tiles per step (`2 · UNROLL` 16-byte loads in flight per thread):
+    // as fast as the C++ twin from 2 to 256 MiB where one tile was 1.13x
+    // (issue 24, BENCHMARKS.md). Only when no peer needs `scratch`, which
     // holds one tile of `UNROLL`.
-    let wide = WIDE && all_direct(data);
+    let wide = all_direct(data);
     let tile = block_dim_x() as usize * UNROLL * 4 * if wide { 2 } else { 1 };
     let mut indirect = false;
     let mut t0 = s;
