@@ -305,6 +305,69 @@ fn moe(runs: &[(&str, Vec<Record>)]) -> String {
     s
 }
 
+/// The steps of `init.csv` (`cargo xtask init-cost`): column, label.
+const INIT_STEPS: [(&str, &str); 7] = [
+    ("wall_ms", "process wall (outside)"),
+    ("total_ms", "in-process, main to initialized"),
+    ("dlopen_ms", "host library dlopen (Rust only)"),
+    ("driver_ms", "driver load + cuInit"),
+    ("context_ms", "CUDA context"),
+    ("nvshmem_init_ms", "NVSHMEM init"),
+    ("finalize_ms", "finalize"),
+];
+
+/// Init at 1 PE, Rust against C++ (`init.csv`: a row per process, columns
+/// `impl,heap,` then [`INIT_STEPS`]): the median of each step per heap.
+fn init(csv: &str) -> Result<String, String> {
+    let mut lines = csv
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+    let header: Vec<&str> = lines
+        .next()
+        .ok_or("init.csv: no header")?
+        .split(',')
+        .collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let mut heaps: Vec<&str> = Vec::new();
+    for r in &rows {
+        if r.len() != header.len() {
+            return Err(format!(
+                "init.csv: `{}` has {} fields, not {}",
+                r.join(","),
+                r.len(),
+                header.len()
+            ));
+        }
+        if !heaps.contains(&r[1]) {
+            heaps.push(r[1]);
+        }
+    }
+    let median = |imp: &str, heap: &str, col: &str| -> Option<f64> {
+        let i = header.iter().position(|h| *h == col)?;
+        let mut v: Vec<f64> = rows
+            .iter()
+            .filter(|r| r[0] == imp && r[1] == heap)
+            .filter_map(|r| r[i].parse().ok())
+            .collect();
+        v.sort_by(f64::total_cmp);
+        (!v.is_empty()).then(|| v[v.len() / 2])
+    };
+    let mut s =
+        String::from("| heap | step | Rust ms | C++ ms | Rust/C++ |\n|---|---|---:|---:|---:|\n");
+    for heap in heaps {
+        for (col, label) in INIT_STEPS {
+            let (r, c) = (median("rust", heap, col), median("cpp", heap, col));
+            let cell = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.1}"));
+            let q = match (r, c) {
+                (Some(r), Some(c)) if c > 0.0 => format!("{:.2}", r / c),
+                _ => String::new(),
+            };
+            let _ = writeln!(s, "| {heap} | {label} | {} | {} | {q} |", cell(r), cell(c));
+        }
+    }
+    Ok(s)
+}
+
 /// The benchmark runs: label, CSV.
 const RUNS: [(&str, &str); 3] = [
     ("1 PE", "pe1.csv"),
@@ -329,6 +392,29 @@ pub fn block(name: &str, results: &Path) -> Result<String, String> {
         "gemm" => crate::gemm::table(&load(results, "gemm.csv")?)
             .trim_start()
             .to_string(),
+        "candidates" => crate::candidates::table(
+            &[
+                ("1 PE, run a", "pe1.csv"),
+                ("1 PE, run b", "pe1b.csv"),
+                ("2 PEs, run a", "pe2.csv"),
+                ("2 PEs, run b", "pe2b.csv"),
+            ]
+            .iter()
+            .map(|&(label, file)| Ok((label.to_string(), load(results, file)?)))
+            .collect::<Result<Vec<_>, String>>()?,
+        ),
+        "costs" => {
+            let path = results.join("costs/pe1.log");
+            let log =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            // The launch lines of `runtime_costs`, as it printed them.
+            let lines: Vec<&str> = log.lines().filter(|l| l.contains("launch")).collect();
+            format!("```text\n{}\n```\n", lines.join("\n"))
+        }
+        "init" => init(
+            &std::fs::read_to_string(results.join("init.csv"))
+                .map_err(|e| format!("{}: {e}", results.join("init.csv").display()))?,
+        )?,
         "moe" => moe(&[
             ("1", load(results, "moe-pe1.csv")?),
             ("2", load(results, "moe-pe2.csv")?),
@@ -336,7 +422,7 @@ pub fn block(name: &str, results: &Path) -> Result<String, String> {
         ]),
         other => {
             return Err(format!(
-                "no generated block named `{other}` (ceilings, main, multi-pe, geomeans, targets, gemm, moe)"
+                "no generated block named `{other}` (ceilings, main, multi-pe, geomeans, targets, gemm, moe, candidates, costs, init)"
             ));
         }
     })
@@ -390,6 +476,23 @@ pub fn first_difference(a: &str, b: &str) -> Option<(usize, String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn init_medians_per_heap() {
+        let csv = "# a comment\nimpl,heap,wall_ms,total_ms,dlopen_ms,driver_ms,context_ms,nvshmem_init_ms,finalize_ms\n\
+            rust,default,3,30,1,1,1,1,1\nrust,default,1,10,1,1,1,1,1\nrust,default,2,20,1,1,1,1,1\n\
+            cpp,default,1,10,0,1,1,1,1\n";
+        let t = init(csv).unwrap();
+        assert!(
+            t.contains("| default | process wall (outside) | 2.0 | 1.0 | 2.00 |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| default | in-process, main to initialized | 20.0 | 10.0 | 2.00 |"),
+            "{t}"
+        );
+        assert!(init("impl,heap\nrust").is_err());
+    }
 
     #[test]
     fn blocks_are_replaced_and_names_checked() {

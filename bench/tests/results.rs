@@ -32,7 +32,15 @@ fn benchmarks_md_is_what_the_results_give() {
         );
     }
     for name in [
-        "main", "geomeans", "targets", "gemm", "ceilings", "multi-pe",
+        "main",
+        "geomeans",
+        "targets",
+        "gemm",
+        "ceilings",
+        "multi-pe",
+        "candidates",
+        "costs",
+        "init",
     ] {
         assert!(
             text.contains(&format!("{}{name} ", doc::START)),
