@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 nvshmem_host::include_kernels!(runtime_kernels);
 
 /// What the host runtime costs: NVSHMEM init, loading a module (PTX through
-/// the driver's JIT vs cubin), plain and collective launches. Prints figures,
-/// asserts nothing.
+/// the driver's JIT vs cubin), plain and collective launches. Prints figures;
+/// PASS says only that every launch completed and wrote nothing.
 ///
 /// Set CUDA_CACHE_DISABLE=1 to keep the driver's JIT cache from hiding the
 /// PTX compile time.
@@ -199,12 +199,28 @@ fn run(nv: &nvshmem_host::Nvshmem, init: Duration) -> Res<()> {
             us(median(trips))
         );
     }
+    let (plain, collective) = (per_call[0] - per_call[1], per_call[2] - per_call[3]);
     println!(
-        "{tag}: Kernel::launch - raw cuLaunchKernel = {:+.2} us per call; launch_collective - raw cuLaunchCooperativeKernel = {:+.2} us per call (target <= 0.5)",
-        per_call[0] - per_call[1],
-        per_call[2] - per_call[3]
+        "{tag}: Kernel::launch - raw cuLaunchKernel = {plain:+.2} us per call; launch_collective - raw cuLaunchCooperativeKernel = {collective:+.2} us per call (target <= 0.5: {})",
+        if plain.max(collective) <= 0.5 {
+            "met"
+        } else {
+            "missed"
+        }
     );
     nv.barrier_all_on_stream(s)?;
     nv.synchronize(s)?;
+    // Every launch above had n = 0: each returned, the stream drained, and
+    // none may have written (a wrong argument order would have).
+    let left = dest.to_vec(s)?;
+    if left != [0] {
+        return Err(
+            format!("the n = 0 launches wrote {left:?} into dest, which must stay 0").into(),
+        );
+    }
+    println!(
+        "{tag}: PASS: {} launches of each kind completed and wrote nothing (dest still 0)",
+        LAUNCHES + ROUND_TRIPS + 20
+    );
     Ok(())
 }

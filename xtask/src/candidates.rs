@@ -40,6 +40,12 @@ pub const CANDIDATES: &[Candidate] = &[
         bench: &["nvshmem-device/copy-pipe-scope"],
         allreduce: &[],
     },
+    Candidate {
+        name: "thread-serial",
+        what: "thread scope copies one 16-byte word at a time, each load then its store (NVSHMEM's order)",
+        bench: &["nvshmem-device/copy-thread-serial"],
+        allreduce: &[],
+    },
 ];
 
 /// The kernel crates of a candidate, relative to the repository.

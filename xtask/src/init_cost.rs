@@ -77,6 +77,21 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     }
     let table = summary(&runs, &args.heaps);
     println!("{table}");
+    // `one` refused any run without its INIT line, so every run initialized and finalized.
+    for heap in &args.heaps {
+        let (r, c) = (
+            median(&runs, "rust", heap, "total_ms"),
+            median(&runs, "cpp", heap, "total_ms"),
+        );
+        if let (Some(r), Some(c)) = (r, c) {
+            println!(
+                "PASS: init-cost heap {heap}: {} runs of each program initialized and finalized; in-process init Rust/C++ {:.2} (target <= 1.10: {})",
+                args.reps,
+                r / c,
+                if r <= 1.10 * c { "met" } else { "missed" }
+            );
+        }
+    }
     if let Some(path) = &args.csv {
         let keys = [
             "impl",

@@ -656,7 +656,9 @@ impl Runner {
                 l.contains("launch") || l.contains("init")
             });
             summary += "\n## Init at 1 PE, Rust against C++ (medians)\n\n";
-            summary += &lines("perf-init.log", &|l| l.starts_with('|'));
+            summary += &lines("perf-init.log", &|l| {
+                l.starts_with('|') || l.starts_with("PASS")
+            });
         }
         let _ = std::fs::write(out.join("perf-summary.md"), &summary);
         // Everything else (logs, tables, SASS, init.csv) as one file.
