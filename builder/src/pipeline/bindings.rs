@@ -322,9 +322,17 @@ fn render_kernel(
 /// name is called `name_` in the binding.
 const OWN_PARAMS: [&str; 5] = ["kernels", "stream", "grid", "block", "config"];
 
-/// A kernel parameter's name in the binding (see [`OWN_PARAMS`]).
+/// A kernel parameter's name in the binding (see [`OWN_PARAMS`]). The
+/// unnamed parameters of a kernel made by a macro (`_0`, `_1`, …: the
+/// builder reads names only outside macros) are `arg0`, `arg1`, …, which
+/// clippy's `just_underscores_and_digits` accepts.
 fn binding_name(name: &str) -> String {
-    if OWN_PARAMS.contains(&name) {
+    let unnamed = name
+        .strip_prefix('_')
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if let Some(n) = unnamed {
+        format!("arg{n}")
+    } else if OWN_PARAMS.contains(&name) {
         format!("{name}_")
     } else {
         name.to_string()
@@ -439,6 +447,16 @@ mod tests {
     }
 
     #[test]
+    fn unnamed_and_own_parameters_are_renamed() {
+        assert_eq!(binding_name("_0"), "arg0");
+        assert_eq!(binding_name("_12"), "arg12");
+        assert_eq!(binding_name("_"), "_");
+        assert_eq!(binding_name("_x"), "_x");
+        assert_eq!(binding_name("stream"), "stream_");
+        assert_eq!(binding_name("a"), "a");
+    }
+
+    #[test]
     fn every_parameter_kind_gets_its_host_type() {
         let s = sources(
             "pub mod p { #[repr(C)] pub struct Affine { pub a: f32, pub b: f32 } }\n\
@@ -507,7 +525,7 @@ mod tests {
         let m = manifest(vec![KernelInfo::new("raw", params(&["_0"]), false)]);
         let out = render(&m, &Sources::default(), "ring_kernels", "/built");
         assert!(
-            out.contains("    _0: impl ::nvshmem_host::KernelParam,\n"),
+            out.contains("    arg0: impl ::nvshmem_host::KernelParam,\n"),
             "{out}"
         );
     }
