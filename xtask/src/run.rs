@@ -49,7 +49,7 @@ pub enum Mode {
     Release,
     /// tests/gpu.rs at 2 and 4 PEs over NVSHMEM 3.8.0's UCX transport, P2P off (SKIPPED without GDRCopy or driver R610+: the proxy's AMOs need them).
     Ucx,
-    /// compute-sanitizer's memcheck and racecheck on the ring, the all-reduce and AG+GEMM at 2 PEs, without MPS (AG+GEMM at 256³ under racecheck; not a default).
+    /// compute-sanitizer's memcheck and racecheck at 2 PEs, without MPS, on the examples the pack has: the ring, the all-reduce and AG+GEMM (tests pack; AG+GEMM at 256³ under racecheck), the MoE layer (moe pack); not a default.
     Sanitizer,
     /// examples/cpp_host built with this machine's nvcc against the pack's kernels, run on 1 and 2 PEs (not a default).
     CppHost,
@@ -328,8 +328,23 @@ impl Runner {
                 }
             }
             Mode::Sanitizer => {
+                if crate::nvcc::on_path("compute-sanitizer").is_none() {
+                    let why = "compute-sanitizer is not on PATH (the GPU machine's CUDA has it)";
+                    println!("=== sanitizer\n    SKIPPED: {why}");
+                    self.table
+                        .push(("sanitizer".into(), format!("SKIPPED ({why})")));
+                    return Ok(());
+                }
                 for tool in ["memcheck", "racecheck"] {
-                    for (name, args) in EXAMPLES {
+                    for (name, args) in EXAMPLES.iter().chain(MOE_EXAMPLE) {
+                        if !self.bin(name).exists() {
+                            let why =
+                                format!("{name} is not in this pack (the moe pack has moe_layer)");
+                            println!("=== {tool}-{name}-2\n    SKIPPED: {why}");
+                            self.table
+                                .push((format!("{tool}-{name}-2"), format!("SKIPPED ({why})")));
+                            continue;
+                        }
                         let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
                         // NVSHMEM's own CUDA calls that are expected to fail
                         // (probes) are not errors of the program.
@@ -656,6 +671,9 @@ pub(crate) fn gpu_present() -> bool {
 }
 
 /// The examples every `Examples` run starts: (binary, arguments).
+/// The MoE layer example: only the moe pack has it (`sanitizer` there).
+const MOE_EXAMPLE: &[(&str, &[&str])] = &[("moe_layer", &[])];
+
 const EXAMPLES: &[(&str, &[&str])] = &[
     ("ring", &[]),
     ("allreduce", &["--quick"]),
