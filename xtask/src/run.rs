@@ -49,7 +49,7 @@ pub enum Mode {
     Release,
     /// tests/gpu.rs at 2 and 4 PEs over NVSHMEM 3.8.0's UCX transport, P2P off (SKIPPED without GDRCopy or driver R610+: the proxy's AMOs need them).
     Ucx,
-    /// compute-sanitizer's memcheck and racecheck on the ring, the all-reduce and AG+GEMM at 2 PEs, without MPS (not a default).
+    /// compute-sanitizer's memcheck and racecheck at 2 PEs, without MPS, on the examples the pack has: the ring, the all-reduce and AG+GEMM (tests pack; AG+GEMM at 256³ under racecheck), the MoE layer (moe pack); not a default.
     Sanitizer,
     /// examples/cpp_host built with this machine's nvcc against the pack's kernels, run on 1 and 2 PEs (not a default).
     CppHost,
@@ -335,8 +335,23 @@ impl Runner {
                 }
             }
             Mode::Sanitizer => {
+                if crate::nvcc::on_path("compute-sanitizer").is_none() {
+                    let why = "compute-sanitizer is not on PATH (the GPU machine's CUDA has it)";
+                    println!("=== sanitizer\n    SKIPPED: {why}");
+                    self.table
+                        .push(("sanitizer".into(), format!("SKIPPED ({why})")));
+                    return Ok(());
+                }
                 for tool in ["memcheck", "racecheck"] {
-                    for (name, args) in EXAMPLES {
+                    for (name, args) in EXAMPLES.iter().chain(MOE_EXAMPLE) {
+                        if !self.bin(name).exists() {
+                            let why =
+                                format!("{name} is not in this pack (the moe pack has moe_layer)");
+                            println!("=== {tool}-{name}-2\n    SKIPPED: {why}");
+                            self.table
+                                .push((format!("{tool}-{name}-2"), format!("SKIPPED ({why})")));
+                            continue;
+                        }
                         let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
                         // NVSHMEM's own CUDA calls that are expected to fail
                         // (probes) are not errors of the program.
@@ -345,6 +360,9 @@ impl Runner {
                             .args(["--report-api-errors", "no"])
                             .arg(self.bin(name))
                             .args(*args);
+                        if tool == "racecheck" {
+                            c.args(racecheck_size(name));
+                        }
                         self.record(&format!("{tool}-{name}-2"), c);
                     }
                 }
@@ -870,11 +888,32 @@ pub(crate) fn gpu_present() -> bool {
 }
 
 /// The examples every `Examples` run starts: (binary, arguments).
+/// The MoE layer example: only the moe pack has it (`sanitizer` there).
+const MOE_EXAMPLE: &[(&str, &[&str])] = &[("moe_layer", &[])];
+
 const EXAMPLES: &[(&str, &[&str])] = &[
     ("ring", &[]),
     ("allreduce", &["--quick"]),
     ("ag_gemm", &["--dtype", "f32"]),
 ];
+
+/// The smaller problem an example gets under racecheck, which checks every
+/// shared-memory access: AG+GEMM at its default 2048³ ran past 300 s there.
+fn racecheck_size(example: &str) -> &'static [&'static str] {
+    match example {
+        "ag_gemm" => &[
+            "--m-per-pe",
+            "256",
+            "--k",
+            "256",
+            "--n",
+            "256",
+            "--samples",
+            "64",
+        ],
+        _ => &[],
+    }
+}
 
 /// Why UCX with P2P off cannot run here, if it cannot: its AMOs go through
 /// NVSHMEM's proxy, which needs the GPU's memory mapped for the CPU, through
