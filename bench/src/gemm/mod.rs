@@ -5,7 +5,12 @@
 //!   and out, f32 accumulation): the Rust `mma.sync` kernel, the Rust
 //!   `wgmma` and TMA kernel (sm_90a builds), both in grouped tile order
 //!   (`--group` sets the band height), and `cublasGemmEx` (`CUBLAS_COMPUTE_32F`, the same "TN" layout); TFLOP/s and
-//!   % of cuBLAS.
+//!   % of cuBLAS, and for the `mma.sync` kernels % of the `mma.sync` peak.
+//! - **The `mma.sync` peak** (issue 24), first: `tc_gemm::MmaPeak`,
+//!   register-only `m16n8k16` bf16 `mma.sync` in independent chains on every
+//!   block the GPU holds, the ceiling of the instruction itself on this GPU
+//!   (cuBLAS on Hopper uses `wgmma`, which `mma.sync` cannot reach). A
+//!   `mma_peak` row (`ceiling`).
 //! - **Fused with communication**, at the PE count it runs with
 //!   (`nvshmem-run -n P -- nvshmem-bench gemm`): all-gather + GEMM (M = N =
 //!   K = size, `m_loc = M / P`) fused, unfused (push all-gather + the Rust
@@ -79,6 +84,13 @@ pub struct GemmBench {
     pub failures: Vec<String>,
 }
 
+/// Whether a `gemm_bf16` row of implementation `imp` and `variant` is an
+/// `mma.sync` kernel (the default or a candidate), measured against the
+/// `mma.sync` peak.
+pub fn is_mma(imp: &str, variant: &str) -> bool {
+    imp == "rust" && variant != "wgmma"
+}
+
 /// A benchmark case: (variant, implementation, launch).
 type Case<'a> = (&'a str, &'a str, &'a dyn Fn() -> Res<()>);
 
@@ -100,7 +112,12 @@ struct Run<'a> {
     ag: AgGemmKernels,
     rs: GemmRsKernels,
     blas: Option<Cublas>,
+    /// The `mma.sync` peak in TFLOP/s, once measured.
+    peak: Option<f64>,
 }
+
+/// Rounds of the `mma.sync` peak probe per launch: ~1 ms on an H100.
+const PEAK_ITERS: u32 = 2048;
 
 /// Runs every case; the lead PE prints a line per case and size.
 pub fn run(nv: &Nvshmem, o: &GemmOptions) -> Res<GemmBench> {
@@ -115,14 +132,17 @@ pub fn run(nv: &Nvshmem, o: &GemmOptions) -> Res<GemmBench> {
             }
         );
     }
-    let run = Run {
+    let mut run = Run {
         nv,
         ex: WordExchange::new(nv, 3)?,
         o,
         ag: AgGemmKernels::load(nv)?,
         rs: GemmRsKernels::load(nv)?,
         blas,
+        peak: None,
     };
+    let mut out = GemmBench::default();
+    run.peak = Some(run.mma_peak(&mut out)?);
     if o.candidates && nv.my_pe().index() == 0 {
         let gemm = &run.ag.gemm;
         let regs = |k: &nvshmem_host::Kernel| {
@@ -142,7 +162,6 @@ pub fn run(nv: &Nvshmem, o: &GemmOptions) -> Res<GemmBench> {
             );
         }
     }
-    let mut out = GemmBench::default();
     for &s in &o.sizes {
         run.gemm_alone(s, &mut out)?;
         if o.fused {
@@ -154,6 +173,41 @@ pub fn run(nv: &Nvshmem, o: &GemmOptions) -> Res<GemmBench> {
 }
 
 impl Run<'_> {
+    /// Times the `mma.sync` peak probe, records it and prints
+    /// "mma.sync peak: X TFLOP/s"; returns it. Checked: every accumulator
+    /// positive and finite (the loop ran). **Collective.**
+    fn mma_peak(&self, out: &mut GemmBench) -> Res<f64> {
+        let probe = self.ag.gemm.mma_peak(self.nv, &self.ex)?;
+        probe.launch(self.nv, 1)?;
+        let acc = probe.accumulators(self.nv)?;
+        let pass = acc.iter().all(|v| v.is_finite() && *v > 0.0);
+        if !pass {
+            out.failures
+                .push("mma.sync peak: an accumulator is not positive and finite".into());
+        }
+        let ms = self.time(&|| probe.launch(self.nv, PEAK_ITERS))?;
+        let tflops = probe.flops(PEAK_ITERS) / (ms * 1e-3) / 1e12;
+        out.records.push(Record {
+            case: "mma_peak".into(),
+            variant: "m16n8k16".into(),
+            bytes: 0,
+            imp: "ceiling".into(),
+            time_us: ms * 1e3,
+            value: tflops,
+            unit: "TFLOP/s".into(),
+            pass,
+            checked: true,
+        });
+        self.print(&format!(
+            "mma.sync peak: {tflops:.1} TFLOP/s ({ms:.3} ms; m16n8k16 bf16, {} chains per warp, {} blocks of {} threads, {PEAK_ITERS} rounds){}",
+            tc_gemm::MmaPeak::CHAINS,
+            probe.grid(),
+            tc_gemm::PEAK_THREADS,
+            if pass { "" } else { " FAIL" }
+        ));
+        Ok(tflops)
+    }
+
     /// The slowest PE's median time of `launch` in ms (a barrier before
     /// each run). **Collective.**
     fn time(&self, launch: &dyn Fn() -> Res<()>) -> Res<f64> {
@@ -323,6 +377,9 @@ impl Run<'_> {
                 None if case.0 == "cublas" => blas_tf = Some(tf),
                 Some(b) => line += &format!(" = {:.0}% of cuBLAS", 100.0 * tf / b),
                 None => {}
+            }
+            if let Some(p) = self.peak.filter(|_| is_mma(case.1, case.0)) {
+                line += &format!(", {:.0}% of the mma.sync peak", 100.0 * tf / p);
             }
         }
         self.print(&line);

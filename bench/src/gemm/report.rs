@@ -5,16 +5,31 @@ use crate::{Record, Res};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
-/// A markdown table of the GEMM records: TFLOP/s per size, % of cuBLAS.
+/// A markdown table of the GEMM records: TFLOP/s per size, % of cuBLAS,
+/// and, where the records have the `mma.sync` peak (`mma_peak`), that peak
+/// and the `mma.sync` kernels' % of it.
 pub fn table(records: &[Record]) -> String {
     let mut s = String::new();
+    let peak = records
+        .iter()
+        .find(|r| r.case == "mma_peak")
+        .map(|r| r.value);
+    if let Some(p) = peak {
+        s += &format!("\nmma.sync peak: {p:.1} TFLOP/s\n");
+    }
     for case in ["gemm_bf16", "ag_gemm_bf16", "gemm_rs_bf16"] {
         let rows: Vec<&Record> = records.iter().filter(|r| r.case == case).collect();
         if rows.is_empty() {
             continue;
         }
+        // The peak column only where there is a peak (older runs have none).
+        let peak = peak.filter(|_| case == "gemm_bf16");
+        let (head, rule) = match peak {
+            Some(_) => (" % of mma.sync peak |", "---:|"),
+            None => ("", ""),
+        };
         s += &format!(
-            "\n{case}: TFLOP/s (time), % of the cuBLAS row\n\n| size | variant | time | TFLOP/s | % of cuBLAS | check |\n|---:|---|---:|---:|---:|---|\n"
+            "\n{case}: TFLOP/s (time), % of the cuBLAS row\n\n| size | variant | time | TFLOP/s | % of cuBLAS |{head} check |\n|---:|---|---:|---:|---:|{rule}---|\n"
         );
         for r in &rows {
             let blas = rows
@@ -25,8 +40,15 @@ pub fn table(records: &[Record]) -> String {
                 .filter(|_| r.imp != "cublas")
                 .map(|b| format!("{:.0}%", 100.0 * r.value / b))
                 .unwrap_or_default();
+            let of_peak = match peak {
+                Some(p) if super::is_mma(&r.imp, &r.variant) => {
+                    format!(" {:.0}% |", 100.0 * r.value / p)
+                }
+                Some(_) => " |".into(),
+                None => String::new(),
+            };
             s += &format!(
-                "| {} | {} | {:.3} ms | {:.1} | {pct} | {} |\n",
+                "| {} | {} | {:.3} ms | {:.1} | {pct} |{of_peak} {} |\n",
                 r.bytes,
                 r.variant,
                 r.time_us / 1e3,
@@ -129,6 +151,20 @@ mod tests {
         let t = table(&records);
         assert!(
             t.contains("| 4096 | wgmma | 0.001 ms | 630.0 | 90% | pass |"),
+            "{t}"
+        );
+        // With the mma.sync peak: its line and the mma rows' % of it.
+        let mut with_peak = records.clone();
+        with_peak.push(rec("mma_peak", "m16n8k16", "ceiling", 0, 500.0));
+        with_peak.push(rec("gemm_bf16", "mma", "rust", 4096, 400.0));
+        let t = table(&with_peak);
+        assert!(t.contains("mma.sync peak: 500.0 TFLOP/s"), "{t}");
+        assert!(
+            t.contains("| 4096 | mma | 0.001 ms | 400.0 | 57% | 80% | pass |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| 4096 | wgmma | 0.001 ms | 630.0 | 90% | | pass |"),
             "{t}"
         );
         let dir = std::env::temp_dir().join(format!("gemm-plots-{}", std::process::id()));

@@ -347,6 +347,21 @@ impl Gemm {
         Ok(())
     }
 
+    /// The `mma.sync` ceiling probe ([`MmaPeak`]) on every block this PE's
+    /// share of the GPU holds at once. **Collective** (the grid and the
+    /// output are agreed with every PE).
+    pub fn mma_peak(&self, nv: &Nvshmem, ex: &WordExchange) -> Res<MmaPeak<'_>> {
+        let kernel = &self.k.mma_peak_bf16;
+        let grid = persistent_grid(nv, ex, kernel, PEAK_THREADS, 0, usize::MAX)?;
+        let per_thread = 4 * MmaPeak::CHAINS as usize;
+        let out = nv.alloc::<f32>(grid as usize * PEAK_THREADS as usize * per_thread)?;
+        Ok(MmaPeak {
+            gemm: self,
+            out,
+            grid,
+        })
+    }
+
     /// The `mma.sync` kernel itself (its registers are in its info).
     pub fn mma_kernel(&self) -> &Kernel {
         &self.k.gemm_bf16_mma
@@ -421,6 +436,63 @@ impl Gemm {
             )?
         };
         Ok(())
+    }
+}
+
+/// Threads per block of the `mma.sync` ceiling probe ([`MmaPeak`]): 8 warps.
+pub const PEAK_THREADS: u32 = 256;
+
+/// The `mma.sync` ceiling probe (issue 24): `mma_peak_bf16` of
+/// `tc-gemm-kernels`, register-only `m16n8k16` bf16 `mma.sync` in
+/// [`CHAINS`](Self::CHAINS) independent chains per warp, on a grid of
+/// every block the GPU holds at once (this PE's share), with its own output.
+/// The GEMMs' TFLOP/s over its TFLOP/s is their share of what the instruction
+/// can do on this GPU.
+pub struct MmaPeak<'a> {
+    gemm: &'a Gemm,
+    out: SymBuffer<f32>,
+    grid: u32,
+}
+
+impl MmaPeak<'_> {
+    /// Independent accumulator chains per warp: the kernel's `PEAK_CHAINS`
+    /// (a device crate; this must match it).
+    pub const CHAINS: u32 = 8;
+
+    /// FLOP of one launch of `iters` rounds: one `m16n8k16` (`2 · 16 · 8 ·
+    /// 16` FLOP) per chain per round in every warp.
+    pub fn flops(&self, iters: u32) -> f64 {
+        let warps = self.grid as f64 * (PEAK_THREADS / 32) as f64;
+        warps * iters as f64 * Self::CHAINS as f64 * (2 * 16 * 8 * 16) as f64
+    }
+
+    /// The grid it launches (blocks of [`PEAK_THREADS`]).
+    pub fn grid(&self) -> u32 {
+        self.grid
+    }
+
+    /// One launch of `iters` rounds on this PE's stream.
+    pub fn launch(&self, nv: &Nvshmem, iters: u32) -> Res<()> {
+        let cfg = LaunchConfig::new(self.grid, PEAK_THREADS);
+        // SAFETY: `out` holds 4 · CHAINS f32 per thread of the grid (made so
+        // by `Gemm::mma_peak`); whole warps.
+        unsafe {
+            tc_gemm_kernels::mma_peak_bf16_with(
+                &self.gemm.k,
+                nv.stream(),
+                cfg,
+                self.out.device_ptr(),
+                iters,
+            )?
+        };
+        Ok(())
+    }
+
+    /// The accumulators of the last launch (4 · [`CHAINS`](Self::CHAINS) per
+    /// thread): every one the same sum, so a check that the loop ran.
+    pub fn accumulators(&self, nv: &Nvshmem) -> Res<Vec<f32>> {
+        nv.synchronize(nv.stream())?;
+        Ok(self.out.to_vec(nv.stream())?)
     }
 }
 

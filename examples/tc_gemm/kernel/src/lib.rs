@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`gemm_bf16_mma`] | 1-D grid of `(M / 128) · (N / 128)`, 128 threads, `tc_gemm_tiles::sm80::SMEM_BYTES` |
 //! | `gemm_bf16_wgmma` (feature `sm90a`) | any 1-D grid (persistent; one block per SM), 384 threads, `tc_gemm_tiles::sm90::SMEM_BYTES` |
+//! | [`mma_peak_bf16`] | any 1-D grid, at most 256 threads (whole warps), no shared memory |
 //!
 //! Both take their tiles in grouped order (`tc_gemm_tiles::raster`), for L2
 //! reuse between the blocks that run together; their `group` argument is the
@@ -87,6 +88,46 @@ mma_candidates! {
     gemm_bf16_mma_256x128_k64: M256K64;
     /// 128 × 256 on 256 threads, BK 32, 4 stages.
     gemm_bf16_mma_128x256: N256;
+}
+
+/// Independent accumulator chains per warp in [`mma_peak_bf16`]: enough
+/// that the issue rate, not one `mma.sync`'s latency, bounds it.
+pub const PEAK_CHAINS: usize = 8;
+
+/// The `mma.sync` ceiling probe (issue 24): `iters` rounds of
+/// [`PEAK_CHAINS`] back-to-back `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`
+/// on register operands only, each round one `mma.sync` per independent
+/// accumulator, so the GEMMs' % of it is the share of what the instruction
+/// can do on this GPU. Thread `t` of the grid writes its accumulators to
+/// `out[t · 4 · PEAK_CHAINS ..][.. 4 · PEAK_CHAINS]` (so nothing is
+/// optimised away); one `mma.sync` is `2 · 16 · 8 · 16` FLOP per warp.
+///
+/// # Safety
+/// `out` holds `4 · PEAK_CHAINS` f32 per thread of the grid; the block size
+/// is a multiple of 32 (the instruction is `.aligned`: whole warps).
+#[kernel(max_threads = 256)]
+pub unsafe fn mma_peak_bf16(out: *mut f32, iters: u32) {
+    use nvshmem_device::mma::{FragA, FragB, FragC, M16N8K16, mma};
+    let t = nvshmem_device::thread::global_index_x();
+    // Operands from the thread index: not constants the compiler could fold.
+    let x = bf16::from_f32(1.0 + (t % 7) as f32 / 64.0);
+    let a = FragA::<bf16, M16N8K16>::from_fn(0, |_, _| x);
+    let b = FragB::<bf16, M16N8K16>::from_fn(0, |_, _| x);
+    let mut acc = [FragC::<f32, M16N8K16>::zero(); PEAK_CHAINS];
+    for _ in 0..iters {
+        for c in acc.iter_mut() {
+            // SAFETY: every lane of the warp runs the same trip count
+            // (`iters` is uniform), whole warps by the caller's launch.
+            *c = unsafe { mma(a, b, *c) };
+        }
+    }
+    let base = t * 4 * PEAK_CHAINS;
+    for (i, c) in acc.iter().enumerate() {
+        for j in 0..4 {
+            // SAFETY: the caller's `out` holds this thread's 4 · PEAK_CHAINS.
+            unsafe { out.add(base + 4 * i + j).write(f32::from_bits(c.regs[j])) };
+        }
+    }
 }
 
 #[cfg(feature = "sm90a")]
