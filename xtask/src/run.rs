@@ -665,9 +665,10 @@ impl Runner {
                 .collect()
         };
         if with_rest {
-            summary += "\n## GEMM, bf16, % of cuBLAS (registers in the log)\n\n";
+            summary +=
+                "\n## GEMM, bf16, % of cuBLAS and of the mma.sync peak (registers in the log)\n\n";
             summary += &lines("perf-gemm.log", &|l| {
-                l.contains("cuBLAS") || l.contains("registers")
+                l.contains("cuBLAS") || l.contains("registers") || l.contains("chains per warp")
             });
             summary += "\n## Launch: this crate against the raw driver calls\n\n";
             summary += &lines("perf-costs.log", &|l| {
