@@ -67,7 +67,7 @@ pub enum Mode {
     MoeExample,
     /// `nvshmem-bench moe` at 1 PE, then at 2 and 4 under MPS (CSVs in $OUT).
     MoeBench,
-    /// The Python package on this machine's PyTorch: pytest in one process, then under torchrun with 2 ranks under MPS (graph capture, version mismatch), the torch example, the launch-overhead benchmark.
+    /// The Python package on this machine's PyTorch: pytest in one process, the launch-overhead benchmark, memcheck of the torch example (1 rank), then under torchrun with 2 ranks under MPS pytest (graph capture, version mismatch) and the torch example.
     Torch,
 }
 
@@ -731,7 +731,8 @@ impl Runner {
 
     /// The torch pack's runs: the wheel unpacked into `$OUT/pylib` beside
     /// the pack's pytest, then pytest in one process, the launch benchmark,
-    /// and under MPS pytest and the example with 2 torchrun ranks.
+    /// memcheck of the example at one rank, and under MPS pytest and the example
+    /// with 2 torchrun ranks.
     fn torch(&mut self) -> Result<(), String> {
         let has_torch = Command::new("python3")
             .args(["-c", "import torch"])
@@ -760,8 +761,10 @@ impl Runner {
         let path = crate::python::python_path(&[pylib, self.pack.join("pylib")]);
         let tests = self.pack.join("python-tests");
         let examples = self.pack.join("examples-torch");
-        let python = |r: &Self| {
-            let mut c = r.command(Path::new("python3"), &r.pack.join("ptx"));
+        // python3, or a program that runs it (compute-sanitizer), with the
+        // package, the pytest and the kernels of the pack.
+        let with = |r: &Self, program: &str| {
+            let mut c = r.command(Path::new(program), &r.pack.join("ptx"));
             c.env("PYTHONPATH", &path)
                 .env("PYTHONDONTWRITEBYTECODE", "1")
                 .env("NVSHMEM_RS_TEST_KERNELS", r.pack.join("ptx-pytest"))
@@ -769,6 +772,7 @@ impl Runner {
                 .current_dir(&r.out);
             c
         };
+        let python = |r: &Self| with(r, "python3");
         let pytest = ["-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"];
         let mut c = python(self);
         c.args(pytest).arg(&tests);
@@ -776,6 +780,31 @@ impl Runner {
         let mut c = python(self);
         c.arg(examples.join("launch_overhead.py"));
         self.record("torch-launch-overhead-1", c);
+        // memcheck of the example, one torchrun rank without MPS (the
+        // sanitizer does not follow MPS clients), small sizes.
+        if crate::nvcc::on_path("compute-sanitizer").is_some() {
+            let mut c = with(self, "compute-sanitizer");
+            c.args(["--tool", "memcheck", "--error-exitcode", "1"])
+                .args(["--report-api-errors", "no", "--target-processes", "all"])
+                .args([
+                    "python3",
+                    "-m",
+                    "torch.distributed.run",
+                    "--nproc-per-node",
+                    "1",
+                ])
+                .arg(examples.join("torch_example.py"))
+                .args(["--m-loc", "256", "--n", "256", "--k", "256"])
+                .args(["--ar-elems", "4096", "--iters", "2"]);
+            self.record("torch-example-memcheck-1", c);
+        } else {
+            let why = "compute-sanitizer is not on PATH (the GPU machine's CUDA has it)";
+            println!("=== torch-example-memcheck-1\n    SKIPPED: {why}");
+            self.table.push((
+                "torch-example-memcheck-1".into(),
+                format!("SKIPPED ({why})"),
+            ));
+        }
         let _mps = self.mps()?;
         let torchrun = ["-m", "torch.distributed.run", "--nproc-per-node", "2"];
         let mut c = python(self);
