@@ -111,6 +111,13 @@ const fn pipelined(scope: Scope) -> bool {
 /// a GPU run decides.
 const THREAD_SERIAL: bool = cfg!(feature = "copy-thread-serial");
 
+/// Whether block scope copies 16-byte words with [`copy_words16_uniform`]:
+/// the `copy-block-uniform` candidate (issue 24: one-block 32–512 KiB
+/// puts/gets ran 1.08–1.10x the C++ twin, `copy-pipe` 1.02–1.03, whose SASS
+/// keeps the loop's bases, stride and bound in uniform registers). Off by
+/// default until a GPU run decides.
+const BLOCK_UNIFORM: bool = cfg!(feature = "copy-block-uniform");
+
 /// Synchronizes the group of `scope`, copies `len` bytes with it, then
 /// synchronizes it again (see the module docs). The common case (both
 /// addresses and the length multiples of 16) is inlined and unrolled; it adds
@@ -130,6 +137,8 @@ unsafe fn copy(scope: Scope, dst: *mut u8, src: *const u8, len: usize) {
         } else if (dst as usize | src as usize | len).is_multiple_of(16) {
             if THREAD_SERIAL && matches!(scope, Scope::Thread) {
                 copy_words16_serial(dst.cast(), src.cast(), len / 16)
+            } else if BLOCK_UNIFORM && matches!(scope, Scope::Block) {
+                copy_words16_uniform(dst.cast(), src.cast(), len / 16, lane, n)
             } else if pipelined(scope) {
                 copy_words16_pipe(dst.cast(), src.cast(), len / 16, lane, n)
             } else {
@@ -238,6 +247,47 @@ unsafe fn copy_words16_pipe(d: *mut u128, s: *const u128, words: usize, lane: us
     }
 }
 
+/// [`copy_words16`] with a loop the whole group shares: the batch start `b`,
+/// the stride and the bound are the same in every thread (so the compiler
+/// keeps them in uniform registers), each thread adding only its `lane`. The
+/// full batches (four words for every lane) first, then the rest, at most
+/// four words per lane, one at a time.
+#[inline(always)]
+unsafe fn copy_words16_uniform(
+    d: *mut u128,
+    s: *const u128,
+    words: usize,
+    lane: usize,
+    lanes: usize,
+) {
+    let step = 4 * lanes;
+    let mut b = 0;
+    // `b <= words` always, so `words - b` does not wrap.
+    while words - b >= step {
+        // SAFETY: the caller's ranges hold `words` words; the last read,
+        // `b + lane + 3·lanes`, is below `b + step <= words`.
+        unsafe {
+            // Each address the previous one plus the uniform stride.
+            let (s0, d0) = (s.add(b + lane), d.add(b + lane));
+            let (s1, d1) = (s0.add(lanes), d0.add(lanes));
+            let (s2, d2) = (s1.add(lanes), d1.add(lanes));
+            let (s3, d3) = (s2.add(lanes), d2.add(lanes));
+            let w = [s0.read(), s1.read(), s2.read(), s3.read()];
+            d0.write(w[0]);
+            d1.write(w[1]);
+            d2.write(w[2]);
+            d3.write(w[3]);
+        }
+        b += step;
+    }
+    let mut i = b + lane;
+    while i < words {
+        // SAFETY: as above.
+        unsafe { d.add(i).write(s.add(i).read()) };
+        i += lanes;
+    }
+}
+
 /// `words` 16-byte words by one thread, each load followed by its store (the
 /// order of NVSHMEM's thread copy: one load in flight).
 #[inline(always)]
@@ -309,22 +359,22 @@ mod tests {
         let src: [u128; 200] = core::array::from_fn(|i| i as u128 * 0x1_0000_0001 + 7);
         for lanes in [1usize, 3, 32, 128] {
             for words in (0..140).chain([199]) {
-                for pipe in [false, true] {
+                for kind in ["default", "pipe", "uniform"] {
                     let mut dst = [0u128; 200];
                     for lane in 0..lanes {
                         let (d, s) = (dst.as_mut_ptr(), src.as_ptr());
                         // SAFETY: both arrays hold 200 words, `words` < 200.
                         unsafe {
-                            if pipe {
-                                copy_words16_pipe(d, s, words, lane, lanes)
-                            } else {
-                                copy_words16(d, s, words, lane, lanes)
+                            match kind {
+                                "pipe" => copy_words16_pipe(d, s, words, lane, lanes),
+                                "uniform" => copy_words16_uniform(d, s, words, lane, lanes),
+                                _ => copy_words16(d, s, words, lane, lanes),
                             }
                         };
                     }
                     for (i, &w) in dst.iter().enumerate() {
                         let want = if i < words { src[i] } else { 0 };
-                        assert_eq!(w, want, "pipe {pipe} lanes {lanes} words {words}: word {i}");
+                        assert_eq!(w, want, "{kind} lanes {lanes} words {words}: word {i}");
                     }
                 }
             }

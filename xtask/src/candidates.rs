@@ -46,6 +46,12 @@ pub const CANDIDATES: &[Candidate] = &[
         bench: &["nvshmem-device/copy-thread-serial"],
         allreduce: &[],
     },
+    Candidate {
+        name: "block-uniform",
+        what: "block scope's 16-byte loop over block-uniform batch starts, stride and bound, each thread adding only its offset",
+        bench: &["nvshmem-device/copy-block-uniform"],
+        allreduce: &[],
+    },
 ];
 
 /// The kernel crates of a candidate, relative to the repository.
