@@ -190,8 +190,8 @@ fn tensor_primitives_assemble_for_sm80_and_sm90a() {
     );
 }
 
-/// The `mma.sync` GEMM and its `.maxntid`.
-const MMA_GEMMS: &[(&str, u32)] = &[("gemm_bf16_mma", 128)];
+/// The `mma.sync` GEMM and the `mma.sync` ceiling probe, with their `.maxntid`.
+const MMA_GEMMS: &[(&str, u32)] = &[("gemm_bf16_mma", 128), ("mma_peak_bf16", 256)];
 
 /// The standalone GEMMs: `mma.sync` on sm_80, all on sm_90a.
 #[test]
