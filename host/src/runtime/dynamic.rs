@@ -308,7 +308,8 @@ pub fn elements_fit(expected: Option<Scalar>, given: Option<Scalar>) -> bool {
 /// ```
 pub fn type_mismatch(expected: &str, given: &str) -> Option<String> {
     let (want, got) = (ParamKind::parse(expected), ParamKind::parse(given));
-    let given = short_type(given);
+    // Shortened only when a message is written: this runs on every launch.
+    let given = Short(given);
     let number = |float: bool| if float { "a float" } else { "an integer" };
     let reason = match (want.pointer(), got.pointer(), want.float(), got.float()) {
         (Some(_), None, _, Some(_)) => format!(
@@ -340,6 +341,15 @@ pub fn type_mismatch(expected: &str, given: &str) -> Option<String> {
         _ => return None,
     };
     Some(reason)
+}
+
+/// A type name that displays as [`short_type`] does.
+struct Short<'a>(&'a str);
+
+impl std::fmt::Display for Short<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&short_type(self.0))
+    }
 }
 
 /// `ty` with every path shortened to its last segment:
