@@ -93,14 +93,13 @@ const INLINE_SMALL: bool = cfg!(feature = "copy-inline8");
 const SMALL: usize = 8;
 
 /// Whether `scope` copies 16-byte words with the software-pipelined loop
-/// ([`copy_words16_pipe`]): the `copy-pipe` feature in every scope,
-/// `copy-pipe-scope` in thread and block scope only (on an H100 the
-/// pipelined loop sped up thread-scope 32 KiB and one-block 8–512 KiB puts
-/// and slowed warp scope). Off by default until a GPU run decides.
+/// ([`copy_words16_pipe`]): the `copy-pipe-scope` candidate, thread and block
+/// scope only (on an H100 the pipelined loop sped up one-block 32–512 KiB
+/// puts and gets to 1.02–1.03x C++ from 1.08–1.10x, and slowed warp scope
+/// where it also ran there). Off by default until a GPU run decides.
 #[inline(always)]
 const fn pipelined(scope: Scope) -> bool {
-    cfg!(feature = "copy-pipe")
-        || (cfg!(feature = "copy-pipe-scope") && !matches!(scope, Scope::Warp))
+    cfg!(feature = "copy-pipe-scope") && !matches!(scope, Scope::Warp)
 }
 
 /// Whether thread scope copies one 16-byte word at a time, each load then its
@@ -111,12 +110,26 @@ const fn pipelined(scope: Scope) -> bool {
 /// a GPU run decides.
 const THREAD_SERIAL: bool = cfg!(feature = "copy-thread-serial");
 
-/// Whether block scope copies 16-byte words with [`copy_words16_uniform`]:
-/// the `copy-block-uniform` candidate (issue 24: one-block 32–512 KiB
-/// puts/gets ran 1.08–1.10x the C++ twin, `copy-pipe` 1.02–1.03, whose SASS
-/// keeps the loop's bases, stride and bound in uniform registers). Off by
+/// Whether a copy of at most [`SMALL`] bytes whose length or addresses are
+/// not multiples of 16 is inlined (one access by lane 0) *after* the 16-byte
+/// path's test, so that 16-byte copies keep the default's code: the
+/// `copy-small-late` candidate (`copy-inline8` tests the small case first;
+/// on an H100 it made 8-byte rows 0.87x C++ from 1.06x, but block scope's
+/// 32 B – 512 KiB rows 1.16x from 1.08x). Off by default until a GPU run
+/// decides.
+const SMALL_LATE: bool = cfg!(feature = "copy-small-late");
+
+/// Which order thread scope moves 16-byte words in, when not
+/// [`THREAD_SERIAL`]: `copy-thread-sector` loads four words of distinct
+/// 32-byte sectors (0, 2, 4, 6 of each eight) before storing them, then the
+/// other four; `copy-thread-sector2` two (0, 2 of each four, then 1, 3). Candidates (issue 24: four adjacent loads in flight ran
+/// 0.5–0.7x C++ at most sizes but 1.1–1.5x with one to sixteen blocks of 128
+/// threads; one at a time, NVSHMEM's order, ran 1.00x everywhere): do
+/// adjacent words' loads in flight to one sector cost the difference? Off by
 /// default until a GPU run decides.
-const BLOCK_UNIFORM: bool = cfg!(feature = "copy-block-uniform");
+const THREAD_SECTOR: bool = cfg!(feature = "copy-thread-sector");
+/// See [`THREAD_SECTOR`].
+const THREAD_SECTOR2: bool = cfg!(feature = "copy-thread-sector2");
 
 /// Synchronizes the group of `scope`, copies `len` bytes with it, then
 /// synchronizes it again (see the module docs). The common case (both
@@ -137,12 +150,18 @@ unsafe fn copy(scope: Scope, dst: *mut u8, src: *const u8, len: usize) {
         } else if (dst as usize | src as usize | len).is_multiple_of(16) {
             if THREAD_SERIAL && matches!(scope, Scope::Thread) {
                 copy_words16_serial(dst.cast(), src.cast(), len / 16)
-            } else if BLOCK_UNIFORM && matches!(scope, Scope::Block) {
-                copy_words16_uniform(dst.cast(), src.cast(), len / 16, lane, n)
+            } else if THREAD_SECTOR && matches!(scope, Scope::Thread) {
+                copy_words16_sectors::<4>(dst.cast(), src.cast(), len / 16)
+            } else if THREAD_SECTOR2 && matches!(scope, Scope::Thread) {
+                copy_words16_sectors::<2>(dst.cast(), src.cast(), len / 16)
             } else if pipelined(scope) {
                 copy_words16_pipe(dst.cast(), src.cast(), len / 16, lane, n)
             } else {
                 copy_words16(dst.cast(), src.cast(), len / 16, lane, n)
+            }
+        } else if SMALL_LATE && len <= SMALL {
+            if lane == 0 {
+                copy_small(dst, src, len)
             }
         } else {
             copy_general(dst, src, len, lane, n)
@@ -247,47 +266,6 @@ unsafe fn copy_words16_pipe(d: *mut u128, s: *const u128, words: usize, lane: us
     }
 }
 
-/// [`copy_words16`] with a loop the whole group shares: the batch start `b`,
-/// the stride and the bound are the same in every thread (so the compiler
-/// keeps them in uniform registers), each thread adding only its `lane`. The
-/// full batches (four words for every lane) first, then the rest, at most
-/// four words per lane, one at a time.
-#[inline(always)]
-unsafe fn copy_words16_uniform(
-    d: *mut u128,
-    s: *const u128,
-    words: usize,
-    lane: usize,
-    lanes: usize,
-) {
-    let step = 4 * lanes;
-    let mut b = 0;
-    // `b <= words` always, so `words - b` does not wrap.
-    while words - b >= step {
-        // SAFETY: the caller's ranges hold `words` words; the last read,
-        // `b + lane + 3·lanes`, is below `b + step <= words`.
-        unsafe {
-            // Each address the previous one plus the uniform stride.
-            let (s0, d0) = (s.add(b + lane), d.add(b + lane));
-            let (s1, d1) = (s0.add(lanes), d0.add(lanes));
-            let (s2, d2) = (s1.add(lanes), d1.add(lanes));
-            let (s3, d3) = (s2.add(lanes), d2.add(lanes));
-            let w = [s0.read(), s1.read(), s2.read(), s3.read()];
-            d0.write(w[0]);
-            d1.write(w[1]);
-            d2.write(w[2]);
-            d3.write(w[3]);
-        }
-        b += step;
-    }
-    let mut i = b + lane;
-    while i < words {
-        // SAFETY: as above.
-        unsafe { d.add(i).write(s.add(i).read()) };
-        i += lanes;
-    }
-}
-
 /// `words` 16-byte words by one thread, each load followed by its store (the
 /// order of NVSHMEM's thread copy: one load in flight).
 #[inline(always)]
@@ -296,6 +274,35 @@ unsafe fn copy_words16_serial(d: *mut u128, s: *const u128, words: usize) {
         // SAFETY: the caller's ranges hold `words` words.
         unsafe { d.add(i).write(s.add(i).read()) };
     }
+}
+
+/// `words` 16-byte words by one thread, in groups of `2 · SECTORS` words
+/// (`SECTORS` 32-byte sectors): the first word of each sector loaded, then
+/// stored, then the second word of each (after the sectors arrived); the
+/// rest one word at a time. `SECTORS` loads in flight, never two to one
+/// sector.
+#[inline(always)]
+unsafe fn copy_words16_sectors<const SECTORS: usize>(d: *mut u128, s: *const u128, words: usize) {
+    let group = 2 * SECTORS;
+    let mut b = 0;
+    while words - b >= group {
+        for half in 0..2 {
+            // SAFETY: the caller's ranges hold `words` words; the last read,
+            // `b + 2·(SECTORS-1) + 1`, is below `b + group <= words`.
+            unsafe {
+                let w: [u128; SECTORS] = core::array::from_fn(|j| s.add(b + 2 * j + half).read());
+                // Indexed, not `into_iter`: the array iterator kept the
+                // words in local memory (STL/LDL in the SASS).
+                #[allow(clippy::needless_range_loop)]
+                for j in 0..SECTORS {
+                    d.add(b + 2 * j + half).write(w[j]);
+                }
+            }
+        }
+        b += group;
+    }
+    // SAFETY: as above.
+    unsafe { copy_words16_serial(d.add(b), s.add(b), words - b) }
 }
 
 /// Any other alignment, out of line: inlining every width's loop at each put
@@ -359,7 +366,11 @@ mod tests {
         let src: [u128; 200] = core::array::from_fn(|i| i as u128 * 0x1_0000_0001 + 7);
         for lanes in [1usize, 3, 32, 128] {
             for words in (0..140).chain([199]) {
-                for kind in ["default", "pipe", "uniform"] {
+                for kind in ["default", "pipe", "sectors4", "sectors2"] {
+                    // The sector orders are one thread's (thread scope).
+                    if kind.starts_with("sectors") && lanes != 1 {
+                        continue;
+                    }
                     let mut dst = [0u128; 200];
                     for lane in 0..lanes {
                         let (d, s) = (dst.as_mut_ptr(), src.as_ptr());
@@ -367,7 +378,8 @@ mod tests {
                         unsafe {
                             match kind {
                                 "pipe" => copy_words16_pipe(d, s, words, lane, lanes),
-                                "uniform" => copy_words16_uniform(d, s, words, lane, lanes),
+                                "sectors4" => copy_words16_sectors::<4>(d, s, words),
+                                "sectors2" => copy_words16_sectors::<2>(d, s, words),
                                 _ => copy_words16(d, s, words, lane, lanes),
                             }
                         };

@@ -29,9 +29,9 @@ pub const CANDIDATES: &[Candidate] = &[
         allreduce: &[],
     },
     Candidate {
-        name: "pipe",
-        what: "the 16-byte copy loop software-pipelined (8 loads in flight) in every scope",
-        bench: &["nvshmem-device/copy-pipe"],
+        name: "small-late",
+        what: "inline8's small copy, tested after the 16-byte path's test (16-byte copies keep the default's code)",
+        bench: &["nvshmem-device/copy-small-late"],
         allreduce: &[],
     },
     Candidate {
@@ -47,9 +47,35 @@ pub const CANDIDATES: &[Candidate] = &[
         allreduce: &[],
     },
     Candidate {
-        name: "block-uniform",
-        what: "block scope's 16-byte loop over block-uniform batch starts, stride and bound, each thread adding only its offset",
-        bench: &["nvshmem-device/copy-block-uniform"],
+        name: "thread-sector",
+        what: "thread scope: four loads in flight, each to its own 32-byte sector (words 0, 2, 4, 6, then 1, 3, 5, 7)",
+        bench: &["nvshmem-device/copy-thread-sector"],
+        allreduce: &[],
+    },
+    Candidate {
+        name: "thread-sector2",
+        what: "thread scope: two loads in flight, each to its own 32-byte sector (words 0, 2, then 1, 3)",
+        bench: &["nvshmem-device/copy-thread-sector2"],
+        allreduce: &[],
+    },
+    Candidate {
+        name: "combo-serial",
+        what: "small-late, thread-serial and pipe-scope's block loop together",
+        bench: &[
+            "nvshmem-device/copy-small-late",
+            "nvshmem-device/copy-thread-serial",
+            "nvshmem-device/copy-pipe-scope",
+        ],
+        allreduce: &[],
+    },
+    Candidate {
+        name: "combo-sector",
+        what: "small-late, thread-sector and pipe-scope's block loop together",
+        bench: &[
+            "nvshmem-device/copy-small-late",
+            "nvshmem-device/copy-thread-sector",
+            "nvshmem-device/copy-pipe-scope",
+        ],
         allreduce: &[],
     },
 ];

@@ -206,7 +206,13 @@ kernel_args_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11,
 /// assert!(check_kernel_args(&info, &(data,)).is_err());       // one argument missing
 /// ```
 pub fn check_kernel_args<A: KernelArgs>(info: &KernelInfo, args: &A) -> Result<()> {
-    let given = args.layout();
+    check_layout(info, &args.layout())
+}
+
+/// [`check_kernel_args`] on a [`KernelArgs::layout`]: a pure function of the
+/// layout and the manifest (which is what lets [`Kernel`](crate::Kernel)
+/// remember the layouts that passed).
+pub(crate) fn check_layout(info: &KernelInfo, given: &[(usize, &'static str)]) -> Result<()> {
     let mismatch = |reason: String| Error::ArgumentMismatch {
         kernel: info.name.clone(),
         reason,
@@ -227,7 +233,7 @@ pub fn check_kernel_args<A: KernelArgs>(info: &KernelInfo, args: &A) -> Result<(
             given.len()
         )));
     }
-    for (i, (param, (size, type_name))) in info.params.iter().zip(given).enumerate() {
+    for (i, (param, &(size, type_name))) in info.params.iter().zip(given).enumerate() {
         // Only what is certainly wrong (`type_mismatch`); a parameter whose
         // type the builder could not read is checked by size only.
         if let Some(why) = (!param.rust_type.is_empty())
