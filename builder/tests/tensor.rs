@@ -193,12 +193,29 @@ fn tensor_primitives_assemble_for_sm80_and_sm90a() {
 /// The `mma.sync` GEMM and the `mma.sync` ceiling probe, with their `.maxntid`.
 const MMA_GEMMS: &[(&str, u32)] = &[("gemm_bf16_mma", 128), ("mma_peak_bf16", 256)];
 
+/// The `mma.sync` candidates of the GEMM benchmark (`mma_candidates!`,
+/// `tc_gemm::mma::CANDIDATES`): made by a macro, so no `.maxntid`.
+const MMA_CANDIDATES: &[&str] = &[
+    "gemm_bf16_mma_k64",
+    "gemm_bf16_mma_pf",
+    "gemm_bf16_mma_k64_pf",
+    "gemm_bf16_mma_256x128",
+    "gemm_bf16_mma_256x128_k64",
+    "gemm_bf16_mma_128x256",
+    "gemm_bf16_mma_pipe",
+    "gemm_bf16_mma_sepi",
+    "gemm_bf16_mma_w64x32",
+];
+
 /// The standalone GEMMs: `mma.sync` on sm_80, all on sm_90a.
 #[test]
 fn gemm_kernels_assemble_for_sm80_and_sm90a() {
     let Some(v) = installed("3.4.5") else { return };
     let names = |list: &[(&'static str, u32)]| -> Vec<&'static str> {
-        list.iter().map(|(n, _)| *n).collect()
+        list.iter()
+            .map(|(n, _)| *n)
+            .chain(MMA_CANDIDATES.iter().copied())
+            .collect()
     };
     build_and_check(
         &Expect {

@@ -82,7 +82,19 @@ pub mod mma {
         pub smem: u32,
     }
 
-    /// A candidate of `bm × bn` tiles, `bk` per stage, `stages` deep.
+    impl Candidate {
+        /// The same with `warps` warps per block (the tile split in warp
+        /// sub-tiles other than 64 × 64).
+        const fn warps(self, warps: u32) -> Candidate {
+            Candidate {
+                threads: 32 * warps,
+                ..self
+            }
+        }
+    }
+
+    /// A candidate of `bm × bn` tiles, `bk` per stage, `stages` deep, one
+    /// warp per 64 × 64 (else [`Candidate::warps`]).
     const fn candidate(
         kernel: &'static str,
         what: &'static str,
@@ -127,6 +139,22 @@ pub mod mma {
             "128 x 256 tile, 8 warps",
             (128, 256, 32, 4),
         ),
+        candidate(
+            "gemm_bf16_mma_pipe",
+            "ldmatrix pipelined across the stage barrier",
+            (128, 128, 32, 4),
+        ),
+        candidate(
+            "gemm_bf16_mma_sepi",
+            "epilogue staged in smem, 16-byte stores",
+            (128, 128, 32, 4),
+        ),
+        candidate(
+            "gemm_bf16_mma_w64x32",
+            "8 warps of 64 x 32, 2 blocks/SM",
+            (128, 128, 32, 4),
+        )
+        .warps(8),
     ];
 }
 
@@ -531,4 +559,49 @@ pub fn mma_persistent(grid: u32) -> LaunchConfig {
 /// A persistent launch of `grid` blocks of `wgmma` tiles.
 pub fn wgmma_config(grid: u32) -> LaunchConfig {
     LaunchConfig::new(grid, wgmma::THREADS).shared_mem_bytes(wgmma::SMEM_BYTES)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mma;
+    use tc_gemm_tiles::sm80::{self, Config, candidates as c};
+
+    /// `(kernel, BM, BN, BK, THREADS, SMEM_BYTES)` of configuration `C`.
+    fn figures<C: Config>(kernel: &'static str) -> (&'static str, usize, usize, usize, u32, u32) {
+        (kernel, C::BM, C::BN, C::BK, C::THREADS, C::SMEM_BYTES)
+    }
+
+    /// The host's launch figures are the tiles' (a mismatch launches a
+    /// kernel with the wrong block or shared memory).
+    #[test]
+    fn candidates_match_their_tile_configurations() {
+        let want = [
+            figures::<c::K64>("gemm_bf16_mma_k64"),
+            figures::<c::Prefetch>("gemm_bf16_mma_pf"),
+            figures::<c::K64Prefetch>("gemm_bf16_mma_k64_pf"),
+            figures::<c::M256>("gemm_bf16_mma_256x128"),
+            figures::<c::M256K64>("gemm_bf16_mma_256x128_k64"),
+            figures::<c::N256>("gemm_bf16_mma_128x256"),
+            figures::<c::Pipelined>("gemm_bf16_mma_pipe"),
+            figures::<c::StagedEpilogue>("gemm_bf16_mma_sepi"),
+            figures::<c::Warp64x32>("gemm_bf16_mma_w64x32"),
+        ];
+        let got: Vec<_> = mma::CANDIDATES
+            .iter()
+            .map(|c| (c.kernel, c.bm, c.bn, c.bk, c.threads, c.smem))
+            .collect();
+        assert_eq!(got, want);
+        let base = figures::<sm80::Base>("gemm_bf16_mma");
+        assert_eq!(
+            base,
+            (
+                "gemm_bf16_mma",
+                mma::BM,
+                mma::BN,
+                mma::BK,
+                mma::THREADS,
+                mma::SMEM_BYTES
+            )
+        );
+    }
 }

@@ -22,12 +22,9 @@
 //! (`nvshmem_device::shared::dynamic_base()`, 16-byte aligned), which the
 //! caller passes in (`sm80`) or the mainloop takes itself (`sm90`).
 #![no_std]
-// The one piece of inline PTX with no device-crate API (`sm90`'s 16-byte
-// shared → global copy); on the host it is a stub.
-#![cfg_attr(
-    all(target_arch = "nvptx64", feature = "sm90a"),
-    feature(asm_experimental_arch)
-)]
+// The one piece of inline PTX with no device-crate API (the staged
+// epilogues' 16-byte shared → global copy, [`copy16`]); on the host it is a stub.
+#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
 
 /// Runs `$body` once per listed index with `$i` bound to it: loops over
 /// accumulator arrays must be unrolled, or LLVM puts the array in local memory.
@@ -41,3 +38,31 @@ pub mod raster;
 pub mod sm80;
 #[cfg(feature = "sm90a")]
 pub mod sm90;
+
+use nvshmem_device::cp_async::SharedAddr;
+
+/// Copies 16 bytes shared → global in one `ld.shared.v4.b32` and one
+/// `st.global.v4.b32` (a plain 16-byte struct copy becomes two 8-byte ones):
+/// the staged epilogues of [`sm80`] (`Config::STAGED_EPILOGUE`) and `sm90`.
+///
+/// # Safety
+/// `src` 16 readable bytes of shared memory, `dst` 16 writable bytes of
+/// global memory, both 16-byte aligned.
+#[inline(always)]
+unsafe fn copy16(src: SharedAddr, dst: *mut u8) {
+    // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .b32 r0, r1, r2, r3;",
+            "ld.shared.v4.b32 {{r0, r1, r2, r3}}, [{s}];",
+            "st.global.v4.b32 [{d}], {{r0, r1, r2, r3}}; }}",
+            s = in(reg32) src.raw(),
+            d = in(reg64) dst as u64,
+            options(nostack)
+        )
+    };
+    // The crate type-checks on the host; nothing runs there.
+    #[cfg(not(target_arch = "nvptx64"))]
+    unreachable!("copy16 {src:?} -> {dst:?}: inline PTX called on the host");
+}

@@ -426,7 +426,7 @@ impl TileStore for Bf16Out {
                 let (gr, gc) = (tile.m0 + cw * 64 + row, tile.n0 + half * 128 + chunk * 8);
                 // SAFETY: the buffer written above; C holds the tile (the caller's contract).
                 unsafe {
-                    copy16(
+                    crate::copy16(
                         stage_addr.add((row * 256 + ((chunk ^ (row % 8)) * 16)) as u32),
                         self.c.add(gr * self.ldc + gc).cast(),
                     )
@@ -434,29 +434,4 @@ impl TileStore for Bf16Out {
             }
         }
     }
-}
-
-/// Copies 16 bytes shared → global in one `ld.shared.v4.b32` and one
-/// `st.global.v4.b32` (a plain 16-byte struct copy becomes two 8-byte ones).
-///
-/// # Safety
-/// `src` 16 readable bytes of shared memory, `dst` 16 writable bytes of
-/// global memory, both 16-byte aligned.
-#[inline(always)]
-unsafe fn copy16(src: SharedAddr, dst: *mut u8) {
-    // SAFETY: the caller's contract.
-    #[cfg(target_arch = "nvptx64")]
-    unsafe {
-        core::arch::asm!(
-            "{{ .reg .b32 r0, r1, r2, r3;",
-            "ld.shared.v4.b32 {{r0, r1, r2, r3}}, [{s}];",
-            "st.global.v4.b32 [{d}], {{r0, r1, r2, r3}}; }}",
-            s = in(reg32) src.raw(),
-            d = in(reg64) dst as u64,
-            options(nostack)
-        )
-    };
-    // The crate type-checks on the host; nothing runs there.
-    #[cfg(not(target_arch = "nvptx64"))]
-    unreachable!("copy16 {src:?} -> {dst:?}: inline PTX called on the host");
 }
