@@ -203,7 +203,6 @@ const MMA_CANDIDATES: &[&str] = &[
     "gemm_bf16_mma_256x128_k64",
     "gemm_bf16_mma_128x256",
     "gemm_bf16_mma_pipe",
-    "gemm_bf16_mma_sepi",
     "gemm_bf16_mma_w64x32",
 ];
 

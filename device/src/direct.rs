@@ -84,82 +84,63 @@ unsafe fn copy_as<W: Copy>(dst: *mut u8, src: *const u8, len: usize, lane: usize
     }
 }
 
-/// Whether copies of at most [`SMALL`] bytes are inlined (one access by lane
-/// 0) rather than a call of the general loop: the `copy-inline8` candidate,
-/// off by default until a GPU run decides.
-const INLINE_SMALL: bool = cfg!(feature = "copy-inline8");
-
 /// The largest copy the inlined small path takes.
 const SMALL: usize = 8;
 
 /// Whether `scope` copies 16-byte words with the software-pipelined loop
-/// ([`copy_words16_pipe`]): the `copy-pipe-scope` candidate, thread and block
-/// scope only (on an H100 the pipelined loop sped up one-block 32–512 KiB
-/// puts and gets to 1.02–1.03x C++ from 1.08–1.10x, and slowed warp scope
-/// where it also ran there). Off by default until a GPU run decides.
+/// ([`copy_words16_pipe`]): block scope. On an H100 (issue 24) it made
+/// one-block 32 KiB – 512 KiB puts and gets 1.01–1.03x the C++ twin, from
+/// 1.07–1.09x with [`copy_words16`]; in warp scope it was slower, in thread
+/// scope no faster.
 #[inline(always)]
 const fn pipelined(scope: Scope) -> bool {
-    cfg!(feature = "copy-pipe-scope") && !matches!(scope, Scope::Warp)
+    matches!(scope, Scope::Block)
 }
 
 /// Whether thread scope copies one 16-byte word at a time, each load then its
 /// store ([`copy_words16_serial`]), as NVSHMEM's thread copy compiles: the
-/// `copy-thread-serial` candidate (issue 24: thread-scope 32 KiB puts/gets,
-/// 128 threads of 256 bytes each on one SM, ran ~1.45x the C++ twin with four
-/// or eight loads in flight and faster with one warp). Off by default until
-/// a GPU run decides.
+/// `copy-thread-serial` candidate, off by default. On an H100 (issue 24) it
+/// matched the C++ twin on every thread-scope row (0.96–1.02x), where the
+/// default's four loads in flight run 1.38–1.5x at 32 KiB (one to sixteen
+/// blocks of 128 threads, 256 bytes each) but 0.5–0.7x at most other sizes;
+/// two loads in flight ran 1.24x at 32 KiB, four to distinct sectors 1.38x.
+/// Every row's geomean: 0.95 with it, 0.90 without.
 const THREAD_SERIAL: bool = cfg!(feature = "copy-thread-serial");
 
-/// Whether a copy of at most [`SMALL`] bytes whose length or addresses are
-/// not multiples of 16 is inlined (one access by lane 0) *after* the 16-byte
-/// path's test, so that 16-byte copies keep the default's code: the
-/// `copy-small-late` candidate (`copy-inline8` tests the small case first;
-/// on an H100 it made 8-byte rows 0.87x C++ from 1.06x, but block scope's
-/// 32 B – 512 KiB rows 1.16x from 1.08x). Off by default until a GPU run
-/// decides.
-const SMALL_LATE: bool = cfg!(feature = "copy-small-late");
-
-/// Which order thread scope moves 16-byte words in, when not
-/// [`THREAD_SERIAL`]: `copy-thread-sector` loads four words of distinct
-/// 32-byte sectors (0, 2, 4, 6 of each eight) before storing them, then the
-/// other four; `copy-thread-sector2` two (0, 2 of each four, then 1, 3). Candidates (issue 24: four adjacent loads in flight ran
-/// 0.5–0.7x C++ at most sizes but 1.1–1.5x with one to sixteen blocks of 128
-/// threads; one at a time, NVSHMEM's order, ran 1.00x everywhere): do
-/// adjacent words' loads in flight to one sector cost the difference? Off by
-/// default until a GPU run decides.
-const THREAD_SECTOR: bool = cfg!(feature = "copy-thread-sector");
-/// See [`THREAD_SECTOR`].
-const THREAD_SECTOR2: bool = cfg!(feature = "copy-thread-sector2");
+/// Whether `scope` inlines a copy of at most [`SMALL`] bytes whose length or
+/// addresses are not multiples of 16 (one access by lane 0, after the 16-byte
+/// path's test) rather than calling [`copy_general`]: thread and warp scope,
+/// and block scope with the `copy-small-block` candidate. On an H100 (issue
+/// 24) it made 8-byte puts and gets 0.93x the C++ twin from 1.06x, and
+/// latencies 0.95x from 0.97x; in block scope too it made block scope's
+/// 8-byte rows 0.93x from 1.16x but its 32 B – 512 KiB rows 1.13–1.14x
+/// from 1.07–1.09x (and undid the pipelined loop's gain there).
+#[inline(always)]
+const fn inline_small(scope: Scope) -> bool {
+    !matches!(scope, Scope::Block) || cfg!(feature = "copy-small-block")
+}
 
 /// Synchronizes the group of `scope`, copies `len` bytes with it, then
 /// synchronizes it again (see the module docs). The common case (both
 /// addresses and the length multiples of 16) is inlined and unrolled; it adds
 /// registers to a kernel (the all-reduce example went from 95 to ~150 before
-/// it moved its remote fallback to the raw layer). With `copy-inline8`, copies
-/// of at most [`SMALL`] bytes are inlined too: one thread moves them.
+/// it moved its remote fallback to the raw layer). Where [`inline_small`],
+/// copies of at most [`SMALL`] bytes are inlined too: one thread moves them.
 #[inline(always)]
 unsafe fn copy(scope: Scope, dst: *mut u8, src: *const u8, len: usize) {
     let (lane, n) = lanes(scope);
     group_sync(scope);
     // SAFETY: the caller's ranges; the inlined loop needs 16-byte alignment.
     unsafe {
-        if INLINE_SMALL && len <= SMALL {
-            if lane == 0 {
-                copy_small(dst, src, len)
-            }
-        } else if (dst as usize | src as usize | len).is_multiple_of(16) {
+        if (dst as usize | src as usize | len).is_multiple_of(16) {
             if THREAD_SERIAL && matches!(scope, Scope::Thread) {
                 copy_words16_serial(dst.cast(), src.cast(), len / 16)
-            } else if THREAD_SECTOR && matches!(scope, Scope::Thread) {
-                copy_words16_sectors::<4>(dst.cast(), src.cast(), len / 16)
-            } else if THREAD_SECTOR2 && matches!(scope, Scope::Thread) {
-                copy_words16_sectors::<2>(dst.cast(), src.cast(), len / 16)
             } else if pipelined(scope) {
                 copy_words16_pipe(dst.cast(), src.cast(), len / 16, lane, n)
             } else {
                 copy_words16(dst.cast(), src.cast(), len / 16, lane, n)
             }
-        } else if SMALL_LATE && len <= SMALL {
+        } else if inline_small(scope) && len <= SMALL {
             if lane == 0 {
                 copy_small(dst, src, len)
             }
@@ -276,35 +257,6 @@ unsafe fn copy_words16_serial(d: *mut u128, s: *const u128, words: usize) {
     }
 }
 
-/// `words` 16-byte words by one thread, in groups of `2 · SECTORS` words
-/// (`SECTORS` 32-byte sectors): the first word of each sector loaded, then
-/// stored, then the second word of each (after the sectors arrived); the
-/// rest one word at a time. `SECTORS` loads in flight, never two to one
-/// sector.
-#[inline(always)]
-unsafe fn copy_words16_sectors<const SECTORS: usize>(d: *mut u128, s: *const u128, words: usize) {
-    let group = 2 * SECTORS;
-    let mut b = 0;
-    while words - b >= group {
-        for half in 0..2 {
-            // SAFETY: the caller's ranges hold `words` words; the last read,
-            // `b + 2·(SECTORS-1) + 1`, is below `b + group <= words`.
-            unsafe {
-                let w: [u128; SECTORS] = core::array::from_fn(|j| s.add(b + 2 * j + half).read());
-                // Indexed, not `into_iter`: the array iterator kept the
-                // words in local memory (STL/LDL in the SASS).
-                #[allow(clippy::needless_range_loop)]
-                for j in 0..SECTORS {
-                    d.add(b + 2 * j + half).write(w[j]);
-                }
-            }
-        }
-        b += group;
-    }
-    // SAFETY: as above.
-    unsafe { copy_words16_serial(d.add(b), s.add(b), words - b) }
-}
-
 /// Any other alignment, out of line: inlining every width's loop at each put
 /// and get costs a kernel that calls several of them its registers.
 #[inline(never)]
@@ -366,11 +318,7 @@ mod tests {
         let src: [u128; 200] = core::array::from_fn(|i| i as u128 * 0x1_0000_0001 + 7);
         for lanes in [1usize, 3, 32, 128] {
             for words in (0..140).chain([199]) {
-                for kind in ["default", "pipe", "sectors4", "sectors2"] {
-                    // The sector orders are one thread's (thread scope).
-                    if kind.starts_with("sectors") && lanes != 1 {
-                        continue;
-                    }
+                for kind in ["default", "pipe"] {
                     let mut dst = [0u128; 200];
                     for lane in 0..lanes {
                         let (d, s) = (dst.as_mut_ptr(), src.as_ptr());
@@ -378,8 +326,6 @@ mod tests {
                         unsafe {
                             match kind {
                                 "pipe" => copy_words16_pipe(d, s, words, lane, lanes),
-                                "sectors4" => copy_words16_sectors::<4>(d, s, words),
-                                "sectors2" => copy_words16_sectors::<2>(d, s, words),
                                 _ => copy_words16(d, s, words, lane, lanes),
                             }
                         };

@@ -23,59 +23,15 @@ pub struct Candidate {
 /// Every candidate, timed beside the default build.
 pub const CANDIDATES: &[Candidate] = &[
     Candidate {
-        name: "inline8",
-        what: "copies of at most 8 bytes inlined (one access by lane 0), not the out-of-line general loop",
-        bench: &["nvshmem-device/copy-inline8"],
-        allreduce: &[],
-    },
-    Candidate {
-        name: "small-late",
-        what: "inline8's small copy, tested after the 16-byte path's test (16-byte copies keep the default's code)",
-        bench: &["nvshmem-device/copy-small-late"],
-        allreduce: &[],
-    },
-    Candidate {
-        name: "pipe-scope",
-        what: "the pipelined copy loop in thread and block scope only (warp scope as the default)",
-        bench: &["nvshmem-device/copy-pipe-scope"],
-        allreduce: &[],
-    },
-    Candidate {
         name: "thread-serial",
         what: "thread scope copies one 16-byte word at a time, each load then its store (NVSHMEM's order)",
         bench: &["nvshmem-device/copy-thread-serial"],
         allreduce: &[],
     },
     Candidate {
-        name: "thread-sector",
-        what: "thread scope: four loads in flight, each to its own 32-byte sector (words 0, 2, 4, 6, then 1, 3, 5, 7)",
-        bench: &["nvshmem-device/copy-thread-sector"],
-        allreduce: &[],
-    },
-    Candidate {
-        name: "thread-sector2",
-        what: "thread scope: two loads in flight, each to its own 32-byte sector (words 0, 2, then 1, 3)",
-        bench: &["nvshmem-device/copy-thread-sector2"],
-        allreduce: &[],
-    },
-    Candidate {
-        name: "combo-serial",
-        what: "small-late, thread-serial and pipe-scope's block loop together",
-        bench: &[
-            "nvshmem-device/copy-small-late",
-            "nvshmem-device/copy-thread-serial",
-            "nvshmem-device/copy-pipe-scope",
-        ],
-        allreduce: &[],
-    },
-    Candidate {
-        name: "combo-sector",
-        what: "small-late, thread-sector and pipe-scope's block loop together",
-        bench: &[
-            "nvshmem-device/copy-small-late",
-            "nvshmem-device/copy-thread-sector",
-            "nvshmem-device/copy-pipe-scope",
-        ],
+        name: "small-block",
+        what: "copies of at most 8 bytes inlined (one access by lane 0) in block scope too",
+        bench: &["nvshmem-device/copy-small-block"],
         allreduce: &[],
     },
 ];

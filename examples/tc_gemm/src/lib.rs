@@ -145,11 +145,6 @@ pub mod mma {
             (128, 128, 32, 4),
         ),
         candidate(
-            "gemm_bf16_mma_sepi",
-            "epilogue staged in smem, 16-byte stores",
-            (128, 128, 32, 4),
-        ),
-        candidate(
             "gemm_bf16_mma_w64x32",
             "8 warps of 64 x 32, 2 blocks/SM",
             (128, 128, 32, 4),
@@ -583,7 +578,6 @@ mod tests {
             figures::<c::M256K64>("gemm_bf16_mma_256x128_k64"),
             figures::<c::N256>("gemm_bf16_mma_128x256"),
             figures::<c::Pipelined>("gemm_bf16_mma_pipe"),
-            figures::<c::StagedEpilogue>("gemm_bf16_mma_sepi"),
             figures::<c::Warp64x32>("gemm_bf16_mma_w64x32"),
         ];
         let got: Vec<_> = mma::CANDIDATES

@@ -7,7 +7,7 @@ use crate::runtime::launch::{KernelArgs, LaunchConfig, check_co_resident, check_
 use crate::runtime::loaded::ModuleInner;
 use cudarc::driver::{CudaStream, DriverError, result, sys};
 use nvshmem_types::manifest::KernelInfo;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 /// A kernel of a loaded [`Module`](crate::Module) (which it keeps loaded).
@@ -21,7 +21,20 @@ pub struct Kernel {
     func: sys::CUfunction,
     info: KernelInfo,
     passed: PassedLayouts,
+    /// The largest dynamic shared memory already checked and allowed for
+    /// this function: a launch with at most that skips the driver queries.
+    shared_mem_allowed: Cell<u32>,
+    /// The last cooperative launch's (threads, dynamic shared memory) and
+    /// its occupancy (blocks per SM, SMs): the same shape skips the queries.
+    occupancy_seen: Cell<Option<(LaunchShape, Occupancy)>>,
 }
+
+/// A launch's threads per block and dynamic shared memory.
+type LaunchShape = (u32, u32);
+/// Blocks per SM and SMs.
+type Occupancy = (u32, u32);
+/// A [`KernelArgs::layout`]: each argument's size and type name.
+type Layout = [(usize, &'static str)];
 
 /// Argument layouts (each argument's size and type name) that passed the
 /// manifest check, so that launching again with the same argument types
@@ -30,7 +43,7 @@ pub struct Kernel {
 /// type name is a `&'static str`: the same address and length is the same
 /// text, so a remembered layout would pass again.
 #[derive(Default)]
-struct PassedLayouts(RefCell<Vec<Box<[(usize, &'static str)]>>>);
+struct PassedLayouts(RefCell<Vec<Box<Layout>>>);
 
 impl PassedLayouts {
     /// How many layouts it remembers (the oldest goes first).
@@ -38,7 +51,7 @@ impl PassedLayouts {
 
     /// [`check_layout`], unless `layout` passed before.
     fn check(&self, info: &KernelInfo, layout: Vec<(usize, &'static str)>) -> Result<()> {
-        let same = |seen: &[(usize, &'static str)]| {
+        let same = |seen: &Layout| {
             seen.len() == layout.len()
                 && seen
                     .iter()
@@ -103,6 +116,8 @@ impl Kernel {
             func,
             info,
             passed: PassedLayouts::default(),
+            shared_mem_allowed: Cell::new(0),
+            occupancy_seen: Cell::new(None),
         }
     }
 
@@ -324,18 +339,27 @@ impl Kernel {
 
     /// The GPU supports cooperative launches and `config`'s grid fits on it at once.
     fn check_cooperative(&self, config: &LaunchConfig) -> Result<()> {
-        let cooperative =
-            self.device_attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)?;
-        if cooperative == 0 {
-            return Err(Error::InvalidArgument {
-                reason: format!(
-                    "kernel `{}`: this GPU does not support cooperative launches",
-                    self.info.name
-                ),
-            });
-        }
         let threads = config.block.count() as u32;
-        let (per_sm, sms) = self.occupancy(threads, config.shared_mem_bytes)?;
+        let shape = (threads, config.shared_mem_bytes);
+        let (per_sm, sms) = match self.occupancy_seen.get() {
+            Some((seen, occupancy)) if seen == shape => occupancy,
+            _ => {
+                let cooperative = self.device_attribute(
+                    sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
+                )?;
+                if cooperative == 0 {
+                    return Err(Error::InvalidArgument {
+                        reason: format!(
+                            "kernel `{}`: this GPU does not support cooperative launches",
+                            self.info.name
+                        ),
+                    });
+                }
+                let occupancy = self.occupancy(threads, config.shared_mem_bytes)?;
+                self.occupancy_seen.set(Some((shape, occupancy)));
+                occupancy
+            }
+        };
         check_co_resident(&self.info.name, config.grid.count(), threads, per_sm, sms)
     }
 
@@ -382,8 +406,9 @@ impl Kernel {
     /// the GPU's limit ([`Error::SharedMemoryTooLarge`]), and opts the
     /// function into more than 48 KiB when the total needs it.
     fn set_shared_mem(&self, bytes: u32) -> Result<()> {
-        if bytes == 0 {
-            // Static shared memory alone is at most 48 KiB (ptxas enforces it).
+        // Static shared memory alone is at most 48 KiB (ptxas enforces it);
+        // a size at most one allowed before needs nothing new.
+        if bytes <= self.shared_mem_allowed.get() {
             return Ok(());
         }
         let launch_err = |source| Error::LaunchFailed {
@@ -413,16 +438,22 @@ impl Kernel {
             limit.max(0) as u32,
         )?;
         if let Some(dynamic) = opt_in {
-            // SAFETY: a function of a loaded module; a valid attribute and size.
-            unsafe {
-                result::function::set_function_attribute(
-                    self.func,
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    dynamic as i32,
-                )
+            let attribute =
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+            // SAFETY: a function of a loaded module; a valid attribute.
+            let now = unsafe { result::function::get_function_attribute(self.func, attribute) }
+                .map_err(launch_err)?;
+            // Never lowered: another `Kernel` of the same function may have
+            // allowed more, and remembers it (`shared_mem_allowed`).
+            if (dynamic as i32) > now {
+                // SAFETY: a function of a loaded module; a valid attribute and size.
+                unsafe {
+                    result::function::set_function_attribute(self.func, attribute, dynamic as i32)
+                }
+                .map_err(launch_err)?;
             }
-            .map_err(launch_err)?;
         }
+        self.shared_mem_allowed.set(bytes);
         Ok(())
     }
 }

@@ -90,8 +90,6 @@ mma_candidates! {
     gemm_bf16_mma_128x256: N256;
     /// 128 × 128, BK 32, 4 stages, fragments pipelined across the stage barrier.
     gemm_bf16_mma_pipe: Pipelined;
-    /// 128 × 128, BK 32, 4 stages, C staged in shared memory, 16-byte stores.
-    gemm_bf16_mma_sepi: StagedEpilogue;
     /// 128 × 128 on 256 threads (8 warps of 64 × 32), BK 32, 4 stages.
     gemm_bf16_mma_w64x32: Warp64x32;
 }
