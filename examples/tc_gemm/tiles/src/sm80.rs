@@ -649,30 +649,6 @@ unsafe fn store_bf16_staged<C: Config>(
     }
 }
 
-/// [`gemm`]'s epilogue for a block that computes several tiles: the tile in
-/// bf16 to the row-major `c` (row stride `ldc`), staged in
-/// the ring `smem` and written in 16-byte stores ([`Config::STAGED_EPILOGUE`];
-/// on an H100 it made the GEMM 6–16 % faster than [`store_bf16`]'s 4-byte
-/// pairs), then a block barrier, so that the next tile's [`mainloop`] may
-/// refill the ring.
-///
-/// # Safety
-/// As [`store_bf16`], with `ldc` and `n0` multiples of 8; `smem` is the
-/// ring [`mainloop`] just used (its return is after its last barrier), and
-/// all [`THREADS`] threads of the block call it.
-#[inline(always)]
-pub unsafe fn store_bf16_staged_tile(
-    acc: &Acc,
-    c: *mut bf16,
-    ldc: usize,
-    (m0, n0): (usize, usize),
-    smem: *mut u8,
-) {
-    // SAFETY: the caller's contract.
-    unsafe { store_bf16_staged::<Base>(acc, c, ldc, (m0, n0), (smem, SharedAddr::from_ptr(smem))) };
-    sync_threads();
-}
-
 /// The [`epilogue`] that writes the tile in bf16 to the row-major `c` (row
 /// stride `ldc` elements), the tile's element (0, 0) at `c[m0][n0]`, a 4-byte
 /// pair per store.
