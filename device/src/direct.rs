@@ -114,7 +114,10 @@ const THREAD_SERIAL: bool = cfg!(feature = "copy-thread-serial");
 /// 24) it made 8-byte puts and gets 0.93x the C++ twin from 1.06x, and
 /// latencies 0.95x from 0.97x; in block scope too it made block scope's
 /// 8-byte rows 0.93x from 1.16x but its 32 B – 512 KiB rows 1.13–1.14x
-/// from 1.07–1.09x (and undid the pipelined loop's gain there).
+/// from 1.07–1.09x (and undid the pipelined loop's gain there): ptxas laid
+/// the small path out as the fall-through after the 16-byte test, the hot
+/// 16-byte loop behind a taken branch. So the candidate's block-scope small
+/// arm calls [`copy_small_out_of_line`] (shorter than [`copy_general`]).
 #[inline(always)]
 const fn inline_small(scope: Scope) -> bool {
     !matches!(scope, Scope::Block) || cfg!(feature = "copy-small-block")
@@ -142,13 +145,28 @@ unsafe fn copy(scope: Scope, dst: *mut u8, src: *const u8, len: usize) {
             }
         } else if inline_small(scope) && len <= SMALL {
             if lane == 0 {
-                copy_small(dst, src, len)
+                if matches!(scope, Scope::Block) {
+                    copy_small_out_of_line(dst, src, len)
+                } else {
+                    copy_small(dst, src, len)
+                }
             }
         } else {
             copy_general(dst, src, len, lane, n)
         }
     }
     group_sync(scope);
+}
+
+/// [`copy_small`] out of line and cold, for block scope's small arm (the
+/// `copy-small-block` candidate): inlined there, ptxas laid it out between
+/// the 16-byte test and the 16-byte loop (and `core::hint::cold_path` did not
+/// move it), and block scope's 16-byte rows ran 5 % slower.
+#[cold]
+#[inline(never)]
+unsafe fn copy_small_out_of_line(dst: *mut u8, src: *const u8, len: usize) {
+    // SAFETY: the caller's.
+    unsafe { copy_small(dst, src, len) }
 }
 
 /// At most [`SMALL`] bytes by one thread: one access when `len` is 1, 2, 4

@@ -30,7 +30,7 @@ pub const CANDIDATES: &[Candidate] = &[
     },
     Candidate {
         name: "small-block",
-        what: "copies of at most 8 bytes inlined (one access by lane 0) in block scope too",
+        what: "copies of at most 8 bytes inlined (one access by lane 0) in block scope too, there by a cold out-of-line call",
         bench: &["nvshmem-device/copy-small-block"],
         allreduce: &[],
     },
