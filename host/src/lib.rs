@@ -74,7 +74,7 @@ pub use error::{Error, Result, take_drop_error};
 /// The `half` crate: [`half::f16`] and [`half::bf16`] kernel arguments.
 pub use half;
 pub use job::bootstrap::Bootstrap;
-pub use job::init::{InitOptions, InitTimings};
+pub use job::init::InitOptions;
 pub use job::uniqueid::UniqueId;
 pub use nvshmem_types::manifest::{KernelInfo, MANIFEST_FORMAT, Manifest, ParamInfo};
 pub use nvshmem_types::{
@@ -87,5 +87,5 @@ pub use runtime::kernel::Kernel;
 pub use runtime::launch::{Dim3, KernelArgs, KernelParam, LaunchConfig};
 pub use runtime::memory::{AsSymView, DevicePtr, SymBuffer, SymView};
 pub use runtime::module::{Module, ModuleImage, find_manifest};
-pub use runtime::nvshmem::Nvshmem;
+pub use runtime::nvshmem::{InitTimings, Nvshmem};
 pub use runtime::team::{AsTeam, SplitTeam};

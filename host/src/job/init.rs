@@ -8,10 +8,10 @@ use crate::job::uniqueid::UniqueId;
 use crate::runtime::driver;
 use crate::runtime::heap::HeapLimit;
 use crate::runtime::library::{HostLibrary, LibraryRequest};
-use crate::runtime::nvshmem::{ActiveGuard, Nvshmem, Started};
+use crate::runtime::nvshmem::{ActiveGuard, InitTimings, Nvshmem, Started};
 use nvshmem_types::Version;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// How to initialize NVSHMEM: the bootstrap, the GPU, the library, and
 /// NVSHMEM's own settings. Get one from [`Nvshmem::options`].
@@ -263,21 +263,6 @@ impl InitOptions {
             attached: false,
         })
     }
-}
-
-/// Where [`InitOptions::init`]'s time went, step by step
-/// ([`Nvshmem::init_timings`]): what the runtime adds to NVSHMEM's own init.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct InitTimings {
-    /// Loading NVSHMEM's host library (`dlopen`; zero when already loaded).
-    pub library: Duration,
-    /// Loading the CUDA driver library, its init, and choosing the GPU.
-    pub driver: Duration,
-    /// Making the GPU's primary context current (its creation, the first time).
-    pub context: Duration,
-    /// `nvshmemx_hostlib_init_attr`: the bootstrap, the symmetric heap, the
-    /// transports (what C++'s `nvshmemx_init_attr` spends).
-    pub nvshmem: Duration,
 }
 
 /// The UID bootstrap's id for `rank`: given, or from the rendezvous store

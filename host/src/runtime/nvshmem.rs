@@ -3,7 +3,6 @@
 
 use crate::error::{Error, Result, record_drop_error, take_drop_error};
 use crate::job::bootstrap::Plan;
-use crate::job::init::InitTimings;
 use crate::runtime::driver::{self, GpuChoice};
 use crate::runtime::heap::HeapLimit;
 use crate::runtime::library::HostLibrary;
@@ -14,6 +13,7 @@ use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 const LIMITED_MPG_REASON: &str = "several PEs share this GPU without CUDA MPS, and NVSHMEM then \
     supports only part of its API (limited MPG). Fix: run one PE per GPU, or start CUDA MPS \
@@ -510,4 +510,19 @@ impl Nvshmem {
         self.inner.finalize_now()?;
         pending.map_or(Ok(()), Err)
     }
+}
+
+/// Where [`InitOptions::init`](crate::InitOptions::init)'s time went, step by step
+/// ([`Nvshmem::init_timings`]): what the runtime adds to NVSHMEM's own init.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InitTimings {
+    /// Loading NVSHMEM's host library (`dlopen`; zero when already loaded).
+    pub library: Duration,
+    /// Loading the CUDA driver library, its init, and choosing the GPU.
+    pub driver: Duration,
+    /// Making the GPU's primary context current (its creation, the first time).
+    pub context: Duration,
+    /// `nvshmemx_hostlib_init_attr`: the bootstrap, the symmetric heap, the
+    /// transports (what C++'s `nvshmemx_init_attr` spends).
+    pub nvshmem: Duration,
 }
