@@ -107,6 +107,17 @@ const fn pipelined(scope: Scope) -> bool {
 /// Every row's geomean: 0.95 with it, 0.90 without.
 const THREAD_SERIAL: bool = cfg!(feature = "copy-thread-serial");
 
+/// Whether thread scope keeps four loads in flight as a rolling pipeline:
+/// each store followed by the load four words ahead ([`copy_words16_roll`]),
+/// not four loads then four stores: the `copy-thread-roll` candidate (issue
+/// 24: whether the batch order, not the depth, costs the 32 KiB rows).
+const THREAD_ROLL: bool = cfg!(feature = "copy-thread-roll");
+
+/// Whether thread scope's 16-byte loads bypass L1 (`ld.cg`): the
+/// `copy-thread-l2` candidate (issue 24: the slow thread-scope rows are the
+/// ones whose source stays in L1 between iterations).
+const THREAD_L2: bool = cfg!(feature = "copy-thread-l2");
+
 /// Whether `scope` inlines a copy of at most [`SMALL`] bytes whose length or
 /// addresses are not multiples of 16 (one access by lane 0, after the 16-byte
 /// path's test) rather than calling [`copy_general`]: thread and warp scope,
@@ -138,6 +149,10 @@ unsafe fn copy(scope: Scope, dst: *mut u8, src: *const u8, len: usize) {
         if (dst as usize | src as usize | len).is_multiple_of(16) {
             if THREAD_SERIAL && matches!(scope, Scope::Thread) {
                 copy_words16_serial(dst.cast(), src.cast(), len / 16)
+            } else if THREAD_ROLL && matches!(scope, Scope::Thread) {
+                copy_words16_roll(dst.cast(), src.cast(), len / 16)
+            } else if THREAD_L2 && matches!(scope, Scope::Thread) {
+                copy_words16_l2(dst.cast(), src.cast(), len / 16)
             } else if pipelined(scope) {
                 copy_words16_pipe(dst.cast(), src.cast(), len / 16, lane, n)
             } else {
@@ -272,6 +287,93 @@ unsafe fn copy_words16_serial(d: *mut u128, s: *const u128, words: usize) {
     for i in 0..words {
         // SAFETY: the caller's ranges hold `words` words.
         unsafe { d.add(i).write(s.add(i).read()) };
+    }
+}
+
+/// `words` 16-byte words by one thread, four loads in flight as a rolling
+/// pipeline: after the first four loads, each store is followed by the load
+/// four words ahead.
+#[inline(always)]
+unsafe fn copy_words16_roll(d: *mut u128, s: *const u128, words: usize) {
+    if words < 4 {
+        // SAFETY: the caller's ranges hold `words` words.
+        unsafe { copy_words16_serial(d, s, words) };
+        return;
+    }
+    // SAFETY (every access): the caller's ranges hold `words` words; the
+    // loop loads up to `i + 7 < words`, the drain stores `i..i + 4 <= words`.
+    unsafe {
+        let (mut w0, mut w1, mut w2, mut w3) =
+            (s.read(), s.add(1).read(), s.add(2).read(), s.add(3).read());
+        let mut i = 0;
+        while i + 8 <= words {
+            d.add(i).write(w0);
+            w0 = s.add(i + 4).read();
+            d.add(i + 1).write(w1);
+            w1 = s.add(i + 5).read();
+            d.add(i + 2).write(w2);
+            w2 = s.add(i + 6).read();
+            d.add(i + 3).write(w3);
+            w3 = s.add(i + 7).read();
+            i += 4;
+        }
+        d.add(i).write(w0);
+        d.add(i + 1).write(w1);
+        d.add(i + 2).write(w2);
+        d.add(i + 3).write(w3);
+        copy_words16_serial(d.add(i + 4), s.add(i + 4), words - i - 4);
+    }
+}
+
+/// One 16-byte load that bypasses L1 (`ld.cg`, generic address).
+///
+/// # Safety
+/// `p` valid for a 16-byte read, 16-byte aligned.
+#[inline(always)]
+unsafe fn load16_l2(p: *const u128) -> u128 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (lo, hi): (u64, u64);
+        // SAFETY: the caller's; a load only.
+        unsafe {
+            core::arch::asm!(
+                "ld.cg.v2.u64 {{{lo}, {hi}}}, [{p}];",
+                lo = out(reg64) lo,
+                hi = out(reg64) hi,
+                p = in(reg64) p,
+                options(nostack, readonly, preserves_flags)
+            );
+        }
+        (hi as u128) << 64 | lo as u128
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = p;
+        crate::device_only()
+    }
+}
+
+/// [`copy_words16`] in thread scope with loads that bypass L1.
+#[inline(always)]
+unsafe fn copy_words16_l2(d: *mut u128, s: *const u128, words: usize) {
+    let mut i = 0;
+    // SAFETY (every access): the caller's ranges hold `words` words.
+    unsafe {
+        while i + 4 <= words {
+            let w0 = load16_l2(s.add(i));
+            let w1 = load16_l2(s.add(i + 1));
+            let w2 = load16_l2(s.add(i + 2));
+            let w3 = load16_l2(s.add(i + 3));
+            d.add(i).write(w0);
+            d.add(i + 1).write(w1);
+            d.add(i + 2).write(w2);
+            d.add(i + 3).write(w3);
+            i += 4;
+        }
+        while i < words {
+            d.add(i).write(load16_l2(s.add(i)));
+            i += 1;
+        }
     }
 }
 

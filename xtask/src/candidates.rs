@@ -34,6 +34,18 @@ pub const CANDIDATES: &[Candidate] = &[
         bench: &["nvshmem-device/copy-small-block"],
         allreduce: &[],
     },
+    Candidate {
+        name: "thread-roll",
+        what: "thread scope keeps four loads in flight as a rolling pipeline (store, then the load four words ahead)",
+        bench: &["nvshmem-device/copy-thread-roll"],
+        allreduce: &[],
+    },
+    Candidate {
+        name: "thread-l2",
+        what: "thread scope's 16-byte loads bypass L1 (ld.cg), four in flight",
+        bench: &["nvshmem-device/copy-thread-l2"],
+        allreduce: &[],
+    },
 ];
 
 /// The kernel crates of a candidate, relative to the repository.
