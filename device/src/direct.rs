@@ -103,43 +103,25 @@ const fn pipelined(scope: Scope) -> bool {
 /// matched the C++ twin on every thread-scope row (0.96–1.02x), where the
 /// default's four loads in flight run 1.38–1.5x at 32 KiB (one to sixteen
 /// blocks of 128 threads, 256 bytes each) but 0.5–0.7x at most other sizes;
-/// two loads in flight ran 1.24x at 32 KiB, four to distinct sectors 1.38x.
-/// Every row's geomean: 0.95 with it, 0.90 without.
+/// two loads in flight ran 1.24x at 32 KiB, four to distinct sectors 1.38x,
+/// four as a rolling pipeline (each store, then the load four words ahead)
+/// 1.10x but 0.65–0.85x where the default runs 0.5–0.7x, four through
+/// `ld.cg` (bypassing L1) 1.29x. Every row's geomean: 0.94 with it, 0.90
+/// without (0.91 rolling, 0.95 `ld.cg`).
 const THREAD_SERIAL: bool = cfg!(feature = "copy-thread-serial");
-
-/// Whether thread scope keeps four loads in flight as a rolling pipeline:
-/// each store followed by the load four words ahead ([`copy_words16_roll`]),
-/// not four loads then four stores: the `copy-thread-roll` candidate (issue
-/// 24: whether the batch order, not the depth, costs the 32 KiB rows).
-const THREAD_ROLL: bool = cfg!(feature = "copy-thread-roll");
-
-/// Whether thread scope's 16-byte loads bypass L1 (`ld.cg`): the
-/// `copy-thread-l2` candidate (issue 24: the slow thread-scope rows are the
-/// ones whose source stays in L1 between iterations).
-const THREAD_L2: bool = cfg!(feature = "copy-thread-l2");
-
-/// Whether `scope` inlines a copy of at most [`SMALL`] bytes whose length or
-/// addresses are not multiples of 16 (one access by lane 0, after the 16-byte
-/// path's test) rather than calling [`copy_general`]: thread and warp scope,
-/// and block scope with the `copy-small-block` candidate. On an H100 (issue
-/// 24) it made 8-byte puts and gets 0.93x the C++ twin from 1.06x, and
-/// latencies 0.95x from 0.97x; in block scope too it made block scope's
-/// 8-byte rows 0.93x from 1.16x but its 32 B – 512 KiB rows 1.13–1.14x
-/// from 1.07–1.09x (and undid the pipelined loop's gain there): ptxas laid
-/// the small path out as the fall-through after the 16-byte test, the hot
-/// 16-byte loop behind a taken branch. So the candidate's block-scope small
-/// arm calls [`copy_small_out_of_line`] (shorter than [`copy_general`]).
-#[inline(always)]
-const fn inline_small(scope: Scope) -> bool {
-    !matches!(scope, Scope::Block) || cfg!(feature = "copy-small-block")
-}
 
 /// Synchronizes the group of `scope`, copies `len` bytes with it, then
 /// synchronizes it again (see the module docs). The common case (both
 /// addresses and the length multiples of 16) is inlined and unrolled; it adds
 /// registers to a kernel (the all-reduce example went from 95 to ~150 before
-/// it moved its remote fallback to the raw layer). Where [`inline_small`],
-/// copies of at most [`SMALL`] bytes are inlined too: one thread moves them.
+/// it moved its remote fallback to the raw layer).
+///
+/// Any other copy of at most [`SMALL`] bytes is one access (or a few bytes) by
+/// lane 0, inlined in thread and warp scope and through
+/// [`copy_small_out_of_line`] in block scope, not [`copy_general`]'s loops. On
+/// an H100 (issue 24) this made 8-byte puts and gets 0.91–0.94x the C++ twin
+/// from 1.06x, latencies 0.95x from 0.97x, and block scope's 8-byte rows
+/// 1.03x from 1.17x.
 #[inline(always)]
 unsafe fn copy(scope: Scope, dst: *mut u8, src: *const u8, len: usize) {
     let (lane, n) = lanes(scope);
@@ -149,16 +131,12 @@ unsafe fn copy(scope: Scope, dst: *mut u8, src: *const u8, len: usize) {
         if (dst as usize | src as usize | len).is_multiple_of(16) {
             if THREAD_SERIAL && matches!(scope, Scope::Thread) {
                 copy_words16_serial(dst.cast(), src.cast(), len / 16)
-            } else if THREAD_ROLL && matches!(scope, Scope::Thread) {
-                copy_words16_roll(dst.cast(), src.cast(), len / 16)
-            } else if THREAD_L2 && matches!(scope, Scope::Thread) {
-                copy_words16_l2(dst.cast(), src.cast(), len / 16)
             } else if pipelined(scope) {
                 copy_words16_pipe(dst.cast(), src.cast(), len / 16, lane, n)
             } else {
                 copy_words16(dst.cast(), src.cast(), len / 16, lane, n)
             }
-        } else if inline_small(scope) && len <= SMALL {
+        } else if len <= SMALL {
             if lane == 0 {
                 if matches!(scope, Scope::Block) {
                     copy_small_out_of_line(dst, src, len)
@@ -173,10 +151,12 @@ unsafe fn copy(scope: Scope, dst: *mut u8, src: *const u8, len: usize) {
     group_sync(scope);
 }
 
-/// [`copy_small`] out of line and cold, for block scope's small arm (the
-/// `copy-small-block` candidate): inlined there, ptxas laid it out between
-/// the 16-byte test and the 16-byte loop (and `core::hint::cold_path` did not
-/// move it), and block scope's 16-byte rows ran 5 % slower.
+/// [`copy_small`] out of line and cold, for block scope's small arm. Inlined
+/// there, ptxas laid it out as the fall-through after the 16-byte test, the
+/// hot 16-byte loop behind a taken branch (`core::hint::cold_path` did not
+/// move it), and block scope's 32 B – 512 KiB rows ran 1.13–1.14x the C++
+/// twin instead of 1.07–1.09x; out of line they run 1.00–1.01x (H100, issue
+/// 24).
 #[cold]
 #[inline(never)]
 unsafe fn copy_small_out_of_line(dst: *mut u8, src: *const u8, len: usize) {
@@ -287,93 +267,6 @@ unsafe fn copy_words16_serial(d: *mut u128, s: *const u128, words: usize) {
     for i in 0..words {
         // SAFETY: the caller's ranges hold `words` words.
         unsafe { d.add(i).write(s.add(i).read()) };
-    }
-}
-
-/// `words` 16-byte words by one thread, four loads in flight as a rolling
-/// pipeline: after the first four loads, each store is followed by the load
-/// four words ahead.
-#[inline(always)]
-unsafe fn copy_words16_roll(d: *mut u128, s: *const u128, words: usize) {
-    if words < 4 {
-        // SAFETY: the caller's ranges hold `words` words.
-        unsafe { copy_words16_serial(d, s, words) };
-        return;
-    }
-    // SAFETY (every access): the caller's ranges hold `words` words; the
-    // loop loads up to `i + 7 < words`, the drain stores `i..i + 4 <= words`.
-    unsafe {
-        let (mut w0, mut w1, mut w2, mut w3) =
-            (s.read(), s.add(1).read(), s.add(2).read(), s.add(3).read());
-        let mut i = 0;
-        while i + 8 <= words {
-            d.add(i).write(w0);
-            w0 = s.add(i + 4).read();
-            d.add(i + 1).write(w1);
-            w1 = s.add(i + 5).read();
-            d.add(i + 2).write(w2);
-            w2 = s.add(i + 6).read();
-            d.add(i + 3).write(w3);
-            w3 = s.add(i + 7).read();
-            i += 4;
-        }
-        d.add(i).write(w0);
-        d.add(i + 1).write(w1);
-        d.add(i + 2).write(w2);
-        d.add(i + 3).write(w3);
-        copy_words16_serial(d.add(i + 4), s.add(i + 4), words - i - 4);
-    }
-}
-
-/// One 16-byte load that bypasses L1 (`ld.cg`, generic address).
-///
-/// # Safety
-/// `p` valid for a 16-byte read, 16-byte aligned.
-#[inline(always)]
-unsafe fn load16_l2(p: *const u128) -> u128 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let (lo, hi): (u64, u64);
-        // SAFETY: the caller's; a load only.
-        unsafe {
-            core::arch::asm!(
-                "ld.cg.v2.u64 {{{lo}, {hi}}}, [{p}];",
-                lo = out(reg64) lo,
-                hi = out(reg64) hi,
-                p = in(reg64) p,
-                options(nostack, readonly, preserves_flags)
-            );
-        }
-        (hi as u128) << 64 | lo as u128
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        let _ = p;
-        crate::device_only()
-    }
-}
-
-/// [`copy_words16`] in thread scope with loads that bypass L1.
-#[inline(always)]
-unsafe fn copy_words16_l2(d: *mut u128, s: *const u128, words: usize) {
-    let mut i = 0;
-    // SAFETY (every access): the caller's ranges hold `words` words.
-    unsafe {
-        while i + 4 <= words {
-            let w0 = load16_l2(s.add(i));
-            let w1 = load16_l2(s.add(i + 1));
-            let w2 = load16_l2(s.add(i + 2));
-            let w3 = load16_l2(s.add(i + 3));
-            d.add(i).write(w0);
-            d.add(i + 1).write(w1);
-            d.add(i + 2).write(w2);
-            d.add(i + 3).write(w3);
-            i += 4;
-        }
-        while i < words {
-            d.add(i).write(load16_l2(s.add(i)));
-            i += 1;
-        }
     }
 }
 

@@ -21,32 +21,12 @@ pub struct Candidate {
 }
 
 /// Every candidate, timed beside the default build.
-pub const CANDIDATES: &[Candidate] = &[
-    Candidate {
-        name: "thread-serial",
-        what: "thread scope copies one 16-byte word at a time, each load then its store (NVSHMEM's order)",
-        bench: &["nvshmem-device/copy-thread-serial"],
-        allreduce: &[],
-    },
-    Candidate {
-        name: "small-block",
-        what: "copies of at most 8 bytes inlined (one access by lane 0) in block scope too, there by a cold out-of-line call",
-        bench: &["nvshmem-device/copy-small-block"],
-        allreduce: &[],
-    },
-    Candidate {
-        name: "thread-roll",
-        what: "thread scope keeps four loads in flight as a rolling pipeline (store, then the load four words ahead)",
-        bench: &["nvshmem-device/copy-thread-roll"],
-        allreduce: &[],
-    },
-    Candidate {
-        name: "thread-l2",
-        what: "thread scope's 16-byte loads bypass L1 (ld.cg), four in flight",
-        bench: &["nvshmem-device/copy-thread-l2"],
-        allreduce: &[],
-    },
-];
+pub const CANDIDATES: &[Candidate] = &[Candidate {
+    name: "thread-serial",
+    what: "thread scope copies one 16-byte word at a time, each load then its store (NVSHMEM's order)",
+    bench: &["nvshmem-device/copy-thread-serial"],
+    allreduce: &[],
+}];
 
 /// The kernel crates of a candidate, relative to the repository.
 const CRATES: [(&str, &str); 2] = [
