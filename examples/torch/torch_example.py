@@ -140,7 +140,9 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--kernels", default=os.environ.get("NVSHMEM_RS_EXAMPLE_KERNELS"), required=False)
     p.add_argument("--m-loc", type=int, default=2048, help="rows of A per rank (multiple of 128)")
-    p.add_argument("--n", type=int, default=4096, help="columns of C (multiple of 128)")
+    # Not `--n`: torchrun's parser takes any prefix of its own options
+    # (`--nnodes`, `--nproc-per-node`, ...) as ambiguous, even after the script.
+    p.add_argument("--n-cols", type=int, default=4096, help="columns of C (multiple of 128)")
     p.add_argument("--k", type=int, default=4096, help="inner dimension (multiple of 32)")
     p.add_argument("--ar-elems", type=int, default=1 << 18, help="all-reduce floats")
     p.add_argument("--iters", type=int, default=20)
@@ -161,7 +163,7 @@ def main():
            "all_gather/all_reduce baselines stage through the host)"))
 
     symm_mem.set_backend("NVSHMEM")
-    m_loc, n, k = args.m_loc, args.n, args.k
+    m_loc, n, k = args.m_loc, args.n_cols, args.k
     M = world * m_loc
     a_shard = symm_mem.empty(m_loc, k, dtype=torch.bfloat16, device="cuda")
     a_full = symm_mem.empty(M, k, dtype=torch.bfloat16, device="cuda")

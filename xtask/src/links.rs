@@ -1,14 +1,15 @@
-//! `cargo xtask check-links`: every relative link of the README and the guide
-//! (`docs/`) names a file or folder that exists, and every `#anchor` a heading
+//! `cargo xtask check-links`: every relative link of the README, BENCHMARKS.md
+//! and the guide (`docs/`) names a file or folder that exists, and every `#anchor` a heading
 //! of the file it points into. Links to the web are not followed (CI has no
 //! network to spare for them).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// The Markdown files checked: the README and every `.md` under `docs/`.
+/// The Markdown files checked: the README, BENCHMARKS.md and every `.md`
+/// under `docs/`.
 fn documents(root: &Path) -> Vec<PathBuf> {
-    let mut docs = vec![root.join("README.md")];
+    let mut docs = vec![root.join("README.md"), root.join("BENCHMARKS.md")];
     if let Ok(entries) = std::fs::read_dir(root.join("docs")) {
         let mut md: Vec<PathBuf> = entries
             .flatten()

@@ -795,7 +795,7 @@ impl Runner {
                     "1",
                 ])
                 .arg(examples.join("torch_example.py"))
-                .args(["--m-loc", "256", "--n", "256", "--k", "256"])
+                .args(["--m-loc", "256", "--n-cols", "256", "--k", "256"])
                 .args(["--ar-elems", "4096", "--iters", "2"]);
             self.record("torch-example-memcheck-1", c);
         } else {
