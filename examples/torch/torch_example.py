@@ -149,11 +149,18 @@ def main():
     args = p.parse_args()
     if not args.kernels:
         raise SystemExit("--kernels DIR (or NVSHMEM_RS_EXAMPLE_KERNELS) is required")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world < 2:
+        # torch's symm_mem.rendezvous (NVSHMEM backend, torch 2.11) refuses a
+        # group of one with "Expected global_ranks.size() > 1".
+        raise SystemExit(
+            "torch_example.py needs at least 2 ranks: torch's symmetric memory refuses a group of one. "
+            "Run `torchrun --nproc-per-node 2 examples/torch/torch_example.py` "
+            "(two ranks on one GPU need CUDA MPS: docs/guide.md)")
 
     local = int(os.environ.get("LOCAL_RANK", "0"))
     gpus = torch.cuda.device_count()
     torch.cuda.set_device(local % gpus)
-    world = int(os.environ.get("WORLD_SIZE", "1"))
     backend = "nccl" if world <= gpus else "gloo"
     dist.init_process_group(backend)
     rank, group = dist.get_rank(), dist.group.WORLD.group_name

@@ -67,7 +67,7 @@ pub enum Mode {
     MoeExample,
     /// `nvshmem-bench moe` at 1 PE, then at 2 and 4 under MPS (CSVs in $OUT).
     MoeBench,
-    /// The Python package on this machine's PyTorch: pytest in one process, the launch-overhead benchmark, memcheck of the torch example (1 rank), then under torchrun with 2 ranks under MPS pytest (graph capture, version mismatch) and the torch example.
+    /// The Python package on this machine's PyTorch: pytest in one process, the launch-overhead benchmark, memcheck of that pytest, then under torchrun with 2 ranks under MPS pytest (graph capture, version mismatch) and the torch example.
     Torch,
 }
 
@@ -732,8 +732,8 @@ impl Runner {
 
     /// The torch pack's runs: the wheel unpacked into `$OUT/pylib` beside
     /// the pack's pytest, then pytest in one process, the launch benchmark,
-    /// memcheck of the example at one rank, and under MPS pytest and the example
-    /// with 2 torchrun ranks.
+    /// memcheck of that pytest, and under MPS pytest and the example with 2
+    /// torchrun ranks.
     fn torch(&mut self) -> Result<(), String> {
         let has_torch = Command::new("python3")
             .args(["-c", "import torch"])
@@ -781,30 +781,23 @@ impl Runner {
         let mut c = python(self);
         c.arg(examples.join("launch_overhead.py"));
         self.record("torch-launch-overhead-1", c);
-        // memcheck of the example, one torchrun rank without MPS (the
-        // sanitizer does not follow MPS clients), small sizes.
+        // memcheck of the package's pytest in one process (our kernels on
+        // torch's tensors, graph capture): not of the example, which needs 2
+        // ranks (torch's symmetric memory refuses one), and 2 ranks on one
+        // GPU need MPS, whose clients the sanitizer does not follow.
         if crate::nvcc::on_path("compute-sanitizer").is_some() {
             let mut c = with(self, "compute-sanitizer");
             c.args(["--tool", "memcheck", "--error-exitcode", "1"])
                 .args(["--report-api-errors", "no", "--target-processes", "all"])
-                .args([
-                    "python3",
-                    "-m",
-                    "torch.distributed.run",
-                    "--nproc-per-node",
-                    "1",
-                ])
-                .arg(examples.join("torch_example.py"))
-                .args(["--m-loc", "256", "--n-cols", "256", "--k", "256"])
-                .args(["--ar-elems", "4096", "--iters", "2"]);
-            self.record("torch-example-memcheck-1", c);
+                .arg("python3")
+                .args(pytest)
+                .arg(&tests);
+            self.record("torch-pytest-memcheck-1", c);
         } else {
             let why = "compute-sanitizer is not on PATH (the GPU machine's CUDA has it)";
-            println!("=== torch-example-memcheck-1\n    SKIPPED: {why}");
-            self.table.push((
-                "torch-example-memcheck-1".into(),
-                format!("SKIPPED ({why})"),
-            ));
+            println!("=== torch-pytest-memcheck-1\n    SKIPPED: {why}");
+            self.table
+                .push(("torch-pytest-memcheck-1".into(), format!("SKIPPED ({why})")));
         }
         let _mps = self.mps()?;
         let torchrun = ["-m", "torch.distributed.run", "--nproc-per-node", "2"];
