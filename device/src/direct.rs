@@ -84,7 +84,7 @@ unsafe fn copy_as<W: Copy>(dst: *mut u8, src: *const u8, len: usize, lane: usize
     }
 }
 
-/// The largest copy the inlined small path takes.
+/// The largest copy the small path takes (one access, or a few bytes, by lane 0).
 const SMALL: usize = 8;
 
 /// Whether `scope` copies 16-byte words with the software-pipelined loop
