@@ -183,7 +183,8 @@ pub unsafe fn ag_gemm_mma_fused(
     let panels = m_loc / PANEL;
     // SAFETY: the host's buffers.
     unsafe { push_first(a_shard, a_full, sig, m_loc, k, epoch, pushers) };
-    let smem = SharedAddr::from_ptr(shared::dynamic_base());
+    let ring = shared::dynamic_base();
+    let smem = SharedAddr::from_ptr(ring);
     let mut j = 0;
     while let Some((shard, panel, nt)) = fused_tile(j, m_loc, n / sm80::BN) {
         j += 1;
@@ -203,9 +204,12 @@ pub unsafe fn ag_gemm_mma_fused(
         let (m0, n0) = (shard * m_loc + panel * PANEL, nt * sm80::BN);
         // SAFETY: a whole tile of A and B; the launch's shared memory.
         let acc = unsafe { sm80::mainloop(a, k, b.add(n0 * k), k, k, smem) };
-        // SAFETY: the tile is inside C. Not `gemm_bf16_mma`'s staged
-        // epilogue: in this kernel it spilled on sm_80 (28 bytes).
-        unsafe { sm80::store_bf16(&acc, c, n, (m0, n0)) };
+        // `gemm_bf16_mma`'s staged epilogue, then a barrier before the next
+        // tile's mainloop refills the ring (sm_80 build: 251 registers,
+        // sm_90a: 236, no spills).
+        // SAFETY: the tile is inside C (`n` and `n0` multiples of 128); the
+        // ring the mainloop used, every thread here.
+        unsafe { sm80::store_bf16_staged_tile(&acc, c, n, (m0, n0), ring) };
     }
 }
 

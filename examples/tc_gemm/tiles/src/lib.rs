@@ -66,3 +66,21 @@ unsafe fn copy16(src: SharedAddr, dst: *mut u8) {
     #[cfg(not(target_arch = "nvptx64"))]
     unreachable!("copy16 {src:?} -> {dst:?}: inline PTX called on the host");
 }
+
+/// `x`, through an inline-PTX `mov` the compiler may not hoist out of a loop
+/// or merge with another (not `pure`): whatever is computed from it stays
+/// where it is used instead of living in registers across the loop.
+#[inline(always)]
+fn opaque(x: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let y: u32;
+        // SAFETY: a register move.
+        unsafe {
+            core::arch::asm!("mov.b32 {0}, {1};", out(reg32) y, in(reg32) x, options(nomem, nostack))
+        };
+        y
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    x
+}
