@@ -294,4 +294,30 @@ fn fused_kernels_assemble_for_sm80_and_sm90a() {
             v,
         );
     }
+    // The fused AG+GEMM's staged epilogue (off by default until it has run on
+    // a GPU) must not spill either.
+    let krate = "examples/ag_gemm/kernel_tc";
+    let sm80 = ["ag_push", "ag_gemm_mma_fused"];
+    let all = ["ag_push", "ag_gemm_mma_fused", "ag_gemm_wgmma_fused"];
+    let bounds = [("ag_gemm_mma_fused", 128), ("ag_gemm_wgmma_fused", 384)];
+    for (arch, features, kernels, max_threads) in [
+        ("sm_80", &["staged-epilogue"][..], &sm80[..], &bounds[..1]),
+        (
+            "sm_90a",
+            &["staged-epilogue", "sm90a"][..],
+            &all[..],
+            &bounds[..],
+        ),
+    ] {
+        build_and_check(
+            &Expect {
+                krate,
+                arch,
+                features,
+                kernels,
+                max_threads,
+            },
+            v,
+        );
+    }
 }
