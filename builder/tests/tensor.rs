@@ -247,13 +247,17 @@ fn gemm_kernels_assemble_for_sm80_and_sm90a() {
 #[test]
 fn fused_kernels_assemble_for_sm80_and_sm90a() {
     let Some(v) = installed("3.4.5") else { return };
-    // (crate, sm_80 kernels, sm_90a-only kernels, their `max_threads`).
-    for (krate, sm80, hopper, bounds) in [
+    // (crate, sm_80 kernels, sm_90a-only kernels, their `max_threads`, the
+    // feature sets built besides the default: the fused AG+GEMM's staged
+    // epilogue, off by default until it has run on a GPU, must not spill
+    // either).
+    for (krate, sm80, hopper, bounds, variants) in [
         (
             "examples/ag_gemm/kernel_tc",
             &["ag_push", "ag_gemm_mma_fused"][..],
             &["ag_gemm_wgmma_fused"][..],
             &[("ag_gemm_mma_fused", 128), ("ag_gemm_wgmma_fused", 384)][..],
+            &[&[][..], &["staged-epilogue"][..]][..],
         ),
         (
             "examples/gemm_rs/kernel",
@@ -265,6 +269,7 @@ fn fused_kernels_assemble_for_sm80_and_sm90a() {
                 ("gemm_rs_partial_wgmma", 384),
                 ("gemm_rs_wgmma_fused", 384),
             ][..],
+            &[&[][..]][..],
         ),
     ] {
         let sm80_bounds: Vec<(&str, u32)> = bounds
@@ -272,52 +277,29 @@ fn fused_kernels_assemble_for_sm80_and_sm90a() {
             .filter(|(k, _)| sm80.contains(k))
             .copied()
             .collect();
-        build_and_check(
-            &Expect {
-                krate,
-                arch: "sm_80",
-                features: &[],
-                kernels: sm80,
-                max_threads: &sm80_bounds,
-            },
-            v,
-        );
         let all: Vec<&str> = sm80.iter().chain(hopper).copied().collect();
-        build_and_check(
-            &Expect {
-                krate,
-                arch: "sm_90a",
-                features: &["sm90a"],
-                kernels: &all,
-                max_threads: bounds,
-            },
-            v,
-        );
-    }
-    // The fused AG+GEMM's staged epilogue (off by default until it has run on
-    // a GPU) must not spill either.
-    let krate = "examples/ag_gemm/kernel_tc";
-    let sm80 = ["ag_push", "ag_gemm_mma_fused"];
-    let all = ["ag_push", "ag_gemm_mma_fused", "ag_gemm_wgmma_fused"];
-    let bounds = [("ag_gemm_mma_fused", 128), ("ag_gemm_wgmma_fused", 384)];
-    for (arch, features, kernels, max_threads) in [
-        ("sm_80", &["staged-epilogue"][..], &sm80[..], &bounds[..1]),
-        (
-            "sm_90a",
-            &["staged-epilogue", "sm90a"][..],
-            &all[..],
-            &bounds[..],
-        ),
-    ] {
-        build_and_check(
-            &Expect {
-                krate,
-                arch,
-                features,
-                kernels,
-                max_threads,
-            },
-            v,
-        );
+        for &extra in variants {
+            build_and_check(
+                &Expect {
+                    krate,
+                    arch: "sm_80",
+                    features: extra,
+                    kernels: sm80,
+                    max_threads: &sm80_bounds,
+                },
+                v,
+            );
+            let hopper_features: Vec<&str> = extra.iter().copied().chain(["sm90a"]).collect();
+            build_and_check(
+                &Expect {
+                    krate,
+                    arch: "sm_90a",
+                    features: &hopper_features,
+                    kernels: &all,
+                    max_threads: bounds,
+                },
+                v,
+            );
+        }
     }
 }

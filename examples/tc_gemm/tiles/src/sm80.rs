@@ -646,11 +646,9 @@ unsafe fn store_bf16_staged_via<C: Config, const OPAQUE: bool>(
     const {
         assert!(C::BM * C::BN * 2 <= C::SMEM_BYTES as usize && C::BN % 64 == 0);
     }
-    let (warp, lane) = if OPAQUE {
-        (crate::opaque(thread_idx_x() / 32), crate::opaque(lane_id()))
-    } else {
-        (thread_idx_x() / 32, lane_id())
-    };
+    // This thread's indices, through `opaque` when `OPAQUE`.
+    let index = |x: u32| if OPAQUE { crate::opaque(x) } else { x };
+    let (warp, lane) = (index(thread_idx_x() / 32), index(lane_id()));
     epilogue_at::<C>(warp, lane, acc, |r, col, v0, v1| {
         // SAFETY: inside the staging tile; 4-byte aligned (col even).
         unsafe {
@@ -659,11 +657,7 @@ unsafe fn store_bf16_staged_via<C: Config, const OPAQUE: bool>(
         };
     });
     sync_threads();
-    let tid = if OPAQUE {
-        crate::opaque(thread_idx_x())
-    } else {
-        thread_idx_x()
-    } as usize;
+    let tid = index(thread_idx_x()) as usize;
     for i in 0..staged_copies::<C>() {
         let (row, chunk) = staged_chunk::<C>(tid, i);
         // SAFETY: the tile written above; C holds it (the caller's contract),
