@@ -247,17 +247,13 @@ fn gemm_kernels_assemble_for_sm80_and_sm90a() {
 #[test]
 fn fused_kernels_assemble_for_sm80_and_sm90a() {
     let Some(v) = installed("3.4.5") else { return };
-    // (crate, sm_80 kernels, sm_90a-only kernels, their `max_threads`, the
-    // feature sets built besides the default: the fused AG+GEMM's staged
-    // epilogue, off by default until it has run on a GPU, must not spill
-    // either).
-    for (krate, sm80, hopper, bounds, variants) in [
+    // (crate, sm_80 kernels, sm_90a-only kernels, their `max_threads`).
+    for (krate, sm80, hopper, bounds) in [
         (
             "examples/ag_gemm/kernel_tc",
             &["ag_push", "ag_gemm_mma_fused"][..],
             &["ag_gemm_wgmma_fused"][..],
             &[("ag_gemm_mma_fused", 128), ("ag_gemm_wgmma_fused", 384)][..],
-            &[&[][..], &["staged-epilogue"][..]][..],
         ),
         (
             "examples/gemm_rs/kernel",
@@ -269,7 +265,6 @@ fn fused_kernels_assemble_for_sm80_and_sm90a() {
                 ("gemm_rs_partial_wgmma", 384),
                 ("gemm_rs_wgmma_fused", 384),
             ][..],
-            &[&[][..]][..],
         ),
     ] {
         let sm80_bounds: Vec<(&str, u32)> = bounds
@@ -278,28 +273,25 @@ fn fused_kernels_assemble_for_sm80_and_sm90a() {
             .copied()
             .collect();
         let all: Vec<&str> = sm80.iter().chain(hopper).copied().collect();
-        for &extra in variants {
-            build_and_check(
-                &Expect {
-                    krate,
-                    arch: "sm_80",
-                    features: extra,
-                    kernels: sm80,
-                    max_threads: &sm80_bounds,
-                },
-                v,
-            );
-            let hopper_features: Vec<&str> = extra.iter().copied().chain(["sm90a"]).collect();
-            build_and_check(
-                &Expect {
-                    krate,
-                    arch: "sm_90a",
-                    features: &hopper_features,
-                    kernels: &all,
-                    max_threads: bounds,
-                },
-                v,
-            );
-        }
+        build_and_check(
+            &Expect {
+                krate,
+                arch: "sm_80",
+                features: &[],
+                kernels: sm80,
+                max_threads: &sm80_bounds,
+            },
+            v,
+        );
+        build_and_check(
+            &Expect {
+                krate,
+                arch: "sm_90a",
+                features: &["sm90a"],
+                kernels: &all,
+                max_threads: bounds,
+            },
+            v,
+        );
     }
 }

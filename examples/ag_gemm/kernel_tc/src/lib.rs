@@ -204,21 +204,11 @@ pub unsafe fn ag_gemm_mma_fused(
         let (m0, n0) = (shard * m_loc + panel * PANEL, nt * sm80::BN);
         // SAFETY: a whole tile of A and B; the launch's shared memory.
         let acc = unsafe { sm80::mainloop(a, k, b.add(n0 * k), k, k, smem) };
-        // With `staged-epilogue`: `gemm_bf16_mma`'s staged epilogue, then a
-        // barrier before the next tile's mainloop refills the ring (sm_80
-        // build: 251 registers, sm_90a: 236, no spills; not yet run on a GPU).
-        #[cfg(feature = "staged-epilogue")]
+        // `gemm_bf16_mma`'s staged epilogue (16-byte stores through the
+        // ring), then a barrier before the next tile's mainloop refills it.
         // SAFETY: the tile is inside C (`n` and `n0` multiples of 128); the
         // ring the mainloop used, every thread here.
-        unsafe {
-            sm80::store_bf16_staged_tile(&acc, c, n, (m0, n0), ring)
-        };
-        #[cfg(not(feature = "staged-epilogue"))]
-        // SAFETY: the tile is inside C.
-        unsafe {
-            let _ = ring;
-            sm80::store_bf16(&acc, c, n, (m0, n0))
-        };
+        unsafe { sm80::store_bf16_staged_tile(&acc, c, n, (m0, n0), ring) };
     }
 }
 
