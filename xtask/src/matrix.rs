@@ -1,7 +1,7 @@
 //! `cargo xtask matrix`: the coverage kernels (`tests/kernels/coverage`,
 //! every public device function) built through `ptxas` for every supported
 //! NVSHMEM version × CUDA major × {sm_80, sm_90, sm_100}, with a table of
-//! the results (`target/matrix/matrix.md`: the table in `docs/guide.md`).
+//! the results (`target/matrix/matrix.md`: the README's build matrix).
 //!
 //! Nothing is downloaded: a version that is not in the per-user cache (or
 //! python3's site-packages) is a SKIP naming the command that fetches it.
@@ -31,6 +31,31 @@ pub struct Args {
     #[arg(long)]
     table: Option<PathBuf>,
 }
+
+/// A [`GPU_TESTED`] row that passed every suite.
+const YES: &str = "yes (H100, 2026-12-06)";
+
+/// The matrix's last column: the GPU suites (1, 2 and 4 PEs, under MPS and
+/// not, the collectives, the driver-version error) run against a release's
+/// own host library (`gpu-pack nvshmem`, issue 27), one release per minor
+/// line and CUDA major. Every release not listed is "not run".
+const GPU_TESTED: &[(Version, CudaMajor, &str)] = &[
+    (Version::new(3, 3, 20), CudaMajor::Cuda12, YES),
+    (Version::new(3, 3, 20), CudaMajor::Cuda13, "owed"),
+    (Version::new(3, 4, 5), CudaMajor::Cuda13, YES),
+    (Version::new(3, 5, 21), CudaMajor::Cuda12, "owed"),
+    (Version::new(3, 5, 21), CudaMajor::Cuda13, YES),
+    (Version::new(3, 6, 5), CudaMajor::Cuda12, "owed"),
+    (Version::new(3, 6, 5), CudaMajor::Cuda13, YES),
+    (Version::new(3, 7, 2), CudaMajor::Cuda12, YES),
+    (Version::new(3, 7, 2), CudaMajor::Cuda13, YES),
+    (
+        Version::new(3, 8, 0),
+        CudaMajor::Cuda12,
+        "partly: collectives 19/28 (H100)",
+    ),
+    (Version::new(3, 8, 0), CudaMajor::Cuda13, YES),
+];
 
 /// One cell: what happened to one (version, CUDA major, arch) build.
 enum Outcome {
@@ -151,9 +176,13 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             })
             .collect();
         let torch = if torch.is_empty() { "-" } else { torch };
+        let gpu = GPU_TESTED
+            .iter()
+            .find(|&&(gv, gc, _)| gv == *v && gc == *cuda)
+            .map_or("not run", |&(_, _, what)| what);
         let _ = writeln!(
             md,
-            "| {v} | {cuda} | {torch} | {} | owed |",
+            "| {v} | {cuda} | {torch} | {} | {gpu} |",
             cells.join(" | ")
         );
     }
@@ -176,4 +205,21 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_tested_rows_are_supported_releases_once() {
+        for (i, &(v, cuda, _)) in GPU_TESTED.iter().enumerate() {
+            let info = v.info().unwrap_or_else(|| panic!("{v} is not supported"));
+            assert!(info.cuda.contains(&cuda), "{v} has no CUDA {cuda} wheel");
+            assert!(
+                !GPU_TESTED[..i].iter().any(|&(w, c, _)| (w, c) == (v, cuda)),
+                "{v} CUDA {cuda} listed twice"
+            );
+        }
+    }
 }
