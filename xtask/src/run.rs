@@ -47,6 +47,8 @@ pub enum Mode {
     /// A `gpu-pack nvshmem` pack's release: tests/gpu.rs at 1 and 2 PEs without MPS and at 1, 2
     /// and 4 under MPS (the driver-version error test among them), then tests/collectives.rs under MPS.
     Release,
+    /// Release's last part alone, tests/collectives.rs under MPS (to finish a call cut short; not a default).
+    ReleaseCollectives,
     /// tests/gpu.rs at 2 and 4 PEs over NVSHMEM 3.8.0's UCX transport, P2P off (SKIPPED without GDRCopy or driver R610+: the proxy's AMOs need them).
     Ucx,
     /// compute-sanitizer's memcheck and racecheck at 2 PEs, without MPS, on the examples the pack has: the ring, the all-reduce and AG+GEMM (tests pack; AG+GEMM at 256³ under racecheck), the MoE layer (moe pack); not a default.
@@ -426,9 +428,9 @@ impl Runner {
             Mode::Perf => self.perf(&ptx, Perf::All)?,
             Mode::PerfA => self.perf(&ptx, Perf::Bench)?,
             Mode::PerfB => self.perf(&ptx, Perf::Rest)?,
-            Mode::Release => {
+            Mode::Release | Mode::ReleaseCollectives => {
                 let Some((v, c)) = self.release.clone() else {
-                    return Err("mode release needs a `gpu-pack nvshmem` pack".into());
+                    return Err(format!("mode {mode:?} needs a `gpu-pack nvshmem` pack"));
                 };
                 let nv = self.unpack_host()?;
                 unpack_cubins(&self.pack.join("ptx"))?;
@@ -442,14 +444,18 @@ impl Runner {
                     .join(folder)
                     .join(nvshmem_builder::Arch::DEFAULT.to_string());
                 let name = format!("{v}-cu{c}");
-                let mut c = self.command(&test_gpu, &ptx);
-                c.env_remove("NVSHMEM_RS_REQUIRE_GPU")
-                    .env("NVSHMEM_HOME", &nv);
-                self.record(&format!("gpu-{name}-no-mps"), c);
+                if mode == Mode::Release {
+                    let mut c = self.command(&test_gpu, &ptx);
+                    c.env_remove("NVSHMEM_RS_REQUIRE_GPU")
+                        .env("NVSHMEM_HOME", &nv);
+                    self.record(&format!("gpu-{name}-no-mps"), c);
+                }
                 let _mps = self.mps()?;
-                let mut c = self.command(&test_gpu, &ptx);
-                c.env("NVSHMEM_HOME", &nv);
-                self.record(&format!("gpu-{name}-mps"), c);
+                if mode == Mode::Release {
+                    let mut c = self.command(&test_gpu, &ptx);
+                    c.env("NVSHMEM_HOME", &nv);
+                    self.record(&format!("gpu-{name}-mps"), c);
+                }
                 let mut c = self.command(&self.bin("test-collectives"), &ptx);
                 c.env("NVSHMEM_HOME", &nv)
                     .env("NVSHMEM_RS_TEST_TIMEOUT", "300");
