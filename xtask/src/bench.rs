@@ -69,6 +69,12 @@ pub struct Args {
     /// Seconds each run may take.
     #[arg(long, default_value = "300")]
     timeout: u64,
+    /// Profile the 1-PE run's kernels whose names match this regex with
+    /// Nsight Compute (`ncu` on PATH): memory tables, warp stalls and source
+    /// counters of every matching launch in `ncu-pe1.csv`; the timings of
+    /// that run are ncu's, not the benchmark's.
+    #[arg(long, value_name = "REGEX")]
+    ncu: Option<String>,
     /// More arguments for nvshmem-bench (after `--`), such as `--quick` or `--only p_lat,put_bw`.
     #[arg(last = true)]
     extra: Vec<String>,
@@ -179,7 +185,10 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             mps = Some(Mps::start(Default::default())?);
         }
         let mut cmd = if n == 1 {
-            Command::new(&bench)
+            match &args.ncu {
+                Some(regex) => ncu(regex, &results.join("ncu-pe1.csv"), &bench),
+                None => Command::new(&bench),
+            }
         } else {
             let mut c = Command::new(&launcher);
             c.args(["-n", &n.to_string(), "--timeout", &args.timeout.to_string()])
@@ -229,6 +238,29 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `ncu` running `program`, profiling the launches of kernels named like
+/// `regex`: per launch the sections that show where a memory-bound kernel
+/// waits (L1/L2 tables, warp stall reasons, per-instruction counters), as
+/// CSV in `csv`. Clocks stay as the driver sets them (`--clock-control none`).
+fn ncu(regex: &str, csv: &Path, program: &Path) -> Command {
+    let mut c = Command::new("ncu");
+    c.args(["--clock-control", "none", "--kernel-name"])
+        .arg(format!("regex:{regex}"));
+    for section in [
+        "SpeedOfLight",
+        "MemoryWorkloadAnalysis_Tables",
+        "WarpStateStats",
+        "SourceCounters",
+        "LaunchStats",
+    ] {
+        c.args(["--section", section]);
+    }
+    c.args(["--csv", "--page", "details", "--log-file"])
+        .arg(csv)
+        .arg(program);
+    c
 }
 
 /// Builds `cpp` (nvcc -rdc=true, -dlink -cubin) and `cpp-lto` (the same with

@@ -59,6 +59,8 @@ pub enum Mode {
     Bench,
     /// Issue 24's one run, in its priority order within 470 s: the benchmark with every candidate build at 1 and 2 PEs, the mma GEMM candidates against cuBLAS, runtime costs (raw launch rows), init against C++, then the benchmark again (the spread); CSVs and perf-summary.md in $OUT, logs in $OUT/perf-logs-all.tar.xz.
     Perf,
+    /// Thread-scope put/get under Nsight Compute at 1 PE, Rust and C++ (`--ncu`; `ncu-pe1.csv` in $OUT/profile; not a default).
+    Profile,
     /// Perf's benchmark half: 1 and 2 PEs, twice (for two calls when one does not fit).
     PerfA,
     /// Perf's other half: GEMM candidates, runtime costs, init against C++ (not a default).
@@ -424,6 +426,13 @@ impl Runner {
             Mode::Bench => {
                 let c = self.bench(&ptx, &self.out.join("bench"));
                 self.record("bench", c);
+            }
+            Mode::Profile => {
+                let mut c = self.bench(&ptx, &self.out.join("profile"));
+                c.args(["--pes", "1", "--no-lto", "--no-plots", "--timeout", "240"])
+                    .args(["--ncu", "^bw_(put|get)_thread$"])
+                    .args(["--", "--no-nccl", "--quick", "--only", "put_bw,get_bw"]);
+                self.record("profile-thread-1", c);
             }
             Mode::Perf => self.perf(&ptx, Perf::All)?,
             Mode::PerfA => self.perf(&ptx, Perf::Bench)?,
