@@ -439,7 +439,10 @@ impl Runner {
             Mode::PerfB => self.perf(&ptx, Perf::Rest)?,
             Mode::Release | Mode::ReleaseCollectives => {
                 let Some((v, c)) = self.release.clone() else {
-                    return Err(format!("mode {mode:?} needs a `gpu-pack nvshmem` pack"));
+                    return Err(
+                        "modes release and release-collectives need a `gpu-pack nvshmem` pack"
+                            .into(),
+                    );
                 };
                 let nv = self.unpack_host()?;
                 unpack_cubins(&self.pack.join("ptx"))?;
