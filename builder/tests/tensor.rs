@@ -272,7 +272,6 @@ fn fused_kernels_assemble_for_sm80_and_sm90a() {
             .filter(|(k, _)| sm80.contains(k))
             .copied()
             .collect();
-        let all: Vec<&str> = sm80.iter().chain(hopper).copied().collect();
         build_and_check(
             &Expect {
                 krate,
@@ -283,6 +282,7 @@ fn fused_kernels_assemble_for_sm80_and_sm90a() {
             },
             v,
         );
+        let all: Vec<&str> = sm80.iter().chain(hopper).copied().collect();
         build_and_check(
             &Expect {
                 krate,

@@ -674,7 +674,7 @@ unsafe fn store_bf16_staged_via<C: Config, const OPAQUE: bool>(
 /// [`gemm`]'s epilogue for a block that computes several tiles: the tile in
 /// bf16 to the row-major `c` (row stride `ldc`), staged in
 /// the ring `smem` and written in 16-byte stores ([`Config::STAGED_EPILOGUE`];
-/// on an H100 it made the GEMM 6–16 % faster than [`store_bf16`]'s 4-byte
+/// on an H100 it made the GEMM 6–16 % faster than [`store_bf16_with`]'s 4-byte
 /// pairs), then a block barrier, so that the next tile's [`mainloop`] may
 /// refill the ring.
 ///
@@ -685,7 +685,7 @@ unsafe fn store_bf16_staged_via<C: Config, const OPAQUE: bool>(
 /// the addresses are computed in the epilogue, after the last MMA.
 ///
 /// # Safety
-/// As [`store_bf16`], with `ldc` and `n0` multiples of 8; `smem` is the
+/// As [`store_bf16_with`], with `ldc` and `n0` multiples of 8; `smem` is the
 /// ring [`mainloop`] just used (its return is after its last barrier), and
 /// all [`THREADS`] threads of the block call it.
 #[inline(always)]
@@ -709,23 +709,13 @@ pub unsafe fn store_bf16_staged_tile(
     sync_threads();
 }
 
-/// The [`epilogue`] that writes the tile in bf16 to the row-major `c` (row
-/// stride `ldc` elements), the tile's element (0, 0) at `c[m0][n0]`, a 4-byte
-/// pair per store.
+/// The [`epilogue`] that writes configuration `C`'s tile in bf16 to the
+/// row-major `c` (row stride `ldc` elements), the tile's element (0, 0) at
+/// `c[m0][n0]`, a 4-byte pair per store.
 ///
 /// # Safety
-/// `c` holds the 128 × 128 tile at (`m0`, `n0`), 4-byte aligned (`ldc` and
-/// `n0` even).
-#[inline(always)]
-pub unsafe fn store_bf16(acc: &Acc, c: *mut bf16, ldc: usize, (m0, n0): (usize, usize)) {
-    // SAFETY: the caller's contract.
-    unsafe { store_bf16_with::<Base>(acc, c, ldc, (m0, n0)) }
-}
-
-/// [`store_bf16`] for a tile of configuration `C`.
-///
-/// # Safety
-/// As [`store_bf16`], for `C`'s tile.
+/// `c` holds `C`'s tile at (`m0`, `n0`), 4-byte aligned (`ldc` and `n0`
+/// even).
 #[inline(always)]
 pub unsafe fn store_bf16_with<C: Config>(
     acc: &Acc,
