@@ -81,6 +81,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, String> {
+    if args.ncu.is_some() && crate::nvcc::on_path("ncu").is_none() {
+        return Err(
+            "--ncu needs Nsight Compute's `ncu` on PATH: it comes with the CUDA \
+                    toolkit (CUDA's bin/) or as a download from NVIDIA; add its folder to PATH"
+                .into(),
+        );
+    }
     let root = crate::repo_root();
     let release = root.join("target/release");
     let results = args
