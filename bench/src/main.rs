@@ -227,6 +227,7 @@ fn run(args: RunArgs) -> Res<bool> {
         example_cli::init_with_or_exit(nvshmem_host::Nvshmem::options().symmetric_size(if check {
             256 << 20
         } else {
+            // xtask's BENCH_SYMMETRIC_SIZE (the heap under ncu) says the same.
             2 << 30
         }));
     let lead = nv.my_pe().index() == 0;

@@ -71,8 +71,10 @@ pub struct Args {
     timeout: u64,
     /// Profile the 1-PE run's kernels whose names match this regex with
     /// Nsight Compute (`ncu` on PATH): memory tables, warp stalls and source
-    /// counters of every matching launch in `ncu-pe1.csv`; the timings of
-    /// that run are ncu's, not the benchmark's.
+    /// counters of every matching launch in `ncu-pe1.ncu-rep`, and as CSV in
+    /// `ncu-pe1.csv` (details) and `ncu-pe1-raw.csv` (every metric). ncu
+    /// replays each launch many times: pass few (`-- --reps 2 --warmup 1`).
+    /// The timings of that run are ncu's, not the benchmark's.
     #[arg(long, value_name = "REGEX")]
     ncu: Option<String>,
     /// More arguments for nvshmem-bench (after `--`), such as `--quick` or `--only p_lat,put_bw`.
@@ -193,7 +195,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         }
         let mut cmd = if n == 1 {
             match &args.ncu {
-                Some(regex) => ncu(regex, &results.join("ncu-pe1.csv"), &bench),
+                Some(regex) => ncu(regex, &results.join("ncu-pe1"), &bench),
                 None => Command::new(&bench),
             }
         } else {
@@ -236,6 +238,9 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         if ok && !args.check {
             render(&bench, &csv, &results.join(format!("pe{n}.md")))?;
         }
+        if n == 1 && args.ncu.is_some() {
+            ncu_export(&results.join("ncu-pe1"))?;
+        }
         println!("bench: {n} PE(s): {}", if ok { "PASS" } else { "FAIL" });
         failed += usize::from(!ok);
     }
@@ -247,14 +252,26 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     })
 }
 
+/// The bench's timed heap (`symmetric_size` in bench/src/main.rs). The bench
+/// sets it itself when it starts alone, but under `ncu` an injected thread
+/// runs first, so the variable must already be in the environment.
+const BENCH_SYMMETRIC_SIZE: &str = "2147483648";
+
 /// `ncu` running `program`, profiling the launches of kernels named like
 /// `regex`: per launch the sections that show where a memory-bound kernel
-/// waits (L1/L2 tables, warp stall reasons, per-instruction counters), as
-/// CSV in `csv`. Clocks stay as the driver sets them (`--clock-control none`).
-fn ncu(regex: &str, csv: &Path, program: &Path) -> Command {
+/// waits (L1/L2 tables, warp stall reasons, per-instruction counters), into
+/// the report `report.ncu-rep` (open it in Nsight Compute; [`ncu_export`]
+/// turns it into CSV). Clocks stay as the driver sets them
+/// (`--clock-control none`).
+fn ncu(regex: &str, report: &Path, program: &Path) -> Command {
     let mut c = Command::new("ncu");
-    c.args(["--clock-control", "none", "--kernel-name"])
-        .arg(format!("regex:{regex}"));
+    c.args([
+        "--clock-control",
+        "none",
+        "--force-overwrite",
+        "--kernel-name",
+    ])
+    .arg(format!("regex:{regex}"));
     for section in [
         "SpeedOfLight",
         "MemoryWorkloadAnalysis_Tables",
@@ -264,10 +281,37 @@ fn ncu(regex: &str, csv: &Path, program: &Path) -> Command {
     ] {
         c.args(["--section", section]);
     }
-    c.args(["--csv", "--page", "details", "--log-file"])
-        .arg(csv)
-        .arg(program);
+    c.arg("--export")
+        .arg(report)
+        .arg(program)
+        .env("NVSHMEM_SYMMETRIC_SIZE", BENCH_SYMMETRIC_SIZE);
     c
+}
+
+/// `report.ncu-rep` as CSV, one launch after another: `report.csv` is ncu's
+/// details page (each section's metrics and its rules' advice, such as the
+/// dominant stall), `report-raw.csv` every metric collected, a row per launch
+/// (the stall reasons per issued instruction among them).
+fn ncu_export(report: &Path) -> Result<(), String> {
+    let rep = report.with_extension("ncu-rep");
+    let name = report.file_name().unwrap_or_default().to_string_lossy();
+    for (page, suffix) in [("details", ".csv"), ("raw", "-raw.csv")] {
+        let out = Command::new("ncu")
+            .args(["--csv", "--page", page, "--import"])
+            .arg(&rep)
+            .output()
+            .map_err(|e| format!("ncu --import {}: {e}", rep.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "ncu --import {} --page {page}: {}",
+                rep.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let path = report.with_file_name(format!("{name}{suffix}"));
+        std::fs::write(&path, &out.stdout).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Builds `cpp` (nvcc -rdc=true, -dlink -cubin) and `cpp-lto` (the same with

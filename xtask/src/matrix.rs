@@ -41,19 +41,16 @@ const YES: &str = "yes (H100, 2026-12-06)";
 /// line and CUDA major. Every release not listed is "not run".
 const GPU_TESTED: &[(Version, CudaMajor, &str)] = &[
     (Version::new(3, 3, 20), CudaMajor::Cuda12, YES),
-    (Version::new(3, 3, 20), CudaMajor::Cuda13, "owed"),
+    (Version::new(3, 3, 20), CudaMajor::Cuda13, YES),
+    (Version::new(3, 4, 5), CudaMajor::Cuda12, "owed"),
     (Version::new(3, 4, 5), CudaMajor::Cuda13, YES),
-    (Version::new(3, 5, 21), CudaMajor::Cuda12, "owed"),
+    (Version::new(3, 5, 21), CudaMajor::Cuda12, YES),
     (Version::new(3, 5, 21), CudaMajor::Cuda13, YES),
-    (Version::new(3, 6, 5), CudaMajor::Cuda12, "owed"),
+    (Version::new(3, 6, 5), CudaMajor::Cuda12, YES),
     (Version::new(3, 6, 5), CudaMajor::Cuda13, YES),
     (Version::new(3, 7, 2), CudaMajor::Cuda12, YES),
     (Version::new(3, 7, 2), CudaMajor::Cuda13, YES),
-    (
-        Version::new(3, 8, 0),
-        CudaMajor::Cuda12,
-        "partly: collectives 19/28 (H100)",
-    ),
+    (Version::new(3, 8, 0), CudaMajor::Cuda12, YES),
     (Version::new(3, 8, 0), CudaMajor::Cuda13, YES),
 ];
 

@@ -59,7 +59,7 @@ pub enum Mode {
     Bench,
     /// Issue 24's one run, in its priority order within 470 s: the benchmark with every candidate build at 1 and 2 PEs, the mma GEMM candidates against cuBLAS, runtime costs (raw launch rows), init against C++, then the benchmark again (the spread); CSVs and perf-summary.md in $OUT, logs in $OUT/perf-logs-all.tar.xz.
     Perf,
-    /// Thread-scope put/get under Nsight Compute at 1 PE, Rust and C++ (`--ncu`; `ncu-pe1.csv` in $OUT/profile; not a default).
+    /// Thread-scope put/get under Nsight Compute at 1 PE, Rust and C++, 3 launches a row (`--ncu`; `ncu-pe1.ncu-rep`, `ncu-pe1.csv` and `ncu-pe1-raw.csv` in $OUT/profile; not a default).
     Profile,
     /// Perf's benchmark half: 1 and 2 PEs, twice (for two calls when one does not fit).
     PerfA,
@@ -431,7 +431,8 @@ impl Runner {
                 let mut c = self.bench(&ptx, &self.out.join("profile"));
                 c.args(["--pes", "1", "--no-lto", "--no-plots", "--timeout", "240"])
                     .args(["--ncu", "^bw_(put|get)_thread$"])
-                    .args(["--", "--no-nccl", "--quick", "--only", "put_bw,get_bw"]);
+                    .args(["--", "--no-nccl", "--quick", "--only", "put_bw,get_bw"])
+                    .args(["--reps", "2", "--warmup", "1"]);
                 self.record("profile-thread-1", c);
             }
             Mode::Perf => self.perf(&ptx, Perf::All)?,
