@@ -26,6 +26,8 @@ pub enum Mode {
     Tensor,
     /// bf16 GEMM against cuBLAS at 1 PE, then the fused cases at 2 PEs under MPS (CSV and plots in $OUT).
     Gemm,
+    /// The mma and wgmma GEMMs at 4096 and 8192, 1 PE, with the grouped tile order's band height 4, 8, 16, 32 and 64 tile rows (compute or perf pack; `gemm-group<G>.csv` in $OUT; not a default).
+    GemmGroups,
     /// The fused AG+GEMM and GEMM+RS examples at 1 PE, then at 2 and 4 under MPS.
     Fused,
     /// tests/collectives.rs under MPS.
@@ -291,6 +293,23 @@ impl Runner {
                     .arg("--plots")
                     .arg(self.out.join("gemm-pe2"));
                 self.record("gemm-2-mps", c);
+            }
+            Mode::GemmGroups => {
+                for group in ["4", "8", "16", "32", "64"] {
+                    let mut c = self.command(&self.bin("nvshmem-bench"), &ptx);
+                    c.env("LD_LIBRARY_PATH", with_cublas())
+                        .args([
+                            "gemm",
+                            "--sizes",
+                            "4096,8192",
+                            "--no-fused",
+                            "--group",
+                            group,
+                        ])
+                        .arg("--csv")
+                        .arg(self.out.join(format!("gemm-group{group}.csv")));
+                    self.record(&format!("gemm-group{group}-1"), c);
+                }
             }
             Mode::Fused => {
                 for name in ["ag_gemm", "gemm_rs"] {
