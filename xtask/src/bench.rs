@@ -238,9 +238,14 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         if ok && !args.check {
             render(&bench, &csv, &results.join(format!("pe{n}.md")))?;
         }
-        if n == 1 && args.ncu.is_some() {
-            ncu_export(&results.join("ncu-pe1"))?;
-        }
+        // A run cut short leaves no report: say why, and count it failed.
+        let exported = match (n, &args.ncu) {
+            (1, Some(_)) => ncu_export(&results.join("ncu-pe1"))
+                .map_err(|e| println!("bench: {e}"))
+                .is_ok(),
+            _ => true,
+        };
+        let ok = ok && exported;
         println!("bench: {n} PE(s): {}", if ok { "PASS" } else { "FAIL" });
         failed += usize::from(!ok);
     }
