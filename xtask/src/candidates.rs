@@ -1,14 +1,15 @@
-//! Candidates of the benchmark's slow families (issue 24): the benchmark's
-//! kernels (`bench/kernel`) and the all-reduce kernels built again with other
-//! device code, each into a folder of its own, so that one `nvshmem-bench`
-//! run times every candidate beside the default build and the C++ twins
-//! (`--rust NAME=DIR`).
+//! Candidates of the benchmark's slow families (issue 24), and the other ways
+//! a user can build the same kernels: the benchmark's kernels
+//! (`bench/kernel`) and the all-reduce kernels built again with other device
+//! code or another device link, each into a folder of its own, so that one
+//! `nvshmem-bench` run times every candidate beside the default build and the
+//! C++ twins (`--rust NAME=DIR`).
 
-use nvshmem_builder::{Arch, Builder, Version};
+use nvshmem_builder::{Arch, Builder, DeviceLink, Version};
 use std::path::{Path, PathBuf};
 
-/// One candidate: a name, what it changes, and the cargo features of the
-/// two kernel crates that make it.
+/// One candidate: a name, what it changes, and the cargo features and device
+/// link of the two kernel crates that make it.
 pub struct Candidate {
     /// The implementation name in the results is `rust-<name>`.
     pub name: &'static str,
@@ -18,15 +19,34 @@ pub struct Candidate {
     bench: &'static [&'static str],
     /// Features of `allreduce-kernels`.
     allreduce: &'static [&'static str],
+    /// How the cubins are linked ([`DeviceLink::Auto`]: as the default build).
+    link: DeviceLink,
 }
 
 /// Every candidate, timed beside the default build.
-pub const CANDIDATES: &[Candidate] = &[Candidate {
-    name: "thread-serial",
-    what: "thread scope copies one 16-byte word at a time, each load then its store (NVSHMEM's order)",
-    bench: &["nvshmem-device/copy-thread-serial"],
-    allreduce: &[],
-}];
+pub const CANDIDATES: &[Candidate] = &[
+    Candidate {
+        name: "thread-serial",
+        what: "thread scope copies one 16-byte word at a time, each load then its store (NVSHMEM's order)",
+        bench: &["nvshmem-device/copy-thread-serial"],
+        allreduce: &[],
+        link: DeviceLink::Auto,
+    },
+    Candidate {
+        name: "nvshmem-path",
+        what: "put/get through NVSHMEM's own RMA path for every peer (the device crate's `nvshmem-path`), not the direct copy",
+        bench: &["nvshmem-device/nvshmem-path"],
+        allreduce: &["nvshmem-device/nvshmem-path"],
+        link: DeviceLink::Auto,
+    },
+    Candidate {
+        name: "separate",
+        what: "the default device code compiled separately (`ptxas -c` + `nvlink`, as `nvcc -rdc`), not whole-program",
+        bench: &[],
+        allreduce: &[],
+        link: DeviceLink::Separate,
+    },
+];
 
 /// The kernel crates of a candidate, relative to the repository.
 const CRATES: [(&str, &str); 2] = [
@@ -51,7 +71,8 @@ pub fn build(
                 .arch(arch)
                 .nvshmem_version(version)
                 .target_dir(root.join("target/nvshmem-kernels"))
-                .out_dir(&dir);
+                .out_dir(&dir)
+                .device_link(c.link);
             for f in features {
                 b = b.feature(*f);
             }
