@@ -188,6 +188,20 @@ struct GemmArgs {
     out: Output,
 }
 
+/// NVSHMEM's options with a symmetric heap of `bytes`, unless the
+/// environment already sets `NVSHMEM_SYMMETRIC_SIZE`: that one wins. Under a
+/// profiler such as `ncu`, whose thread starts before `main`, the heap cannot
+/// be set from here; one too small for the run fails at its first
+/// allocation, naming the variable.
+fn heap_options(bytes: usize) -> nvshmem_host::InitOptions {
+    let options = nvshmem_host::Nvshmem::options();
+    if std::env::var_os("NVSHMEM_SYMMETRIC_SIZE").is_some() {
+        options
+    } else {
+        options.symmetric_size(bytes)
+    }
+}
+
 /// `--cpp NAME=PATH`, `--rust NAME=DIR`.
 fn cpp_impl(s: &str) -> Result<(String, PathBuf), String> {
     match s.split_once('=') {
@@ -223,13 +237,7 @@ fn run(args: RunArgs) -> Res<bool> {
     };
     let Output { csv, plots } = args.out;
     let check = opts.check;
-    let nv =
-        example_cli::init_with_or_exit(nvshmem_host::Nvshmem::options().symmetric_size(if check {
-            256 << 20
-        } else {
-            // xtask's BENCH_SYMMETRIC_SIZE (the heap under ncu) says the same.
-            2 << 30
-        }));
+    let nv = example_cli::init_with_or_exit(heap_options(if check { 256 << 20 } else { 2 << 30 }));
     let lead = nv.my_pe().index() == 0;
     let mut bench = Bench::new(&nv, opts)?;
     if lead {
@@ -342,9 +350,7 @@ fn gemm(args: GemmArgs) -> Res<bool> {
     let largest = o.sizes.iter().copied().max().unwrap_or(0) as u64;
     // A, B, C, the gathered A and the f32 partials of the largest size, twice over.
     let heap = (largest * largest * 16).max(256 << 20) + (256 << 20);
-    let nv = example_cli::init_with_or_exit(
-        nvshmem_host::Nvshmem::options().symmetric_size(heap as usize),
-    );
+    let nv = example_cli::init_with_or_exit(heap_options(heap as usize));
     let lead = nv.my_pe().index() == 0;
     let result = gemm::run(&nv, &o)?;
     if lead {
@@ -400,9 +406,7 @@ fn moe(args: MoeArgs) -> Res<bool> {
     };
     // The PE count is known only after init: size the heap for 4 PEs (the
     // most a one-GPU run has), which covers fewer.
-    let nv = example_cli::init_with_or_exit(
-        nvshmem_host::Nvshmem::options().symmetric_size(moe::heap_bytes(4, &o)),
-    );
+    let nv = example_cli::init_with_or_exit(heap_options(moe::heap_bytes(4, &o)));
     let lead = nv.my_pe().index() == 0;
     let result = moe::run(&nv, &o)?;
     if lead {

@@ -195,7 +195,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         }
         let mut cmd = if n == 1 {
             match &args.ncu {
-                Some(regex) => ncu(regex, &results.join("ncu-pe1"), &bench),
+                Some(regex) => ncu(regex, MEMORY_SECTIONS, &results.join("ncu-pe1"), &bench),
                 None => Command::new(&bench),
             }
         } else {
@@ -257,18 +257,40 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     })
 }
 
-/// The bench's timed heap (`symmetric_size` in bench/src/main.rs). The bench
-/// sets it itself when it starts alone, but under `ncu` an injected thread
-/// runs first, so the variable must already be in the environment.
-const BENCH_SYMMETRIC_SIZE: &str = "2147483648";
+/// The symmetric heap of `nvshmem-bench` under `ncu`: ncu's thread starts
+/// before `main`, so the bench cannot set its own heap and takes this one
+/// from the environment. 2 GiB: what the benchmark asks for, and more than
+/// `gemm` at 8192 needs (1.25 GiB).
+const NCU_SYMMETRIC_SIZE: &str = "2147483648";
 
-/// `ncu` running `program`, profiling the launches of kernels named like
-/// `regex`: per launch the sections that show where a memory-bound kernel
-/// waits (L1/L2 tables, warp stall reasons, per-instruction counters), into
-/// the report `report.ncu-rep` (open it in Nsight Compute; [`ncu_export`]
-/// turns it into CSV). Clocks stay as the driver sets them
-/// (`--clock-control none`).
-fn ncu(regex: &str, report: &Path, program: &Path) -> Command {
+/// ncu's sections for a memory-bound kernel: L1/L2 tables, warp stall
+/// reasons, per-instruction counters.
+pub(crate) const MEMORY_SECTIONS: &[&str] = &[
+    "SpeedOfLight",
+    "MemoryWorkloadAnalysis_Tables",
+    "WarpStateStats",
+    "SourceCounters",
+    "LaunchStats",
+];
+
+/// ncu's sections for a tensor-core GEMM: pipe use, occupancy, issue slots,
+/// warp stall reasons, memory tables, per-instruction counters.
+pub(crate) const GEMM_SECTIONS: &[&str] = &[
+    "SpeedOfLight",
+    "ComputeWorkloadAnalysis",
+    "Occupancy",
+    "SchedulerStats",
+    "WarpStateStats",
+    "MemoryWorkloadAnalysis_Tables",
+    "SourceCounters",
+    "LaunchStats",
+];
+
+/// `ncu` running `program` (an `nvshmem-bench`), profiling the launches of
+/// kernels named like `regex` with `sections`, into the report
+/// `report.ncu-rep` (open it in Nsight Compute; [`ncu_export`] turns it into
+/// CSV). Clocks stay as the driver sets them (`--clock-control none`).
+pub(crate) fn ncu(regex: &str, sections: &[&str], report: &Path, program: &Path) -> Command {
     let mut c = Command::new("ncu");
     c.args([
         "--clock-control",
@@ -277,19 +299,13 @@ fn ncu(regex: &str, report: &Path, program: &Path) -> Command {
         "--kernel-name",
     ])
     .arg(format!("regex:{regex}"));
-    for section in [
-        "SpeedOfLight",
-        "MemoryWorkloadAnalysis_Tables",
-        "WarpStateStats",
-        "SourceCounters",
-        "LaunchStats",
-    ] {
+    for section in sections {
         c.args(["--section", section]);
     }
     c.arg("--export")
         .arg(report)
         .arg(program)
-        .env("NVSHMEM_SYMMETRIC_SIZE", BENCH_SYMMETRIC_SIZE);
+        .env("NVSHMEM_SYMMETRIC_SIZE", NCU_SYMMETRIC_SIZE);
     c
 }
 
@@ -297,7 +313,7 @@ fn ncu(regex: &str, report: &Path, program: &Path) -> Command {
 /// details page (each section's metrics and its rules' advice, such as the
 /// dominant stall), `report-raw.csv` every metric collected, a row per launch
 /// (the stall reasons per issued instruction among them).
-fn ncu_export(report: &Path) -> Result<(), String> {
+pub(crate) fn ncu_export(report: &Path) -> Result<(), String> {
     let rep = report.with_extension("ncu-rep");
     let name = report.file_name().unwrap_or_default().to_string_lossy();
     for (page, suffix) in [("details", ".csv"), ("raw", "-raw.csv")] {

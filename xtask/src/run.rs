@@ -63,6 +63,8 @@ pub enum Mode {
     Perf,
     /// Thread-scope put/get under Nsight Compute at 1 PE, Rust and C++, 3 launches a row (`--ncu`; `ncu-pe1.ncu-rep`, `ncu-pe1.csv` and `ncu-pe1-raw.csv` in $OUT/profile; not a default).
     Profile,
+    /// `gemm_bf16_mma` and `gemm_bf16_wgmma` at 4096 and 8192 under Nsight Compute, 1 PE (pipes, occupancy, stall reasons; `ncu-gemm.ncu-rep`, `ncu-gemm.csv` and `ncu-gemm-raw.csv` in $OUT/profile-gemm; compute or perf pack; not a default).
+    ProfileGemm,
     /// Perf's benchmark half: 1 and 2 PEs, twice (for two calls when one does not fit).
     PerfA,
     /// Perf's other half: GEMM candidates, runtime costs, init against C++ (not a default).
@@ -219,6 +221,13 @@ impl Runner {
     /// `NVSHMEM_RS_REQUIRE_GPU=1`.
     fn command(&self, program: &Path, ptx: &Path) -> Command {
         let mut c = Command::new(program);
+        self.settings(&mut c, ptx);
+        c
+    }
+
+    /// [`Runner::command`]'s settings, on a command that starts something else
+    /// first (a profiler).
+    fn settings(&self, c: &mut Command, ptx: &Path) {
         c.envs(BASE_ENV.iter().copied())
             .env("NVSHMEM_RS_PTX_DIR", ptx)
             .env("MOE_PTX_DIR", ptx)
@@ -229,7 +238,6 @@ impl Runner {
         if self.mps_on.get() {
             c.envs(Mps::env());
         }
-        c
     }
 
     fn mode(&mut self, mode: Mode) -> Result<(), String> {
@@ -455,6 +463,45 @@ impl Runner {
                 self.record("profile-thread-1", c);
             }
             Mode::Perf => self.perf(&ptx, Perf::All)?,
+            Mode::ProfileGemm => {
+                let name = "profile-gemm-1";
+                if !self.gpu {
+                    self.table.push((name.into(), "SKIPPED (no GPU)".into()));
+                    return Ok(());
+                }
+                if crate::nvcc::on_path("ncu").is_none() {
+                    let why = "FAIL (Nsight Compute's `ncu` is not on PATH: it comes with the CUDA \
+                               toolkit, in CUDA's bin/)";
+                    self.table.push((name.into(), why.into()));
+                    return Ok(());
+                }
+                let dir = self.out.join("profile-gemm");
+                std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                let report = dir.join("ncu-gemm");
+                let mut c = crate::bench::ncu(
+                    "^gemm_bf16_(mma|wgmma)$",
+                    crate::bench::GEMM_SECTIONS,
+                    &report,
+                    &self.bin("nvshmem-bench"),
+                );
+                self.settings(&mut c, &ptx);
+                c.env("LD_LIBRARY_PATH", with_cublas()).args([
+                    "gemm",
+                    "--sizes",
+                    "4096,8192",
+                    "--no-fused",
+                    "--no-cublas",
+                    "--reps",
+                    "1",
+                    "--warmup",
+                    "0",
+                ]);
+                self.record(name, c);
+                if let Err(e) = crate::bench::ncu_export(&report) {
+                    self.table
+                        .push(("profile-gemm-export".into(), format!("FAIL ({e})")));
+                }
+            }
             Mode::PerfA => self.perf(&ptx, Perf::Bench)?,
             Mode::PerfB => self.perf(&ptx, Perf::Rest)?,
             Mode::Release | Mode::ReleaseCollectives => {
