@@ -11,6 +11,7 @@
 //! `--check`: correctness only, nothing timed or written but the logs.
 //! `--build-only`: the C++ cubins and the SASS, no GPU needed.
 
+use crate::ncu;
 use crate::nvcc::{self, Nvcc, run_shown, shell_line};
 use crate::run::{BASE_ENV, Mps};
 use nvshmem_builder::{Arch, Version};
@@ -83,12 +84,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, String> {
-    if args.ncu.is_some() && crate::nvcc::on_path("ncu").is_none() {
-        return Err(
-            "--ncu needs Nsight Compute's `ncu` on PATH: it comes with the CUDA \
-                    toolkit (CUDA's bin/) or as a download from NVIDIA; add its folder to PATH"
-                .into(),
-        );
+    if args.ncu.is_some() {
+        ncu::on_path()?;
     }
     let root = crate::repo_root();
     let release = root.join("target/release");
@@ -195,7 +192,12 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         }
         let mut cmd = if n == 1 {
             match &args.ncu {
-                Some(regex) => ncu(regex, MEMORY_SECTIONS, &results.join("ncu-pe1"), &bench),
+                Some(regex) => ncu::run(
+                    regex,
+                    ncu::MEMORY_SECTIONS,
+                    &results.join("ncu-pe1"),
+                    &bench,
+                ),
                 None => Command::new(&bench),
             }
         } else {
@@ -240,7 +242,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         }
         // A run cut short leaves no report: say why, and count it failed.
         let exported = match (n, &args.ncu) {
-            (1, Some(_)) => ncu_export(&results.join("ncu-pe1"))
+            (1, Some(_)) => ncu::export(&results.join("ncu-pe1"))
                 .map_err(|e| println!("bench: {e}"))
                 .is_ok(),
             _ => true,
@@ -255,84 +257,6 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     } else {
         ExitCode::FAILURE
     })
-}
-
-/// The symmetric heap of `nvshmem-bench` under `ncu`: ncu's thread starts
-/// before `main`, so the bench cannot set its own heap and takes this one
-/// from the environment. 2 GiB: what the benchmark asks for, and more than
-/// `gemm` at 8192 needs (1.25 GiB).
-const NCU_SYMMETRIC_SIZE: &str = "2147483648";
-
-/// ncu's sections for a memory-bound kernel: L1/L2 tables, warp stall
-/// reasons, per-instruction counters.
-pub(crate) const MEMORY_SECTIONS: &[&str] = &[
-    "SpeedOfLight",
-    "MemoryWorkloadAnalysis_Tables",
-    "WarpStateStats",
-    "SourceCounters",
-    "LaunchStats",
-];
-
-/// ncu's sections for a tensor-core GEMM: pipe use, occupancy, issue slots,
-/// warp stall reasons, memory tables, per-instruction counters.
-pub(crate) const GEMM_SECTIONS: &[&str] = &[
-    "SpeedOfLight",
-    "ComputeWorkloadAnalysis",
-    "Occupancy",
-    "SchedulerStats",
-    "WarpStateStats",
-    "MemoryWorkloadAnalysis_Tables",
-    "SourceCounters",
-    "LaunchStats",
-];
-
-/// `ncu` running `program` (an `nvshmem-bench`), profiling the launches of
-/// kernels named like `regex` with `sections`, into the report
-/// `report.ncu-rep` (open it in Nsight Compute; [`ncu_export`] turns it into
-/// CSV). Clocks stay as the driver sets them (`--clock-control none`).
-pub(crate) fn ncu(regex: &str, sections: &[&str], report: &Path, program: &Path) -> Command {
-    let mut c = Command::new("ncu");
-    c.args([
-        "--clock-control",
-        "none",
-        "--force-overwrite",
-        "--kernel-name",
-    ])
-    .arg(format!("regex:{regex}"));
-    for section in sections {
-        c.args(["--section", section]);
-    }
-    c.arg("--export")
-        .arg(report)
-        .arg(program)
-        .env("NVSHMEM_SYMMETRIC_SIZE", NCU_SYMMETRIC_SIZE);
-    c
-}
-
-/// `report.ncu-rep` as CSV, one launch after another: `report.csv` is ncu's
-/// details page (each section's metrics and its rules' advice, such as the
-/// dominant stall), `report-raw.csv` every metric collected, a row per launch
-/// (the stall reasons per issued instruction among them).
-pub(crate) fn ncu_export(report: &Path) -> Result<(), String> {
-    let rep = report.with_extension("ncu-rep");
-    let name = report.file_name().unwrap_or_default().to_string_lossy();
-    for (page, suffix) in [("details", ".csv"), ("raw", "-raw.csv")] {
-        let out = Command::new("ncu")
-            .args(["--csv", "--page", page, "--import"])
-            .arg(&rep)
-            .output()
-            .map_err(|e| format!("ncu --import {}: {e}", rep.display()))?;
-        if !out.status.success() {
-            return Err(format!(
-                "ncu --import {} --page {page}: {}",
-                rep.display(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        let path = report.with_file_name(format!("{name}{suffix}"));
-        std::fs::write(&path, &out.stdout).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    Ok(())
 }
 
 /// Builds `cpp` (nvcc -rdc=true, -dlink -cubin) and `cpp-lto` (the same with
@@ -489,19 +413,7 @@ fn gpu_count() -> usize {
 
 /// `nvshmem-bench render CSV` (the table) into `md`.
 fn render(bench: &Path, csv: &Path, md: &Path) -> Result<(), String> {
-    let out = Command::new(bench)
-        .arg("render")
-        .arg(csv)
-        .output()
-        .map_err(|e| format!("{}: {e}", bench.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{} render {} failed",
-            bench.display(),
-            csv.display()
-        ));
-    }
-    std::fs::write(md, out.stdout).map_err(|e| format!("{}: {e}", md.display()))?;
+    crate::stdout_to(Command::new(bench).arg("render").arg(csv), md)?;
     println!("wrote {}", md.display());
     Ok(())
 }

@@ -24,6 +24,7 @@ mod init_cost;
 mod links;
 mod lint;
 mod matrix;
+mod ncu;
 mod nvcc;
 mod pack;
 mod ptx;
@@ -105,4 +106,20 @@ fn check(cmd: &mut std::process::Command) -> Result<(), String> {
     } else {
         Err(format!("{cmd:?} failed ({status})"))
     }
+}
+
+/// Runs a command and writes what it printed to `to`, failing with its
+/// command line and its error output when it does not succeed.
+fn stdout_to(cmd: &mut std::process::Command, to: &std::path::Path) -> Result<(), String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    std::fs::write(to, out.stdout).map_err(|e| format!("{}: {e}", to.display()))
 }

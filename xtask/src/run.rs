@@ -469,18 +469,16 @@ impl Runner {
                     self.table.push((name.into(), "SKIPPED (no GPU)".into()));
                     return Ok(());
                 }
-                if crate::nvcc::on_path("ncu").is_none() {
-                    let why = "FAIL (Nsight Compute's `ncu` is not on PATH: it comes with the CUDA \
-                               toolkit, in CUDA's bin/)";
-                    self.table.push((name.into(), why.into()));
+                if let Err(why) = crate::ncu::on_path() {
+                    self.table.push((name.into(), format!("FAIL ({why})")));
                     return Ok(());
                 }
                 let dir = self.out.join("profile-gemm");
                 std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
                 let report = dir.join("ncu-gemm");
-                let mut c = crate::bench::ncu(
+                let mut c = crate::ncu::run(
                     "^gemm_bf16_(mma|wgmma)$",
-                    crate::bench::GEMM_SECTIONS,
+                    crate::ncu::GEMM_SECTIONS,
                     &report,
                     &self.bin("nvshmem-bench"),
                 );
@@ -497,7 +495,7 @@ impl Runner {
                     "0",
                 ]);
                 self.record(name, c);
-                if let Err(e) = crate::bench::ncu_export(&report) {
+                if let Err(e) = crate::ncu::export(&report) {
                     self.table
                         .push(("profile-gemm-export".into(), format!("FAIL ({e})")));
                 }
