@@ -189,13 +189,14 @@ struct GemmArgs {
 }
 
 /// NVSHMEM's options with a symmetric heap of `bytes`, unless the
-/// environment already sets `NVSHMEM_SYMMETRIC_SIZE`: that one wins. Under a
-/// profiler such as `ncu`, whose thread starts before `main`, the heap cannot
-/// be set from here; one too small for the run fails at its first
-/// allocation, naming the variable.
+/// environment already sets `NVSHMEM_SYMMETRIC_SIZE` (not empty): that one
+/// wins. Under a profiler such as `ncu`, whose thread starts before `main`,
+/// the heap cannot be set from here. With CUDA VMM (NVSHMEM's default) the
+/// heap grows past it anyway; without, an allocation beyond it fails, naming
+/// the variable.
 fn heap_options(bytes: usize) -> nvshmem_host::InitOptions {
     let options = nvshmem_host::Nvshmem::options();
-    if std::env::var_os("NVSHMEM_SYMMETRIC_SIZE").is_some() {
+    if std::env::var_os("NVSHMEM_SYMMETRIC_SIZE").is_some_and(|v| !v.is_empty()) {
         options
     } else {
         options.symmetric_size(bytes)

@@ -197,6 +197,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
                     ncu::MEMORY_SECTIONS,
                     &results.join("ncu-pe1"),
                     &bench,
+                    args.timeout,
                 ),
                 None => Command::new(&bench),
             }

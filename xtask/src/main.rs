@@ -123,3 +123,24 @@ fn stdout_to(cmd: &mut std::process::Command, to: &std::path::Path) -> Result<()
     }
     std::fs::write(to, out.stdout).map_err(|e| format!("{}: {e}", to.display()))
 }
+
+/// `c` under coreutils' `timeout` (`secs`, then SIGKILL 10 s later), with
+/// its settings. coreutils signals the command's whole process group, so a
+/// hung child (a profiled program under `ncu`) goes too: a hung step cannot
+/// eat the device call.
+fn timed(c: std::process::Command, secs: u64) -> std::process::Command {
+    let mut t = std::process::Command::new("timeout");
+    t.args(["-k", "10", &secs.to_string()])
+        .arg(c.get_program())
+        .args(c.get_args());
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => t.env(k, v),
+            None => t.env_remove(k),
+        };
+    }
+    if let Some(d) = c.get_current_dir() {
+        t.current_dir(d);
+    }
+    t
+}

@@ -61,7 +61,7 @@ pub enum Mode {
     Bench,
     /// Issue 24's one run, in its priority order within 470 s: the benchmark with every candidate build at 1 and 2 PEs, the mma GEMM candidates against cuBLAS, runtime costs (raw launch rows), init against C++, then the benchmark again (the spread); CSVs and perf-summary.md in $OUT, logs in $OUT/perf-logs-all.tar.xz.
     Perf,
-    /// Thread-scope put/get under Nsight Compute at 1 PE, Rust and C++, 3 launches a row (`--ncu`; `ncu-pe1.ncu-rep`, `ncu-pe1.csv` and `ncu-pe1-raw.csv` in $OUT/profile; not a default).
+    /// Thread-scope put/get under Nsight Compute at 1 PE, Rust and C++, 4 launches a row (a check, a warm-up, 2 timed) (`--ncu`; `ncu-pe1.ncu-rep`, `ncu-pe1.csv` and `ncu-pe1-raw.csv` in $OUT/profile; not a default).
     Profile,
     /// `gemm_bf16_mma` and `gemm_bf16_wgmma` at 4096 and 8192 under Nsight Compute, 1 PE (pipes, occupancy, stall reasons; `ncu-gemm.ncu-rep`, `ncu-gemm.csv` and `ncu-gemm-raw.csv` in $OUT/profile-gemm; compute or perf pack; not a default).
     ProfileGemm,
@@ -481,6 +481,7 @@ impl Runner {
                     crate::ncu::GEMM_SECTIONS,
                     &report,
                     &self.bin("nvshmem-bench"),
+                    300,
                 );
                 self.settings(&mut c, &ptx);
                 c.env("LD_LIBRARY_PATH", with_cublas()).args([
@@ -716,7 +717,7 @@ impl Runner {
                 ));
                 continue;
             }
-            self.record(name, timed(c, cap.min(left)));
+            self.record(name, crate::timed(c, cap.min(left)));
             if !from.is_empty() {
                 keep(from, to);
             }
@@ -964,25 +965,6 @@ enum Perf {
     All,
     Bench,
     Rest,
-}
-
-/// `c` under coreutils' `timeout` (`secs`, then SIGKILL 10 s later), with
-/// its settings: a hung step cannot eat the device call.
-fn timed(c: Command, secs: u64) -> Command {
-    let mut t = Command::new("timeout");
-    t.args(["-k", "10", &secs.to_string()])
-        .arg(c.get_program())
-        .args(c.get_args());
-    for (k, v) in c.get_envs() {
-        match v {
-            Some(v) => t.env(k, v),
-            None => t.env_remove(k),
-        };
-    }
-    if let Some(d) = c.get_current_dir() {
-        t.current_dir(d);
-    }
-    t
 }
 
 /// Whether `nvidia-smi -L` lists a GPU.
