@@ -54,6 +54,14 @@ const GPU_TESTED: &[(Version, CudaMajor, &str)] = &[
     (Version::new(3, 8, 0), CudaMajor::Cuda13, YES),
 ];
 
+/// The GPU-tested cell of a release: its [`GPU_TESTED`] row, else "not run".
+fn gpu_tested(v: Version, cuda: CudaMajor) -> &'static str {
+    GPU_TESTED
+        .iter()
+        .find(|&&(gv, gc, _)| (gv, gc) == (v, cuda))
+        .map_or("not run", |&(_, _, what)| what)
+}
+
 /// One cell: what happened to one (version, CUDA major, arch) build.
 enum Outcome {
     Built {
@@ -173,10 +181,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             })
             .collect();
         let torch = if torch.is_empty() { "-" } else { torch };
-        let gpu = GPU_TESTED
-            .iter()
-            .find(|&&(gv, gc, _)| gv == *v && gc == *cuda)
-            .map_or("not run", |&(_, _, what)| what);
+        let gpu = gpu_tested(*v, *cuda);
         let _ = writeln!(
             md,
             "| {v} | {cuda} | {torch} | {} | {gpu} |",
@@ -218,5 +223,26 @@ mod tests {
                 "{v} CUDA {cuda} listed twice"
             );
         }
+    }
+
+    /// The README's table is written by hand from this command's output:
+    /// its last column must say what [`GPU_TESTED`] says.
+    #[test]
+    fn readme_gpu_tested_column_matches() {
+        let readme = std::fs::read_to_string(crate::repo_root().join("README.md")).unwrap();
+        let mut rows = 0;
+        for line in readme.lines() {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let (Some(Ok(v)), Some(Ok(cuda))) = (
+                cells.get(1).map(|c| c.parse::<Version>()),
+                cells.get(2).map(|c| c.parse::<CudaMajor>()),
+            ) else {
+                continue;
+            };
+            let cell = cells[cells.len() - 2];
+            assert_eq!(cell, gpu_tested(v, cuda), "README row {v} CUDA {cuda}");
+            rows += 1;
+        }
+        assert!(rows >= GPU_TESTED.len(), "README: {rows} matrix rows found");
     }
 }

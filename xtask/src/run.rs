@@ -463,44 +463,7 @@ impl Runner {
                 self.record("profile-thread-1", c);
             }
             Mode::Perf => self.perf(&ptx, Perf::All)?,
-            Mode::ProfileGemm => {
-                let name = "profile-gemm-1";
-                if !self.gpu {
-                    self.table.push((name.into(), "SKIPPED (no GPU)".into()));
-                    return Ok(());
-                }
-                if let Err(why) = crate::ncu::on_path() {
-                    self.table.push((name.into(), format!("FAIL ({why})")));
-                    return Ok(());
-                }
-                let dir = self.out.join("profile-gemm");
-                std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-                let report = dir.join("ncu-gemm");
-                let mut c = crate::ncu::run(
-                    "^gemm_bf16_(mma|wgmma)$",
-                    crate::ncu::GEMM_SECTIONS,
-                    &report,
-                    &self.bin("nvshmem-bench"),
-                    300,
-                );
-                self.settings(&mut c, &ptx);
-                c.env("LD_LIBRARY_PATH", with_cublas()).args([
-                    "gemm",
-                    "--sizes",
-                    "4096,8192",
-                    "--no-fused",
-                    "--no-cublas",
-                    "--reps",
-                    "1",
-                    "--warmup",
-                    "0",
-                ]);
-                self.record(name, c);
-                if let Err(e) = crate::ncu::export(&report) {
-                    self.table
-                        .push(("profile-gemm-export".into(), format!("FAIL ({e})")));
-                }
-            }
+            Mode::ProfileGemm => self.profile_gemm(&ptx)?,
             Mode::PerfA => self.perf(&ptx, Perf::Bench)?,
             Mode::PerfB => self.perf(&ptx, Perf::Rest)?,
             Mode::Release | Mode::ReleaseCollectives => {
@@ -608,6 +571,47 @@ impl Runner {
                     self.record("gpu-3.8.0-ucx-mps", c);
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// [`Mode::ProfileGemm`]: the two GEMMs under ncu, then the report as CSV.
+    fn profile_gemm(&mut self, ptx: &Path) -> Result<(), String> {
+        let name = "profile-gemm-1";
+        if !self.gpu {
+            self.table.push((name.into(), "SKIPPED (no GPU)".into()));
+            return Ok(());
+        }
+        if let Err(why) = crate::ncu::on_path() {
+            self.table.push((name.into(), format!("FAIL ({why})")));
+            return Ok(());
+        }
+        let dir = self.out.join("profile-gemm");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let report = dir.join("ncu-gemm");
+        let mut c = crate::ncu::run(
+            "^gemm_bf16_(mma|wgmma)$",
+            crate::ncu::GEMM_SECTIONS,
+            &report,
+            &self.bin("nvshmem-bench"),
+            300,
+        );
+        self.settings(&mut c, ptx);
+        c.env("LD_LIBRARY_PATH", with_cublas()).args([
+            "gemm",
+            "--sizes",
+            "4096,8192",
+            "--no-fused",
+            "--no-cublas",
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+        ]);
+        self.record(name, c);
+        if let Err(e) = crate::ncu::export(&report) {
+            self.table
+                .push(("profile-gemm-export".into(), format!("FAIL ({e})")));
         }
         Ok(())
     }
