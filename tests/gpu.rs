@@ -634,6 +634,8 @@ fn staged_put(pe: &mut TestPe) -> TestResult {
                 &dest.to_vec(nv.stream())?,
                 &want,
             )?;
+            // The previous PE's next round puts into `dest`: not before it is read.
+            barrier(nv)?;
         }
     }
     Ok(())

@@ -42,7 +42,7 @@ const YES: &str = "yes (H100, 2026-12-06)";
 const GPU_TESTED: &[(Version, CudaMajor, &str)] = &[
     (Version::new(3, 3, 20), CudaMajor::Cuda12, YES),
     (Version::new(3, 3, 20), CudaMajor::Cuda13, YES),
-    (Version::new(3, 4, 5), CudaMajor::Cuda12, "owed"),
+    (Version::new(3, 4, 5), CudaMajor::Cuda12, YES),
     (Version::new(3, 4, 5), CudaMajor::Cuda13, YES),
     (Version::new(3, 5, 21), CudaMajor::Cuda12, YES),
     (Version::new(3, 5, 21), CudaMajor::Cuda13, YES),
