@@ -167,6 +167,7 @@ unsafe fn copy_small_out_of_line(dst: *mut u8, src: *const u8, len: usize) {
 /// At most [`SMALL`] bytes by one thread: one access when `len` is 1, 2, 4
 /// or 8 and both addresses are aligned to it (a `p`-sized put), else bytes.
 #[inline(always)]
+#[cfg(not(feature = "copy-small-branches"))]
 unsafe fn copy_small(dst: *mut u8, src: *const u8, len: usize) {
     let aligned = len.is_power_of_two() && (dst as usize | src as usize).is_multiple_of(len);
     // SAFETY: the caller's ranges of `len` bytes; each width's alignment checked.
@@ -179,6 +180,30 @@ unsafe fn copy_small(dst: *mut u8, src: *const u8, len: usize) {
                 for i in 0..len {
                     *dst.add(i) = *src.add(i);
                 }
+            }
+        }
+    }
+}
+
+/// [`copy_small`] as ordered tests: the `copy-small-branches` candidate. The
+/// `match` above compiles to a jump table (an indexed constant load and an
+/// indirect branch, `BRX`, on every call: the SASS of `lat_get` and
+/// `lat_put`, issue 24 run 8); tests compile to compares.
+#[inline(always)]
+#[cfg(feature = "copy-small-branches")]
+unsafe fn copy_small(dst: *mut u8, src: *const u8, len: usize) {
+    let both = dst as usize | src as usize;
+    // SAFETY: the caller's ranges of `len` bytes; each width's alignment checked.
+    unsafe {
+        if len == 8 && both.is_multiple_of(8) {
+            dst.cast::<u64>().write(src.cast::<u64>().read())
+        } else if len == 4 && both.is_multiple_of(4) {
+            dst.cast::<u32>().write(src.cast::<u32>().read())
+        } else if len == 2 && both.is_multiple_of(2) {
+            dst.cast::<u16>().write(src.cast::<u16>().read())
+        } else {
+            for i in 0..len {
+                *dst.add(i) = *src.add(i);
             }
         }
     }

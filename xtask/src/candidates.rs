@@ -40,6 +40,26 @@ pub const CANDIDATES: &[Candidate] = &[
         link: DeviceLink::Auto,
     },
     Candidate {
+        name: "small-branches",
+        what: "copies of at most 8 bytes chosen by ordered tests, not a jump table",
+        bench: &["nvshmem-device/copy-small-branches"],
+        allreduce: &[],
+        link: DeviceLink::Auto,
+    },
+    Candidate {
+        name: "ptr-hoisted",
+        what: "small-branches, and `ptr`'s peer-table lookup hoisted out of loops (one pure PTX block)",
+        bench: &[
+            "nvshmem-device/copy-small-branches",
+            "nvshmem-device/ptr-hoisted",
+        ],
+        allreduce: &[
+            "nvshmem-device/copy-small-branches",
+            "nvshmem-device/ptr-hoisted",
+        ],
+        link: DeviceLink::Auto,
+    },
+    Candidate {
         name: "separate",
         what: "the default device code compiled separately (`ptxas -c` + `nvlink`, as `nvcc -rdc`), not whole-program",
         bench: &[],

@@ -63,7 +63,7 @@ pub enum Mode {
     Perf,
     /// Thread-scope put/get under Nsight Compute at 1 PE, Rust and C++, 4 launches a row (a check, a warm-up, 2 timed) (`--ncu`; `ncu-pe1.ncu-rep`, `ncu-pe1.csv` and `ncu-pe1-raw.csv` in $OUT/profile; not a default).
     Profile,
-    /// `gemm_bf16_mma` and `gemm_bf16_wgmma` at 4096 and 8192 under Nsight Compute, 1 PE (pipes, occupancy, stall reasons; `ncu-gemm.ncu-rep`, `ncu-gemm.csv` and `ncu-gemm-raw.csv` in $OUT/profile-gemm; compute or perf pack; not a default).
+    /// `gemm_bf16_mma`, `gemm_bf16_mma_k64` and `gemm_bf16_wgmma` at 4096 and 8192 under Nsight Compute, 1 PE (pipes, occupancy, stall reasons; `ncu-gemm.ncu-rep`, `ncu-gemm.csv` and `ncu-gemm-raw.csv` in $OUT/profile-gemm; compute or perf pack; not a default).
     ProfileGemm,
     /// Perf's benchmark half: 1 and 2 PEs, twice (for two calls when one does not fit).
     PerfA,
@@ -590,7 +590,9 @@ impl Runner {
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let report = dir.join("ncu-gemm");
         let mut c = crate::ncu::run(
-            "^gemm_bf16_(mma|wgmma)$",
+            // mma_k64 (BK 64) beside mma (BK 32): whether cp.async's
+            // 8 shared wavefronts per instruction follow the half-used lines.
+            "^gemm_bf16_(mma|mma_k64|wgmma)$",
             crate::ncu::GEMM_SECTIONS,
             &report,
             &self.bin("nvshmem-bench"),
@@ -603,6 +605,7 @@ impl Runner {
             "4096,8192",
             "--no-fused",
             "--no-cublas",
+            "--candidates",
             "--reps",
             "1",
             "--warmup",
