@@ -93,7 +93,12 @@ pub(crate) unsafe fn ptr_in_range<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::pt
 unsafe fn ptr_hoisted<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::ptr::NonNull<T>> {
     let (base, size, peer): (u64, u64, u64);
     // SAFETY: reads NVSHMEM's device state and entry `pe` of its peer table,
-    // which has `n_pes()` entries (the caller's `pe < n_pes()`).
+    // which has `n_pes()` entries (the caller's `pe < n_pes()`). `nomem`
+    // overstates it (the block reads memory that nothing writes during a
+    // kernel); `readonly`, the exact claim, stops LLVM hoisting it past a
+    // loop's stores, which is the point of the candidate. The symbol is
+    // named only in the text: the module has it because the typed layer's
+    // NVSHMEM fallbacks (and `n_pes`) reference it.
     unsafe {
         core::arch::asm!(
             "{{",

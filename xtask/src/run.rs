@@ -575,7 +575,8 @@ impl Runner {
         Ok(())
     }
 
-    /// [`Mode::ProfileGemm`]: the two GEMMs under ncu, then the report as CSV.
+    /// [`Mode::ProfileGemm`]: the mma, mma_k64 and wgmma GEMMs under ncu, then
+    /// the report as CSV.
     fn profile_gemm(&mut self, ptx: &Path) -> Result<(), String> {
         let name = "profile-gemm-1";
         if !self.gpu {
