@@ -28,6 +28,8 @@ pub enum Mode {
     Gemm,
     /// The mma and wgmma GEMMs at 4096 and 8192, 1 PE, with the grouped tile order's band height 4, 8, 16, 32 and 64 tile rows (compute or perf pack; `gemm-group<G>.csv` in $OUT; not a default).
     GemmGroups,
+    /// The mma and wgmma GEMMs at 4096, then at 8192, 1 PE, each while `nvidia-smi` samples the SM clock, power, temperature and clock-event reasons every 100 ms (`gemm-clocks-<size>.csv` in $OUT; the table gives their median and extremes): whether the timed loop at 8192 runs at a lower clock (compute or perf pack; not a default).
+    GemmClocks,
     /// The fused AG+GEMM and GEMM+RS examples at 1 PE, then at 2 and 4 under MPS.
     Fused,
     /// tests/collectives.rs under MPS.
@@ -317,6 +319,20 @@ impl Runner {
                         .arg("--csv")
                         .arg(self.out.join(format!("gemm-group{group}.csv")));
                     self.record(&format!("gemm-group{group}-1"), c);
+                }
+            }
+            Mode::GemmClocks => {
+                for size in ["4096", "8192"] {
+                    let samples = self.out.join(format!("gemm-clocks-{size}.csv"));
+                    let sampler = ClockSampler::start(&samples);
+                    let mut c = self.command(&self.bin("nvshmem-bench"), &ptx);
+                    c.env("LD_LIBRARY_PATH", with_cublas())
+                        .args(["gemm", "--sizes", size, "--no-fused", "--no-cublas"])
+                        .arg("--csv")
+                        .arg(self.out.join(format!("gemm-{size}.csv")));
+                    self.record(&format!("gemm-{size}-1"), c);
+                    let summary = sampler.stop();
+                    self.table.push((format!("gemm-clocks-{size}"), summary));
                 }
             }
             Mode::Fused => {
@@ -1204,9 +1220,112 @@ fn unpack_cubins(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// `nvidia-smi` sampling the GPU every 100 ms into a CSV while a step runs.
+struct ClockSampler {
+    child: Option<std::process::Child>,
+    samples: PathBuf,
+}
+
+/// What [`ClockSampler`] asks `nvidia-smi` for, in this order.
+const CLOCK_QUERY: &str =
+    "timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active";
+
+impl ClockSampler {
+    /// Starts sampling into `samples`; a machine without `nvidia-smi` gets
+    /// a sampler whose summary says so.
+    fn start(samples: &Path) -> Self {
+        let child = std::fs::File::create(samples).ok().and_then(|f| {
+            Command::new("nvidia-smi")
+                .arg(format!("--query-gpu={CLOCK_QUERY}"))
+                .args(["--format=csv,noheader,nounits", "-lms", "100"])
+                .stdout(f)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .ok()
+        });
+        Self {
+            child,
+            samples: samples.to_path_buf(),
+        }
+    }
+
+    /// Stops sampling; the table's verdict for the samples.
+    fn stop(mut self) -> String {
+        let Some(mut child) = self.child.take() else {
+            return "SKIPPED (nvidia-smi could not start)".into();
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        let text = std::fs::read_to_string(&self.samples).unwrap_or_default();
+        clock_summary(&text)
+    }
+}
+
+impl Drop for ClockSampler {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Median and extremes of [`ClockSampler`]'s CSV lines (timestamp, SM MHz,
+/// W, °C, event-reason mask), and every event-reason mask seen.
+fn clock_summary(text: &str) -> String {
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split(',').map(str::trim).collect::<Vec<_>>())
+        .filter(|f| f.len() == 5 && f[1].parse::<f64>().is_ok())
+        .collect();
+    if rows.is_empty() {
+        return "SKIPPED (no samples: nvidia-smi gave none this driver reads)".into();
+    }
+    let column = |k: usize| -> Vec<f64> {
+        let mut v: Vec<f64> = rows.iter().filter_map(|r| r[k].parse().ok()).collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let (sm, power, temp) = (column(1), column(2), column(3));
+    let median = |v: &[f64]| v.get(v.len() / 2).copied().unwrap_or(f64::NAN);
+    let last = |v: &[f64]| v.last().copied().unwrap_or(f64::NAN);
+    let mut reasons: Vec<&str> = rows.iter().map(|r| r[4]).collect();
+    reasons.sort_unstable();
+    reasons.dedup();
+    format!(
+        "{} samples: SM clock median {:.0} MHz (min {:.0}, max {:.0}), power median {:.0} W (max {:.0}), \
+         temperature max {:.0} C, clock-event reasons {}",
+        rows.len(),
+        median(&sm),
+        sm.first().copied().unwrap_or(f64::NAN),
+        last(&sm),
+        median(&power),
+        last(&power),
+        last(&temp),
+        reasons.join(" ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
-    use super::verdict;
+    use super::{clock_summary, verdict};
+
+    #[test]
+    fn clock_summaries() {
+        let text = "2026/12/06 18:00:00.100, 1980, 400.5, 50, 0x0000000000000000\n\
+                    2026/12/06 18:00:00.200, 1755, 690.1, 61, 0x0000000000000004\n\
+                    2026/12/06 18:00:00.300, 1830, 650.0, 58, 0x0000000000000004\n";
+        assert_eq!(
+            clock_summary(text),
+            "3 samples: SM clock median 1830 MHz (min 1755, max 1980), power median 650 W \
+             (max 690), temperature max 61 C, clock-event reasons 0x0000000000000000 \
+             0x0000000000000004"
+        );
+        assert!(
+            clock_summary("Field \"clocks_event_reasons\" is not a valid field\n")
+                .starts_with("SKIPPED (no samples")
+        );
+    }
 
     #[test]
     fn verdicts() {
