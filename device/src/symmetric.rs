@@ -82,9 +82,10 @@ pub(crate) unsafe fn ptr_in_range<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::pt
 /// test, so LLVM reloads it on every put/get of a loop; NVSHMEM's own put/get
 /// load it unconditionally and LLVM hoists it. The device state and the table
 /// do not change while a kernel runs. The offsets in `nvshmemi_device_state_d`
-/// (heap base +40, heap size +48, P2P peer bases +56) are those of NVSHMEM
-/// 3.3.20, 3.4.5 and 3.8.0's headers: a candidate for measurement, which the
-/// benchmark's checks cover, not a path for users.
+/// (heap base +40, heap size +48, P2P peer bases +56) are every supported
+/// release's (`device/tests/abi/device_state.rs` checks each bitcode's
+/// layout): a candidate for measurement, which the benchmark's checks cover,
+/// not a path for users.
 ///
 /// # Safety
 /// `pe < n_pes()`.

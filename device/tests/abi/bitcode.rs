@@ -17,8 +17,13 @@ fn nvshmem_functions(ll: &str, keyword: &str) -> BTreeMap<String, Sig> {
         .collect()
 }
 
-/// The functions NVSHMEM's bitcode defines, by `llvm-dis`.
-pub(crate) fn bitcode_defines(bc: &Path) -> BTreeMap<String, Sig> {
+/// `llvm-dis` of a bitcode file, once per file for the whole test binary.
+pub(crate) fn disassembly(bc: &Path) -> std::sync::Arc<str> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, std::sync::Arc<str>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(hit) = cache.lock().unwrap().get(bc) {
+        return hit.clone();
+    }
     let dis = toolchain().llvm_tool("llvm-dis").unwrap();
     let out = Command::new(&dis)
         .arg(bc)
@@ -31,7 +36,14 @@ pub(crate) fn bitcode_defines(bc: &Path) -> BTreeMap<String, Sig> {
         bc.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    let defs = nvshmem_functions(&String::from_utf8_lossy(&out.stdout), "define ");
+    let ll: std::sync::Arc<str> = String::from_utf8_lossy(&out.stdout).into();
+    cache.lock().unwrap().insert(bc.to_path_buf(), ll.clone());
+    ll
+}
+
+/// The functions NVSHMEM's bitcode defines, by `llvm-dis`.
+pub(crate) fn bitcode_defines(bc: &Path) -> BTreeMap<String, Sig> {
+    let defs = nvshmem_functions(&disassembly(bc), "define ");
     assert!(
         defs.len() > 1000,
         "{} defines only {} nvshmem functions",

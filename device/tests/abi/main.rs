@@ -127,6 +127,7 @@ fn for_each_version(what: &str, mut check: impl FnMut(&str, &Nvshmem)) {
 mod bitcode;
 mod constants;
 mod declarations;
+mod device_state;
 mod gaps;
 mod headers;
 mod lists;
