@@ -23,6 +23,13 @@ pub struct Candidate {
     link: DeviceLink,
 }
 
+/// The features of the `ptr-hoisted` candidate (also the variants pack's
+/// `ptr-hoisted` runtime kernels).
+pub const PTR_HOISTED_FEATURES: [&str; 2] = [
+    "nvshmem-device/copy-small-branches",
+    "nvshmem-device/ptr-hoisted",
+];
+
 /// Every candidate, timed beside the default build.
 pub const CANDIDATES: &[Candidate] = &[
     Candidate {
@@ -49,8 +56,8 @@ pub const CANDIDATES: &[Candidate] = &[
     Candidate {
         name: "ptr-hoisted",
         what: "small-branches, and `ptr`'s peer-table lookup hoisted out of loops (one pure PTX block)",
-        bench: &crate::pack::PTR_HOISTED_FEATURES,
-        allreduce: &crate::pack::PTR_HOISTED_FEATURES,
+        bench: &PTR_HOISTED_FEATURES,
+        allreduce: &PTR_HOISTED_FEATURES,
         link: DeviceLink::Auto,
     },
     Candidate {

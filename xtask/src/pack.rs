@@ -156,12 +156,6 @@ pub const CUDA_SOURCES: &[&str] = &[
 /// The NVSHMEM feature that forces its own RMA path in the typed layer.
 const NVSHMEM_PATH_FEATURE: &str = "nvshmem-device/nvshmem-path";
 
-/// The features of the `ptr-hoisted` perf candidate (`candidates.rs`).
-pub(crate) const PTR_HOISTED_FEATURES: [&str; 2] = [
-    "nvshmem-device/copy-small-branches",
-    "nvshmem-device/ptr-hoisted",
-];
-
 /// The variants' kernel folders in the pack: NVSHMEM's own RMA path,
 /// separate compilation, the `ptr-hoisted` candidate.
 const VARIANT_FOLDERS: [&str; 3] = ["ptx-nvshmem-path", "ptx-separate", "ptx-ptr-hoisted"];
@@ -421,7 +415,7 @@ fn variants(root: &Path, pack: &Path) -> Result<(), String> {
         ),
         (
             "ptx-ptr-hoisted",
-            PTR_HOISTED_FEATURES
+            crate::candidates::PTR_HOISTED_FEATURES
                 .iter()
                 .fold(Builder::new(&runtime), |b, f| b.feature(*f)),
         ),
