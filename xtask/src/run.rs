@@ -288,12 +288,8 @@ impl Runner {
             }
             Mode::Gemm => {
                 let bench = self.bin("nvshmem-bench");
-                let mut c = self.command(&bench, &ptx);
-                c.env("LD_LIBRARY_PATH", with_cublas())
-                    .args(["gemm", "--csv"])
-                    .arg(self.out.join("gemm-pe1.csv"))
-                    .arg("--plots")
-                    .arg(self.out.join("gemm-pe1"));
+                let mut c = self.gemm_bench(&ptx, &[], "gemm-pe1.csv");
+                c.arg("--plots").arg(self.out.join("gemm-pe1"));
                 self.record("gemm-1", c);
                 let _mps = self.mps()?;
                 let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
@@ -308,18 +304,8 @@ impl Runner {
             }
             Mode::GemmGroups => {
                 for group in ["4", "8", "16", "32", "64"] {
-                    let mut c = self.command(&self.bin("nvshmem-bench"), &ptx);
-                    c.env("LD_LIBRARY_PATH", with_cublas())
-                        .args([
-                            "gemm",
-                            "--sizes",
-                            "4096,8192",
-                            "--no-fused",
-                            "--group",
-                            group,
-                        ])
-                        .arg("--csv")
-                        .arg(self.out.join(format!("gemm-group{group}.csv")));
+                    let args = ["--sizes", "4096,8192", "--no-fused", "--group", group];
+                    let c = self.gemm_bench(&ptx, &args, &format!("gemm-group{group}.csv"));
                     self.record(&format!("gemm-group{group}-1"), c);
                 }
             }
@@ -327,11 +313,8 @@ impl Runner {
                 for size in ["4096", "8192"] {
                     let samples = self.out.join(format!("gemm-clocks-{size}.csv"));
                     let sampler = ClockSampler::start(&samples);
-                    let mut c = self.command(&self.bin("nvshmem-bench"), &ptx);
-                    c.env("LD_LIBRARY_PATH", with_cublas())
-                        .args(["gemm", "--sizes", size, "--no-fused", "--no-cublas"])
-                        .arg("--csv")
-                        .arg(self.out.join(format!("gemm-{size}.csv")));
+                    let args = ["--sizes", size, "--no-fused", "--no-cublas"];
+                    let c = self.gemm_bench(&ptx, &args, &format!("gemm-{size}.csv"));
                     self.record(&format!("gemm-{size}-1"), c);
                     let summary = sampler.stop();
                     self.table.push((format!("gemm-clocks-{size}"), summary));
@@ -591,6 +574,18 @@ impl Runner {
             }
         }
         Ok(())
+    }
+
+    /// `nvshmem-bench gemm ARGS --csv $OUT/CSV` at 1 PE, with cuBLAS on the
+    /// library path.
+    fn gemm_bench(&self, ptx: &Path, args: &[&str], csv: &str) -> Command {
+        let mut c = self.command(&self.bin("nvshmem-bench"), ptx);
+        c.env("LD_LIBRARY_PATH", with_cublas())
+            .arg("gemm")
+            .args(args)
+            .arg("--csv")
+            .arg(self.out.join(csv));
+        c
     }
 
     /// [`Mode::ProfileGemm`]: the mma, mma_k64 and wgmma GEMMs under ncu, then
