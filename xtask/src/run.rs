@@ -111,6 +111,10 @@ pub struct Args {
     /// path is relative to the current folder.
     #[arg(long)]
     pack: Option<PathBuf>,
+    /// Runs only the steps whose name contains this text (a summary row's
+    /// name, such as `racecheck-ag_gemm`); the others are listed as not run.
+    #[arg(long)]
+    only: Option<String>,
 }
 
 /// The settings every program here starts with. NVLink multicast stays off.
@@ -131,6 +135,10 @@ struct Runner {
     table: Vec<(String, String)>,
     /// A `nvshmem` pack's release: `(version, CUDA major)` as written in `PACK`.
     release: Option<(String, String)>,
+    /// `--only`: the text a step's name must contain to run.
+    only: Option<String>,
+    /// The steps `--only` left out.
+    not_selected: Vec<String>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, String> {
@@ -167,6 +175,8 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         mps_on: Rc::default(),
         table: Vec::new(),
         release,
+        only: args.only,
+        not_selected: Vec::new(),
     };
     if !gpu {
         println!(
@@ -186,6 +196,17 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     for (name, verdict) in &r.table {
         println!("{name:<36} {verdict}");
         failed |= verdict.starts_with("FAIL");
+    }
+    if let Some(only) = &r.only {
+        println!(
+            "NOT RUN ({} steps without `{only}` in their name): {}",
+            r.not_selected.len(),
+            r.not_selected.join(", ")
+        );
+        if r.table.is_empty() {
+            println!("FAIL: --only {only} selected no step");
+            failed = true;
+        }
     }
     Ok(if failed {
         ExitCode::FAILURE
@@ -927,6 +948,14 @@ impl Runner {
 
     /// Runs `c`, logs to `$OUT/<name>.log`, and records PASS, FAIL or SKIPPED.
     fn record(&mut self, name: &str, mut c: Command) {
+        if self
+            .only
+            .as_ref()
+            .is_some_and(|only| !name.contains(only.as_str()))
+        {
+            self.not_selected.push(name.to_string());
+            return;
+        }
         println!("=== {name}: {:?}", c.get_program());
         let log = self.out.join(format!("{name}.log"));
         let t0 = Instant::now();
