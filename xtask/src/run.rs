@@ -971,6 +971,12 @@ impl Runner {
             }
         };
         println!("    {verdict}");
+        // Ranks killed mid-kernel can leave the MPS server unable to serve
+        // the next program (its init then fails with a launch error): a
+        // failure under MPS gets a fresh server.
+        if verdict.starts_with("FAIL") && self.mps_on.get() {
+            Mps::restart();
+        }
         self.table.push((name.to_string(), verdict));
     }
 
@@ -1025,10 +1031,10 @@ pub(crate) fn gpu_present() -> bool {
         .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
 }
 
-/// The examples every `Examples` run starts: (binary, arguments).
 /// The MoE layer example: only the moe pack has it (`sanitizer` there).
 const MOE_EXAMPLE: &[(&str, &[&str])] = &[("moe_layer", &[])];
 
+/// The examples every `Examples` run starts: (binary, arguments).
 const EXAMPLES: &[(&str, &[&str])] = &[
     ("ring", &[]),
     ("allreduce", &["--quick"]),
@@ -1211,6 +1217,19 @@ impl Mps {
                 .is_ok_and(|s| s.success())
     }
 
+    /// Quits the daemon and starts a new one on the same pipe, whose clients
+    /// get a new server.
+    fn restart() {
+        Self::stop();
+        let start = Command::new("nvidia-cuda-mps-control")
+            .arg("-d")
+            .envs(Self::env())
+            .status();
+        if !start.is_ok_and(|s| s.success()) {
+            eprintln!("warning: restarting CUDA MPS failed");
+        }
+    }
+
     /// Asks the daemon this run started to quit, and gives it a second.
     fn stop() {
         let stop = Command::new("sh")
@@ -1277,22 +1296,27 @@ impl ClockSampler {
 
     /// Stops sampling; the table's verdict for the samples.
     fn stop(mut self) -> String {
-        let Some(mut child) = self.child.take() else {
+        if !self.end() {
             return "SKIPPED (nvidia-smi could not start)".into();
+        }
+        let text = std::fs::read_to_string(&self.samples).unwrap_or_default();
+        clock_summary(&text)
+    }
+
+    /// Ends `nvidia-smi` if it runs; whether it had started.
+    fn end(&mut self) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return false;
         };
         let _ = child.kill();
         let _ = child.wait();
-        let text = std::fs::read_to_string(&self.samples).unwrap_or_default();
-        clock_summary(&text)
+        true
     }
 }
 
 impl Drop for ClockSampler {
     fn drop(&mut self) {
-        if let Some(child) = self.child.as_mut() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.end();
     }
 }
 
