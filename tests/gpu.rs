@@ -377,6 +377,39 @@ fn peer_ptr(pe: &mut TestPe) -> TestResult {
     Ok(())
 }
 
+/// `ptr`'s own peer lookup (which reads NVSHMEM's device state by offset)
+/// gives what NVSHMEM's `nvshmem_ptr` gives, for every PE and addresses in,
+/// at the edge of, and outside the heap; and it reaches every PE that shares
+/// memory with this one.
+fn ptr_matches_nvshmem_ptr(pe: &mut TestPe) -> TestResult {
+    let nv = pe.nvshmem();
+    let bytes = 4096u64;
+    let dest = nv.alloc_zeroed::<u8>(bytes as usize)?;
+    let out = pe.poisoned::<u32>(3)?;
+    let k = pe.module(KERNELS)?.kernel("ptr_matches_nvshmem_ptr")?;
+    // SAFETY: one thread writes `out[0..3]`; the addresses are only translated.
+    unsafe { k.launch(nv.stream(), 1, 1, (dest.sym_ptr(), bytes, out.device_ptr()))? };
+    nv.synchronize(nv.stream())?;
+    let n = nv.n_pes();
+    let shared = nv.team_n_pes(Team::SHARED)? == n;
+    // Five addresses per PE, three of them in the heap (one past `dest` is
+    // too): reachable on every PE that shares memory, on this one at least.
+    let got = out.to_vec(nv.stream())?;
+    check_eq(
+        "ptr_matches_nvshmem_ptr ([disagreements, comparisons])",
+        &got[..2],
+        &[0, 5 * n],
+    )?;
+    let (lo, hi) = if shared { (3 * n, 3 * n) } else { (3, 3 * n) };
+    ensure((lo..=hi).contains(&got[2]), || {
+        format!(
+            "ptr found {} of {} addresses reachable; expected {lo}..={hi}",
+            got[2],
+            5 * n
+        )
+    })
+}
+
 fn collective_launch(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let module = pe.module(KERNELS)?;
@@ -890,7 +923,7 @@ gpu_main! {
     ALL => p_and_g;
     &[1, 2] => p_and_g_from_ptx;
     ALL => atomic_fetch_add, atomic_sequence, put_signal_ring, wait_until_ring, iput, peer_ptr,
-        collective_launch, stream_ops;
+        ptr_matches_nvshmem_ptr, collective_launch, stream_ops;
     &[1], with &[("NVSHMEM_DISABLE_LOCAL_ONLY_PROXY", "1")] => kernel_fault;
     &[1] => version_mismatch, unregistrable_module, driver_too_old, block_too_large;
     &[2, 4] => allocation_mismatch;

@@ -137,9 +137,9 @@
 //!   when a PE is out of range (`pe >= n_pes()`) or an array argument is
 //!   shorter than `nelems`. Without it the checks do not exist.
 //! - `abi-probe`: internal, for `tests/abi/`.
-//! - `copy-thread-serial`, `copy-small-branches`, `ptr-hoisted`: internal,
-//!   candidates of the direct copy for `cargo xtask bench --candidates`
-//!   (BENCHMARKS.md, issue 24); not for kernels.
+//! - `copy-thread-serial`: internal, a candidate of the direct copy for
+//!   `cargo xtask bench --candidates` (BENCHMARKS.md, issue 24); not for
+//!   kernels.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",

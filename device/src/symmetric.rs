@@ -60,13 +60,14 @@ pub fn ptr<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::ptr::NonNull<T>> {
 #[inline(always)]
 #[cfg_attr(feature = "nvshmem-path", allow(dead_code))]
 pub(crate) unsafe fn ptr_in_range<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::ptr::NonNull<T>> {
-    #[cfg(all(feature = "ptr-hoisted", target_arch = "nvptx64"))]
+    #[cfg(target_arch = "nvptx64")]
     {
         // SAFETY: the caller's `pe < n_pes()`.
-        unsafe { ptr_hoisted(dest, pe) }
+        unsafe { peer_lookup(dest, pe) }
     }
-    #[cfg(not(all(feature = "ptr-hoisted", target_arch = "nvptx64")))]
+    #[cfg(not(target_arch = "nvptx64"))]
     {
+        // Host builds (docs, tests) only type-check this.
         // SAFETY: `nvshmem_ptr` only translates the address (it dereferences
         // nothing of `dest`); `pe` indexes its peer table within bounds.
         let p = unsafe {
@@ -76,30 +77,36 @@ pub(crate) unsafe fn ptr_in_range<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::pt
     }
 }
 
-/// `nvshmem_ptr`'s translation with the peer-table load unconditional, in one
-/// PTX block marked pure and memory-free: the `ptr-hoisted` candidate (issue
-/// 24 run 8). `nvshmem_ptr` loads the table entry only inside its heap-range
-/// test, so LLVM reloads it on every put/get of a loop; NVSHMEM's own put/get
-/// load it unconditionally and LLVM hoists it. The device state and the table
-/// do not change while a kernel runs. The offsets in `nvshmemi_device_state_d`
-/// (heap base +40, heap size +48, P2P peer bases +56) are every supported
-/// release's (`device/tests/abi/device_state.rs` checks each bitcode's
-/// layout): a candidate for measurement, which the benchmark's checks cover,
-/// not a path for users.
+/// `nvshmem_ptr`'s translation with its three loads unconditional, in one
+/// PTX block that LLVM may hoist out of a caller's loop.
+///
+/// `nvshmem_ptr` loads the peer-table entry only inside its heap-range test,
+/// so LLVM reloaded it on every put/get of a loop, where NVSHMEM's own
+/// put/get load it unconditionally and have it hoisted. With this lookup the
+/// benchmark's geometric mean of Rust/C++ time went from 0.895 to 0.857,
+/// 8-byte put/get from 0.914 to 0.794 (issue 24 run 9, BENCHMARKS.md).
+///
+/// It reads `nvshmemi_device_state_d` (constant memory) by offset: heap base
+/// at +40, heap size at +48, the P2P peer-base table at +56, the fields and
+/// the only ones `nvshmem_ptr` reads besides the PE count in every supported
+/// release (`device/tests/abi/device_state.rs` checks each bitcode). One
+/// unsigned compare of `dest - base` against the size is `nvshmem_ptr`'s two
+/// (an address below the base wraps above any heap size).
 ///
 /// # Safety
 /// `pe < n_pes()`.
-#[cfg(all(feature = "ptr-hoisted", target_arch = "nvptx64"))]
+#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn ptr_hoisted<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::ptr::NonNull<T>> {
+unsafe fn peer_lookup<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::ptr::NonNull<T>> {
     let (base, size, peer): (u64, u64, u64);
     // SAFETY: reads NVSHMEM's device state and entry `pe` of its peer table,
-    // which has `n_pes()` entries (the caller's `pe < n_pes()`). `nomem`
-    // overstates it (the block reads memory that nothing writes during a
-    // kernel); `readonly`, the exact claim, stops LLVM hoisting it past a
-    // loop's stores, which is the point of the candidate. The symbol is
-    // named only in the text: the module has it because the typed layer's
-    // NVSHMEM fallbacks (and `n_pes`) reference it.
+    // which has `n_pes()` entries (the caller's `pe < n_pes()`). Both are
+    // set by the host before a launch and never written by device code, so
+    // `nomem` (which lets LLVM hoist the block past a loop's stores, the
+    // point of it; `readonly` would not) holds for the kernel's duration.
+    // `pure` lets LLVM run the block fewer times, never speculatively. The
+    // symbol is named only in the text: every module that reaches this has
+    // it, as `n_pes` and the typed layer's NVSHMEM fallbacks reference it.
     unsafe {
         core::arch::asm!(
             "{{",

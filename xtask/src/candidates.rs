@@ -23,13 +23,6 @@ pub struct Candidate {
     link: DeviceLink,
 }
 
-/// The features of the `ptr-hoisted` candidate (also the variants pack's
-/// `ptr-hoisted` runtime kernels).
-pub const PTR_HOISTED_FEATURES: [&str; 2] = [
-    "nvshmem-device/copy-small-branches",
-    "nvshmem-device/ptr-hoisted",
-];
-
 /// Every candidate, timed beside the default build.
 pub const CANDIDATES: &[Candidate] = &[
     Candidate {
@@ -44,20 +37,6 @@ pub const CANDIDATES: &[Candidate] = &[
         what: "put/get through NVSHMEM's own RMA path for every peer (the device crate's `nvshmem-path`), not the direct copy",
         bench: &["nvshmem-device/nvshmem-path"],
         allreduce: &["nvshmem-device/nvshmem-path"],
-        link: DeviceLink::Auto,
-    },
-    Candidate {
-        name: "small-branches",
-        what: "copies of at most 8 bytes chosen by ordered tests, not a jump table",
-        bench: &["nvshmem-device/copy-small-branches"],
-        allreduce: &[],
-        link: DeviceLink::Auto,
-    },
-    Candidate {
-        name: "ptr-hoisted",
-        what: "small-branches, and `ptr`'s peer-table lookup hoisted out of loops (one pure PTX block)",
-        bench: &PTR_HOISTED_FEATURES,
-        allreduce: &PTR_HOISTED_FEATURES,
         link: DeviceLink::Auto,
     },
     Candidate {

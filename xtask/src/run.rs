@@ -44,8 +44,6 @@ pub enum Mode {
     NvshmemPath,
     /// tests/gpu.rs on runtime kernels compiled separately (ptxas -c + nvlink).
     Separate,
-    /// tests/gpu.rs on runtime kernels with the `ptr-hoisted` perf candidate's device code (the peer lookup by offset, small copies without a jump table).
-    PtrHoisted,
     /// The ring, the all-reduce and tests/gpu.rs under `mpirun -n 2` and `-n 4` (Open MPI from the pack).
     Mpirun,
     /// tests/gpu.rs against NVSHMEM 3.8.0 (from the pack).
@@ -90,7 +88,7 @@ impl Mode {
         match purpose {
             "tests" => &[Info, Tests, Collectives, BenchCheck, Examples, Costs],
             "compute" => &[Info, Compute, Tensor, Fused, Gemm],
-            "variants" => &[Info, NvshmemPath, Separate, PtrHoisted],
+            "variants" => &[Info, NvshmemPath, Separate],
             "mpi" => &[Info, Mpirun],
             "nvshmem38" => &[Info, Nvshmem38, Ucx],
             "perf" => &[Info, Perf],
@@ -435,11 +433,10 @@ impl Runner {
                 }
             }
             Mode::Torch => self.torch()?,
-            Mode::NvshmemPath | Mode::Separate | Mode::PtrHoisted => {
+            Mode::NvshmemPath | Mode::Separate => {
                 let (name, folder) = match mode {
                     Mode::NvshmemPath => ("gpu-nvshmem-path-mps", "ptx-nvshmem-path"),
-                    Mode::Separate => ("gpu-separate-mps", "ptx-separate"),
-                    _ => ("gpu-ptr-hoisted-mps", "ptx-ptr-hoisted"),
+                    _ => ("gpu-separate-mps", "ptx-separate"),
                 };
                 let _mps = self.mps()?;
                 let mut c = self.command(&test_gpu, &self.ptx(folder, "3.4.5"));

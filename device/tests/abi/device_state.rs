@@ -1,6 +1,8 @@
-//! The layout of NVSHMEM's device state that the `ptr-hoisted` candidate
-//! (`device/src/symmetric.rs`, `ptr_hoisted`) reads by offset: heap base at
-//! +40, heap size at +48, the P2P peer-base table at +56.
+//! What `ptr`'s peer lookup (`device/src/symmetric.rs`, `peer_lookup`)
+//! assumes of NVSHMEM's device state, which it reads by offset: the state is
+//! in constant memory with heap base at +40, heap size at +48 and the P2P
+//! peer-base table at +56, and `nvshmem_ptr` reads nothing else of it but the
+//! PE count (+8), and calls nothing.
 
 use crate::bitcode::disassembly;
 use crate::{ARCH, bitcodes, find_nvshmem};
@@ -12,13 +14,26 @@ const PREFIX: [&str; 14] = [
     "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i8", "i8", "ptr", "i64", "ptr",
 ];
 
+/// The byte offsets of [`PREFIX`]'s fields (as laid out by LLVM's data
+/// layout for NVPTX: `ptr` and `i64` aligned to 8).
+const PREFIX_OFFSETS: [u64; 14] = [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 37, 40, 48, 56];
+
+/// The offsets `peer_lookup` reads, and the one more `nvshmem_ptr` may (the
+/// PE count, for its range check since 3.5).
+const LOOKUP_OFFSETS: [u64; 3] = [40, 48, 56];
+const PE_COUNT_OFFSET: u64 = 8;
+
 /// The element types of the struct type of `@nvshmemi_device_state_d` in
-/// `ll` (top-level commas only), or why not.
+/// `ll` (top-level commas only), or why not: also when the global is not in
+/// constant memory (`addrspace(4)`), where `peer_lookup`'s `ld.const` reads.
 fn device_state_fields(ll: &str) -> Result<Vec<String>, String> {
     let global = ll
         .lines()
         .find(|l| l.starts_with("@nvshmemi_device_state_d = "))
         .ok_or("no @nvshmemi_device_state_d")?;
+    if !global.contains(" addrspace(4) ") {
+        return Err(format!("not in constant memory: `{global}`"));
+    }
     let ty = global
         .split_whitespace()
         .find(|w| w.starts_with("%struct."))
@@ -47,7 +62,7 @@ fn device_state_fields(ll: &str) -> Result<Vec<String>, String> {
 }
 
 #[test]
-fn device_state_layout_matches_ptr_hoisted() {
+fn device_state_layout_matches_peer_lookup() {
     let mut checked = 0;
     for (version, cuda) in bitcodes() {
         let Some(nv) = find_nvshmem(version, cuda) else {
@@ -59,16 +74,74 @@ fn device_state_layout_matches_ptr_hoisted() {
         assert!(
             fields.len() > PREFIX.len() && fields[..PREFIX.len()] == PREFIX,
             "NVSHMEM {version} (CUDA {cuda}): the device state begins {:?}, not {PREFIX:?}: \
-             the offsets of `ptr_hoisted` (device/src/symmetric.rs) are stale",
+             the offsets of `peer_lookup` (device/src/symmetric.rs) are stale",
             &fields[..PREFIX.len().min(fields.len())]
+        );
+        let reads = nvshmem_ptr_reads(&disassembly(&bc))
+            .unwrap_or_else(|e| panic!("NVSHMEM {version} (CUDA {cuda}): {e}"));
+        assert!(
+            LOOKUP_OFFSETS.iter().all(|o| reads.contains(o))
+                && reads
+                    .iter()
+                    .all(|o| LOOKUP_OFFSETS.contains(o) || *o == PE_COUNT_OFFSET),
+            "NVSHMEM {version} (CUDA {cuda}): nvshmem_ptr reads the device state at {reads:?}, \
+             not {LOOKUP_OFFSETS:?} (and the PE count): `peer_lookup` (device/src/symmetric.rs) \
+             no longer computes what it does"
         );
         checked += 1;
     }
     if checked == 0 {
         say!("SKIPPED: no NVSHMEM installation found; the device state's layout not checked");
     } else {
-        say!("ABI: the device state's layout, as `ptr_hoisted` reads it, in {checked} bitcode(s)");
+        say!(
+            "ABI: the device state's layout and nvshmem_ptr's reads, as `peer_lookup` assumes, \
+             in {checked} bitcode(s)"
+        );
     }
+}
+
+/// The byte offsets of `@nvshmemi_device_state_d` that `@nvshmem_ptr`'s
+/// definition in `ll` loads (field indices of [`PREFIX`] or byte offsets,
+/// as each release's bitcode writes them), or why not: also when it calls a
+/// function.
+fn nvshmem_ptr_reads(ll: &str) -> Result<std::collections::BTreeSet<u64>, String> {
+    let body: Vec<&str> = ll
+        .lines()
+        .skip_while(|l| !(l.starts_with("define ") && l.contains(" @nvshmem_ptr(")))
+        .take_while(|l| *l != "}")
+        .collect();
+    if body.is_empty() {
+        return Err("no definition of nvshmem_ptr".into());
+    }
+    if let Some(call) = body.iter().find(|l| l.contains(" call ")) {
+        return Err(format!("nvshmem_ptr calls: `{}`", call.trim()));
+    }
+    let mut reads = std::collections::BTreeSet::new();
+    for line in body
+        .iter()
+        .filter(|l| l.contains("@nvshmemi_device_state_d"))
+    {
+        let field = |marker: &str| {
+            let rest = &line[line.find(marker)? + marker.len()..];
+            rest[..rest.find(')')?].parse::<u64>().ok()
+        };
+        let offset = if let Some(i) = field("@nvshmemi_device_state_d, i64 0, i32 ") {
+            *PREFIX_OFFSETS
+                .get(i as usize)
+                .ok_or_else(|| format!("field {i} is past the checked prefix: `{line}`"))?
+        } else if let Some(o) = field("@nvshmemi_device_state_d to ptr), i64 ") {
+            o
+        } else if line.contains("load ") && line.contains("@nvshmemi_device_state_d,") {
+            0
+        } else {
+            return Err(format!(
+                "an access nvshmem_ptr_reads does not parse: `{}`",
+                line.trim()
+            ));
+        };
+        reads.insert(offset);
+    }
+    Ok(reads)
 }
 
 #[test]
@@ -80,4 +153,37 @@ fn device_state_fields_parse() {
         ["i32", "[2 x i8]", "{ ptr, i64 }", "ptr"]
     );
     assert!(device_state_fields("").is_err());
+    let global = "%struct.s = type { i32 }\n@nvshmemi_device_state_d = dso_local global %struct.s zeroinitializer\n";
+    assert!(
+        device_state_fields(global)
+            .unwrap_err()
+            .contains("constant memory")
+    );
+}
+
+#[test]
+fn nvshmem_ptr_reads_parse() {
+    // The two forms of the releases' bitcode: field indices (3.3-3.5) and byte offsets (3.6+).
+    let by_field = "define ptr @nvshmem_ptr(ptr %0, i32 %1) {\n  \
+        %3 = load ptr, ptr addrspace(4) getelementptr inbounds (%struct.s, ptr addrspace(4) @nvshmemi_device_state_d, i64 0, i32 11), align 8\n  \
+        %4 = load i32, ptr addrspace(4) getelementptr inbounds (%struct.s, ptr addrspace(4) @nvshmemi_device_state_d, i64 0, i32 2), align 8\n}\n";
+    assert_eq!(
+        nvshmem_ptr_reads(by_field)
+            .unwrap()
+            .into_iter()
+            .collect::<Vec<_>>(),
+        [8, 40]
+    );
+    let by_byte = "define ptr @nvshmem_ptr(ptr %0, i32 %1) {\n  \
+        %8 = load ptr, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(4) @nvshmemi_device_state_d to ptr), i64 56), align 8\n}\n";
+    assert_eq!(
+        nvshmem_ptr_reads(by_byte)
+            .unwrap()
+            .into_iter()
+            .collect::<Vec<_>>(),
+        [56]
+    );
+    let calls = "define ptr @nvshmem_ptr(ptr %0, i32 %1) {\n  %3 = call ptr @f()\n}\n";
+    assert!(nvshmem_ptr_reads(calls).unwrap_err().contains("calls"));
+    assert!(nvshmem_ptr_reads("").is_err());
 }

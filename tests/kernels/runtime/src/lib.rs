@@ -198,6 +198,45 @@ pub unsafe fn store_through_ptr(dest: SymPtr<u32>, n: u64, out: *mut u32) {
     }
 }
 
+/// `ptr` against NVSHMEM's own `nvshmem_ptr`, for every PE and addresses at
+/// the start and the last byte of `dest` (`bytes` long), one past it, far
+/// below and far above the heap; and `ptr` for PE `n_pes()` (`None`).
+/// Thread 0 writes `out[0]` = disagreements, `out[1]` = comparisons,
+/// `out[2]` = how many of them `ptr` found reachable.
+#[kernel]
+pub unsafe fn ptr_matches_nvshmem_ptr(dest: SymPtr<u8>, bytes: u64, out: *mut u32) {
+    if global_index_x() != 0 {
+        return;
+    }
+    let base = dest.addr();
+    let addrs = [
+        base,
+        base + bytes - 1,
+        base + bytes,
+        0x1000,
+        u64::MAX - 0xfff,
+    ];
+    let (mut wrong, mut compared, mut reachable) = (0u32, 0u32, 0u32);
+    for pe in 0..n_pes() {
+        for a in addrs {
+            // SAFETY: only translated, never dereferenced.
+            let sym = unsafe { SymPtr::<u8>::from_raw(a as *mut u8) };
+            let ours = ptr(sym, Pe::new(pe)).map_or(core::ptr::null_mut(), |p| p.as_ptr());
+            // SAFETY: `nvshmem_ptr` reads its peer table at `pe < n_pes()`.
+            let theirs = unsafe { nvshmem_device::ffi::nvshmem_ptr(a as *const _, pe as i32) };
+            wrong += (ours.cast() != theirs) as u32;
+            reachable += !ours.is_null() as u32;
+            compared += 1;
+        }
+    }
+    wrong += ptr(dest, Pe::new(n_pes())).is_some() as u32;
+    unsafe {
+        *out = wrong;
+        *out.add(1) = compared;
+        *out.add(2) = reachable;
+    }
+}
+
 /// Needs a collective launch: every thread of the block adds one to PE 0's
 /// counter, then the block joins a device-side barrier across PEs, then
 /// thread 0 reads the total, which must be `n_pes * blockDim.x`.
