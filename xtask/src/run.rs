@@ -395,12 +395,15 @@ impl Runner {
                 }
                 for tool in ["memcheck", "racecheck"] {
                     for (name, args) in EXAMPLES.iter().chain(MOE_EXAMPLE) {
+                        let step = format!("{tool}-{name}-2");
+                        if !self.selected(&step) {
+                            continue;
+                        }
                         if !self.bin(name).exists() {
                             let why =
                                 format!("{name} is not in this pack (the moe pack has moe_layer)");
-                            println!("=== {tool}-{name}-2\n    SKIPPED: {why}");
-                            self.table
-                                .push((format!("{tool}-{name}-2"), format!("SKIPPED ({why})")));
+                            println!("=== {step}\n    SKIPPED: {why}");
+                            self.table.push((step, format!("SKIPPED ({why})")));
                             continue;
                         }
                         let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
@@ -414,7 +417,7 @@ impl Runner {
                         if tool == "racecheck" {
                             c.args(racecheck_size(name));
                         }
-                        self.record(&format!("{tool}-{name}-2"), c);
+                        self.record(&step, c);
                     }
                 }
             }
@@ -944,13 +947,22 @@ impl Runner {
     }
 
     /// Runs `c`, logs to `$OUT/<name>.log`, and records PASS, FAIL or SKIPPED.
-    fn record(&mut self, name: &str, mut c: Command) {
+    /// Whether `--only` lets step `name` run; the steps it does not are
+    /// remembered for the summary.
+    fn selected(&mut self, name: &str) -> bool {
         if self
             .only
             .as_ref()
             .is_some_and(|only| !name.contains(only.as_str()))
         {
             self.not_selected.push(name.to_string());
+            return false;
+        }
+        true
+    }
+
+    fn record(&mut self, name: &str, mut c: Command) {
+        if !self.selected(name) {
             return;
         }
         println!("=== {name}: {:?}", c.get_program());
