@@ -574,7 +574,9 @@ fn mps_is_started_around_the_job_and_stopped_even_when_a_rank_fails() {
     let script = r#"test -p "$CUDA_MPS_PIPE_DIRECTORY/control" -o -e "$CUDA_MPS_PIPE_DIRECTORY/control" && echo "pct=$NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"; exit $NVSHMEM_RUN_RANK"#;
     let r = run(launcher(&["-n", "2", "--mps", "--", "sh", "-c", script]).env("PATH", &path));
     r.exits(1);
-    assert!(r.stdout().contains("[0] pct=1"), "{}", r.stdout());
+    // Either rank's line: rank 1's failure stops rank 0, which a loaded
+    // machine may not have run as far as its echo yet.
+    assert!(r.stdout().contains("] pct=1"), "{}", r.stdout());
     let calls = std::fs::read_to_string(dir.join("calls")).unwrap();
     assert_eq!(calls, "start\nquit\n");
     // --mps without -n runs the command once, with MPS around it.
