@@ -82,9 +82,11 @@ pub(crate) unsafe fn ptr_in_range<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::pt
 ///
 /// `nvshmem_ptr` loads the peer-table entry only inside its heap-range test,
 /// so LLVM reloaded it on every put/get of a loop, where NVSHMEM's own
-/// put/get load it unconditionally and have it hoisted. With this lookup the
-/// benchmark's geometric mean of Rust/C++ time went from 0.895 to 0.857,
-/// 8-byte put/get from 0.914 to 0.794 (issue 24 run 9, BENCHMARKS.md).
+/// put/get load it unconditionally and have it hoisted. With this lookup (and
+/// `copy_small`'s ordered tests) the benchmark's geometric mean of Rust/C++
+/// time went from 0.895 to 0.857, 8-byte put/get from 0.914 to 0.794; the
+/// lookup's own share was 0.885 to 0.857 and 0.850 to 0.794 (issue 24 run 9,
+/// BENCHMARKS.md).
 ///
 /// It reads `nvshmemi_device_state_d` (constant memory) by offset: heap base
 /// at +40, heap size at +48, the P2P peer-base table at +56, the fields and
@@ -101,10 +103,13 @@ unsafe fn peer_lookup<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::ptr::NonNull<T
     let (base, size, peer): (u64, u64, u64);
     // SAFETY: reads NVSHMEM's device state and entry `pe` of its peer table,
     // which has `n_pes()` entries (the caller's `pe < n_pes()`). Both are
-    // set by the host before a launch and never written by device code, so
+    // set by the host before a launch and never written by device code:
     // `nomem` (which lets LLVM hoist the block past a loop's stores, the
-    // point of it; `readonly` would not) holds for the kernel's duration.
-    // `pure` lets LLVM run the block fewer times, never speculatively. The
+    // point of it; `readonly` would not) overstates that, but nothing the
+    // compiler sees can write those bytes during a kernel. `pure` lets the
+    // compiler run the block fewer times than the program does, never more
+    // (the Rust reference), so it stays behind `ptr`'s `pe` check (LLVM marks
+    // no inline asm `speculatable`; `opt`/`llc -O3` keep it guarded). The
     // symbol is named only in the text: every module that reaches this has
     // it, as `n_pes` and the typed layer's NVSHMEM fallbacks reference it.
     unsafe {

@@ -330,6 +330,9 @@ impl Runner {
             }
             Mode::GemmClocks => {
                 for size in ["4096", "8192"] {
+                    if !self.selected(&format!("gemm-{size}-1")) {
+                        continue;
+                    }
                     let samples = self.out.join(format!("gemm-clocks-{size}.csv"));
                     let sampler = ClockSampler::start(&samples);
                     let args = ["--sizes", size, "--no-fused", "--no-cublas"];
@@ -613,6 +616,9 @@ impl Runner {
     /// the report as CSV.
     fn profile_gemm(&mut self, ptx: &Path) -> Result<(), String> {
         let name = "profile-gemm-1";
+        if !self.selected(name) {
+            return Ok(());
+        }
         if !self.gpu {
             self.table.push((name.into(), "SKIPPED (no GPU)".into()));
             return Ok(());
@@ -749,6 +755,9 @@ impl Runner {
             .and_then(|b| b.parse().ok())
             .unwrap_or(PERF_BUDGET);
         for (name, cap, c, [from, to]) in steps {
+            if !self.selected(name) {
+                continue;
+            }
             let left = budget.saturating_sub(t0.elapsed().as_secs());
             // A step with less than half its cap left would only be cut short.
             if left < cap / 2 {

@@ -1,8 +1,9 @@
 //! What `ptr`'s peer lookup (`device/src/symmetric.rs`, `peer_lookup`)
 //! assumes of NVSHMEM's device state, which it reads by offset: the state is
 //! in constant memory with heap base at +40, heap size at +48 and the P2P
-//! peer-base table at +56, and `nvshmem_ptr` reads nothing else of it but the
-//! PE count (+8), and calls nothing.
+//! peer-base table at +56; `nvshmem_ptr` reads nothing else of it but the
+//! PE count (+8), calls nothing, and is one of the bodies it was compared
+//! with.
 
 use crate::bitcode::disassembly;
 use crate::{ARCH, bitcodes, find_nvshmem};
@@ -88,16 +89,97 @@ fn device_state_layout_matches_peer_lookup() {
              not {LOOKUP_OFFSETS:?} (and the PE count): `peer_lookup` (device/src/symmetric.rs) \
              no longer computes what it does"
         );
+        let ll = disassembly(&bc);
+        let body = normalized_body(&ll)
+            .unwrap_or_else(|| panic!("NVSHMEM {version} (CUDA {cuda}): no nvshmem_ptr"));
+        let hash = fnv1a(&body);
+        assert!(
+            KNOWN_NVSHMEM_PTR_BODIES.contains(&hash),
+            "NVSHMEM {version} (CUDA {cuda}): nvshmem_ptr is not one of the bodies `peer_lookup` \
+             (device/src/symmetric.rs) was compared with. Compare it, then add {hash:#018x} to \
+             KNOWN_NVSHMEM_PTR_BODIES:\n{body}"
+        );
         checked += 1;
     }
     if checked == 0 {
         say!("SKIPPED: no NVSHMEM installation found; the device state's layout not checked");
     } else {
         say!(
-            "ABI: the device state's layout and nvshmem_ptr's reads, as `peer_lookup` assumes, \
+            "ABI: the device state's layout and nvshmem_ptr's reads and body, as `peer_lookup` assumes, \
              in {checked} bitcode(s)"
         );
     }
+}
+
+/// FNV-1a hashes of every supported release's `nvshmem_ptr` body, as
+/// [`normalized_body`] gives it, each read and found to compute what
+/// `peer_lookup` computes: 3.3-3.4 (no PE check), 3.5 (PE check, field
+/// indices), 3.6-3.8 (byte offsets) without `nuw` (CUDA 12 3.6.5, 3.7.2)
+/// and with it (the others). A release whose
+/// body is not among them fails the test until someone compares it with
+/// `peer_lookup` and adds its hash (the test prints body and hash).
+const KNOWN_NVSHMEM_PTR_BODIES: [u64; 4] = [
+    0xeb54_2b93_ed4c_29fe,
+    0x053d_f175_f469_3fd7,
+    0xde65_cc9c_1e40_9625,
+    0x6c5d_6709_4b5d_60ad,
+];
+
+/// `@nvshmem_ptr`'s definition in `ll` without what differs between builds
+/// of the same code: metadata attachments, attribute-group numbers and
+/// struct type names.
+fn normalized_body(ll: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut lines = ll
+        .lines()
+        .skip_while(|l| !(l.starts_with("define ") && l.contains(" @nvshmem_ptr(")));
+    for line in lines.by_ref() {
+        let mut rest = line;
+        let mut kept = String::new();
+        // `, !name !N` metadata attachments.
+        while let Some(at) = rest.find(", !") {
+            kept += &rest[..at];
+            let after = &rest[at + 3..];
+            let name_end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+                .unwrap_or(after.len());
+            let tail = &after[name_end..];
+            match tail.strip_prefix(" !") {
+                Some(t) => rest = t.trim_start_matches(|c: char| c.is_ascii_digit()),
+                None => {
+                    kept += ", !";
+                    rest = after;
+                }
+            }
+        }
+        kept += rest;
+        // ` #N {` attribute groups on the `define` line.
+        if let Some(at) = kept.rfind(" #")
+            && kept.ends_with(" {")
+        {
+            kept.replace_range(at..kept.len() - 2, "");
+        }
+        // `%struct.name` type names.
+        while let Some(at) = kept.find("%struct.") {
+            let end = kept[at + 8..]
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+                .map_or(kept.len(), |e| at + 8 + e);
+            kept.replace_range(at..end, "%struct");
+        }
+        out += &kept;
+        out.push('\n');
+        if line == "}" {
+            return Some(out);
+        }
+    }
+    None
+}
+
+/// 64-bit FNV-1a of `text`.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// The byte offsets of `@nvshmemi_device_state_d` that `@nvshmem_ptr`'s
@@ -159,6 +241,24 @@ fn device_state_fields_parse() {
             .unwrap_err()
             .contains("constant memory")
     );
+}
+
+#[test]
+fn normalized_body_drops_build_details() {
+    let ll = "declare void @f()\n\
+        define dso_local ptr @nvshmem_ptr(ptr noundef %0, i32 noundef %1) local_unnamed_addr #14 {\n  \
+        %3 = load ptr, ptr addrspace(4) getelementptr inbounds (%struct.nvshmemi_device_host_state_v1, ptr addrspace(4) @s, i64 0, i32 11), align 8, !tbaa !24\n  \
+        %4 = load i64, ptr addrspace(1) %3, align 8, !invariant.load !54\n  \
+        ret ptr %3\n}\nafter\n";
+    assert_eq!(
+        normalized_body(ll).unwrap(),
+        "define dso_local ptr @nvshmem_ptr(ptr noundef %0, i32 noundef %1) local_unnamed_addr {\n  \
+         %3 = load ptr, ptr addrspace(4) getelementptr inbounds (%struct, ptr addrspace(4) @s, i64 0, i32 11), align 8\n  \
+         %4 = load i64, ptr addrspace(1) %3, align 8\n  \
+         ret ptr %3\n}\n"
+    );
+    assert_eq!(normalized_body("define void @g() {\n}\n"), None);
+    assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
 }
 
 #[test]
