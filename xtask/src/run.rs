@@ -390,23 +390,16 @@ impl Runner {
             }
             Mode::Sanitizer => {
                 if crate::nvcc::on_path("compute-sanitizer").is_none() {
-                    let why = "compute-sanitizer is not on PATH (the GPU machine's CUDA has it)";
-                    println!("=== sanitizer\n    SKIPPED: {why}");
-                    self.table
-                        .push(("sanitizer".into(), format!("SKIPPED ({why})")));
+                    self.skip("sanitizer", NO_SANITIZER);
                     return Ok(());
                 }
                 for tool in ["memcheck", "racecheck"] {
                     for (name, args) in EXAMPLES.iter().chain(MOE_EXAMPLE) {
                         let step = format!("{tool}-{name}-2");
-                        if !self.selected(&step) {
-                            continue;
-                        }
                         if !self.bin(name).exists() {
                             let why =
                                 format!("{name} is not in this pack (the moe pack has moe_layer)");
-                            println!("=== {step}\n    SKIPPED: {why}");
-                            self.table.push((step, format!("SKIPPED ({why})")));
+                            self.skip(&step, &why);
                             continue;
                         }
                         let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
@@ -574,9 +567,7 @@ impl Runner {
                 {
                     // NVSHMEM's proxy aborts the first AMO and the PEs hang
                     // (seen on the H200): say why instead.
-                    println!("=== gpu-3.8.0-ucx-mps\n    SKIPPED: {why}");
-                    self.table
-                        .push(("gpu-3.8.0-ucx-mps".into(), format!("SKIPPED ({why})")));
+                    self.skip("gpu-3.8.0-ucx-mps", &why);
                     return Ok(());
                 }
                 let _mps = self.mps()?;
@@ -620,7 +611,7 @@ impl Runner {
             return Ok(());
         }
         if !self.gpu {
-            self.table.push((name.into(), "SKIPPED (no GPU)".into()));
+            self.skip(name, "no GPU");
             return Ok(());
         }
         if let Err(why) = crate::ncu::on_path() {
@@ -755,17 +746,10 @@ impl Runner {
             .and_then(|b| b.parse().ok())
             .unwrap_or(PERF_BUDGET);
         for (name, cap, c, [from, to]) in steps {
-            if !self.selected(name) {
-                continue;
-            }
             let left = budget.saturating_sub(t0.elapsed().as_secs());
             // A step with less than half its cap left would only be cut short.
             if left < cap / 2 {
-                println!("=== {name}: SKIPPED: time budget ({left} s left of {budget} s)");
-                self.table.push((
-                    name.to_string(),
-                    format!("SKIPPED (time budget: {left} s left)"),
-                ));
+                self.skip(name, &format!("time budget: {left} s left of {budget} s"));
                 continue;
             }
             self.record(name, crate::timed(c, cap.min(left)));
@@ -875,9 +859,7 @@ impl Runner {
             .output()
             .is_ok_and(|o| o.status.success());
         if !has_torch {
-            println!("=== torch\n    SKIPPED: python3 cannot import torch here");
-            self.table
-                .push(("torch".into(), "SKIPPED (python3 has no torch)".into()));
+            self.skip("torch", "python3 cannot import torch here");
             return Ok(());
         }
         let pylib = self.out.join("pylib");
@@ -929,10 +911,7 @@ impl Runner {
                 .arg(&tests);
             self.record("torch-pytest-memcheck-1", c);
         } else {
-            let why = "compute-sanitizer is not on PATH (the GPU machine's CUDA has it)";
-            println!("=== torch-pytest-memcheck-1\n    SKIPPED: {why}");
-            self.table
-                .push(("torch-pytest-memcheck-1".into(), format!("SKIPPED ({why})")));
+            self.skip("torch-pytest-memcheck-1", NO_SANITIZER);
         }
         let _mps = self.mps()?;
         let torchrun = ["-m", "torch.distributed.run", "--nproc-per-node", "2"];
@@ -955,7 +934,6 @@ impl Runner {
         c
     }
 
-    /// Runs `c`, logs to `$OUT/<name>.log`, and records PASS, FAIL or SKIPPED.
     /// Whether `--only` lets step `name` run; the steps it does not are
     /// remembered for the summary.
     fn selected(&mut self, name: &str) -> bool {
@@ -970,6 +948,16 @@ impl Runner {
         true
     }
 
+    /// Records step `name` as SKIPPED, saying why (unless `--only` leaves it out).
+    fn skip(&mut self, name: &str, why: &str) {
+        if self.selected(name) {
+            println!("=== {name}\n    SKIPPED: {why}");
+            self.table
+                .push((name.to_string(), format!("SKIPPED ({why})")));
+        }
+    }
+
+    /// Runs `c`, logs to `$OUT/<name>.log`, and records PASS, FAIL or SKIPPED.
     fn record(&mut self, name: &str, mut c: Command) {
         if !self.selected(name) {
             return;
@@ -1048,6 +1036,9 @@ pub(crate) fn gpu_present() -> bool {
         .output()
         .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
 }
+
+/// Why a sanitizer step cannot run.
+const NO_SANITIZER: &str = "compute-sanitizer is not on PATH (the GPU machine's CUDA has it)";
 
 /// The MoE layer example: only the moe pack has it (`sanitizer` there).
 const MOE_EXAMPLE: &[(&str, &[&str])] = &[("moe_layer", &[])];
@@ -1248,7 +1239,7 @@ impl Mps {
         }
     }
 
-    /// Asks the daemon this run started to quit, and gives it a second.
+    /// Asks the daemon on this pipe to quit, and gives it a second.
     fn stop() {
         let stop = Command::new("sh")
             .args(["-c", "echo quit | nvidia-cuda-mps-control"])
