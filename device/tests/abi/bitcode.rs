@@ -17,6 +17,46 @@ fn nvshmem_functions(ll: &str, keyword: &str) -> BTreeMap<String, Sig> {
         .collect()
 }
 
+/// The definition of `function` in a bitcode file, with the globals and
+/// types it uses, as text: `llvm-link --only-needed` of a module that keeps
+/// only it. Lazy loading makes this milliseconds where [`disassembly`] of a
+/// whole file takes seconds, so every per-arch file can be read. The linker
+/// drops `local_unnamed_addr`; bodies are otherwise as `llvm-dis` prints them.
+pub(crate) fn extracted(bc: &Path, function: &str) -> String {
+    use std::io::Write as _;
+    let link = toolchain().llvm_tool("llvm-link").unwrap();
+    let mut child = Command::new(&link)
+        .arg("-")
+        .arg(bc)
+        .args(["--only-needed", "-S", "-o", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", link.display()));
+    // An opaque declaration kept by `llvm.used`: llvm-link needs no more
+    // than the name to pull the definition in.
+    let keep = format!(
+        "target triple = \"nvptx64-nvidia-cuda\"\n\
+         declare void @{function}()\n\
+         @llvm.used = appending global [1 x ptr] [ptr @{function}], section \"llvm.metadata\"\n"
+    );
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(keep.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "llvm-link --only-needed {} ({function}): {}",
+        bc.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// `llvm-dis` of a bitcode file, once per file for the whole test binary.
 pub(crate) fn disassembly(bc: &Path) -> std::sync::Arc<str> {
     static CACHE: OnceLock<Mutex<HashMap<PathBuf, std::sync::Arc<str>>>> = OnceLock::new();

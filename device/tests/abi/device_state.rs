@@ -3,21 +3,50 @@
 //! in constant memory with heap base at +40, heap size at +48 and the P2P
 //! peer-base table at +56; `nvshmem_ptr` reads nothing else of it but the
 //! PE count (+8), calls nothing, and is one of the bodies it was compared
-//! with.
+//! with. Checked in every per-arch bitcode file of each release, since a
+//! kernel links the file of its arch.
 
-use crate::bitcode::disassembly;
-use crate::{ARCH, bitcodes, find_nvshmem};
+use crate::bitcode::extracted;
+use crate::{bitcodes, find_nvshmem};
+use nvshmem_builder::install::Installation as Nvshmem;
+use std::path::PathBuf;
 
 /// The fields of `nvshmemi_device_state_d`'s type up to the peer table, as
-/// LLVM types: nine `i32`, two `bool` (`i8`), then `heap_base` (`ptr`, at 40
-/// after padding), `heap_size` (`i64`, 48), `peer_heap_base_p2p` (`ptr`, 56).
-const PREFIX: [&str; 14] = [
-    "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i8", "i8", "ptr", "i64", "ptr",
+/// LLVM types with their byte offsets (LLVM's data layout for NVPTX: `ptr`
+/// and `i64` aligned to 8): nine `i32`, two `bool` (`i8`), then `heap_base`
+/// (`ptr`, 40 after padding), `heap_size` (`i64`, 48) and
+/// `peer_heap_base_p2p` (`ptr`, 56).
+const PREFIX: [(&str, u64); 14] = [
+    ("i32", 0),
+    ("i32", 4),
+    ("i32", 8),
+    ("i32", 12),
+    ("i32", 16),
+    ("i32", 20),
+    ("i32", 24),
+    ("i32", 28),
+    ("i32", 32),
+    ("i8", 36),
+    ("i8", 37),
+    ("ptr", 40),
+    ("i64", 48),
+    ("ptr", 56),
 ];
 
-/// The byte offsets of [`PREFIX`]'s fields (as laid out by LLVM's data
-/// layout for NVPTX: `ptr` and `i64` aligned to 8).
-const PREFIX_OFFSETS: [u64; 14] = [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 37, 40, 48, 56];
+/// Every bitcode file of `nv` a kernel may link: one per arch, or the one
+/// file of releases without per-arch files.
+fn bitcode_files(nv: &Nvshmem) -> Vec<(String, PathBuf)> {
+    nv.bitcode_archs()
+        .into_iter()
+        .map(|arch| {
+            let file = match arch.as_str() {
+                "any" => "libnvshmem_device.bc".to_string(),
+                a => format!("libnvshmem_device_{a}.bc"),
+            };
+            (arch, nv.lib_dir().join(file))
+        })
+        .collect()
+}
 
 /// The offsets `peer_lookup` reads, and the one more `nvshmem_ptr` may (the
 /// PE count, for its range check since 3.5).
@@ -69,65 +98,76 @@ fn device_state_layout_matches_peer_lookup() {
         let Some(nv) = find_nvshmem(version, cuda) else {
             continue;
         };
-        let bc = nv.device_bitcode(ARCH.parse().unwrap()).unwrap();
-        let fields = device_state_fields(&disassembly(&bc))
-            .unwrap_or_else(|e| panic!("NVSHMEM {version} (CUDA {cuda}): {e}"));
+        let files = bitcode_files(&nv);
         assert!(
-            fields.len() > PREFIX.len() && fields[..PREFIX.len()] == PREFIX,
-            "NVSHMEM {version} (CUDA {cuda}): the device state begins {:?}, not {PREFIX:?}: \
-             the offsets of `peer_lookup` (device/src/symmetric.rs) are stale",
-            &fields[..PREFIX.len().min(fields.len())]
+            !files.is_empty(),
+            "NVSHMEM {version} (CUDA {cuda}): no bitcode in {}",
+            nv.lib_dir().display()
         );
-        let reads = nvshmem_ptr_reads(&disassembly(&bc))
-            .unwrap_or_else(|e| panic!("NVSHMEM {version} (CUDA {cuda}): {e}"));
-        assert!(
-            LOOKUP_OFFSETS.iter().all(|o| reads.contains(o))
-                && reads
-                    .iter()
-                    .all(|o| LOOKUP_OFFSETS.contains(o) || *o == PE_COUNT_OFFSET),
-            "NVSHMEM {version} (CUDA {cuda}): nvshmem_ptr reads the device state at {reads:?}, \
-             not {LOOKUP_OFFSETS:?} (and the PE count): `peer_lookup` (device/src/symmetric.rs) \
-             no longer computes what it does"
-        );
-        let ll = disassembly(&bc);
-        let body = normalized_body(&ll)
-            .unwrap_or_else(|| panic!("NVSHMEM {version} (CUDA {cuda}): no nvshmem_ptr"));
-        let hash = fnv1a(&body);
-        assert!(
-            KNOWN_NVSHMEM_PTR_BODIES.contains(&hash),
-            "NVSHMEM {version} (CUDA {cuda}): nvshmem_ptr is not one of the bodies `peer_lookup` \
-             (device/src/symmetric.rs) was compared with. Compare it, then add {hash:#018x} to \
-             KNOWN_NVSHMEM_PTR_BODIES:\n{body}"
-        );
-        checked += 1;
+        for (arch, bc) in files {
+            let what = format!("NVSHMEM {version} (CUDA {cuda}) {arch}");
+            check_device_state(&what, &extracted(&bc, "nvshmem_ptr"));
+            checked += 1;
+        }
     }
     if checked == 0 {
         say!("SKIPPED: no NVSHMEM installation found; the device state's layout not checked");
     } else {
         say!(
             "ABI: the device state's layout and nvshmem_ptr's reads and body, as `peer_lookup` assumes, \
-             in {checked} bitcode(s)"
+             in {checked} bitcode file(s)"
         );
     }
+}
+
+/// The checks of one bitcode file, `ll` being its `nvshmem_ptr` and what
+/// that uses ([`extracted`]).
+fn check_device_state(what: &str, ll: &str) {
+    let fields = device_state_fields(ll).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let expected: Vec<&str> = PREFIX.iter().map(|(ty, _)| *ty).collect();
+    assert!(
+        fields.len() > PREFIX.len() && fields[..PREFIX.len()] == expected,
+        "{what}: the device state begins {:?}, not {expected:?}: \
+         the offsets of `peer_lookup` (device/src/symmetric.rs) are stale",
+        &fields[..PREFIX.len().min(fields.len())]
+    );
+    let reads = nvshmem_ptr_reads(ll).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        LOOKUP_OFFSETS.iter().all(|o| reads.contains(o))
+            && reads
+                .iter()
+                .all(|o| LOOKUP_OFFSETS.contains(o) || *o == PE_COUNT_OFFSET),
+        "{what}: nvshmem_ptr reads the device state at {reads:?}, not {LOOKUP_OFFSETS:?} \
+         (and the PE count): `peer_lookup` (device/src/symmetric.rs) no longer computes what it does"
+    );
+    let body = normalized_body(ll).unwrap_or_else(|| panic!("{what}: no nvshmem_ptr"));
+    let hash = fnv1a(&body);
+    assert!(
+        KNOWN_NVSHMEM_PTR_BODIES.contains(&hash),
+        "{what}: nvshmem_ptr is not one of the bodies `peer_lookup` (device/src/symmetric.rs) \
+         was compared with. Compare it, then add {hash:#018x} to KNOWN_NVSHMEM_PTR_BODIES:\n{body}"
+    );
 }
 
 /// FNV-1a hashes of every supported release's `nvshmem_ptr` body, as
 /// [`normalized_body`] gives it, each read and found to compute what
 /// `peer_lookup` computes: 3.3-3.4 (no PE check), 3.5 (PE check, field
 /// indices), 3.6-3.8 (byte offsets) without `nuw` (CUDA 12 3.6.5, 3.7.2)
-/// and with it (the others). A release whose
+/// and with it (the others); every per-arch file of a release has its
+/// release's body. A release whose
 /// body is not among them fails the test until someone compares it with
 /// `peer_lookup` and adds its hash (the test prints body and hash).
 const KNOWN_NVSHMEM_PTR_BODIES: [u64; 4] = [
-    0xeb54_2b93_ed4c_29fe,
-    0x053d_f175_f469_3fd7,
-    0xde65_cc9c_1e40_9625,
-    0x6c5d_6709_4b5d_60ad,
+    0xc94c_19c8_8c8e_9932,
+    0x2b00_ac2b_bd11_4ce3,
+    0x1052_69f1_9395_ddb1,
+    0xe7d9_cc79_060f_f0e1,
 ];
 
 /// `@nvshmem_ptr`'s definition in `ll` without what differs between builds
 /// of the same code: metadata attachments, attribute-group numbers and
-/// struct type names.
+/// struct type names, and `local_unnamed_addr`, which [`extracted`]'s
+/// linking drops.
 fn normalized_body(ll: &str) -> Option<String> {
     let mut out = String::new();
     let mut lines = ll
@@ -159,6 +199,7 @@ fn normalized_body(ll: &str) -> Option<String> {
         {
             kept.replace_range(at..kept.len() - 2, "");
         }
+        let mut kept = kept.replace(" local_unnamed_addr", "");
         // `%struct.name` type names.
         while let Some(at) = kept.find("%struct.") {
             let end = kept[at + 8..]
@@ -208,9 +249,10 @@ fn nvshmem_ptr_reads(ll: &str) -> Result<std::collections::BTreeSet<u64>, String
             rest[..rest.find(')')?].parse::<u64>().ok()
         };
         let offset = if let Some(i) = field("@nvshmemi_device_state_d, i64 0, i32 ") {
-            *PREFIX_OFFSETS
+            PREFIX
                 .get(i as usize)
                 .ok_or_else(|| format!("field {i} is past the checked prefix: `{line}`"))?
+                .1
         } else if let Some(o) = field("@nvshmemi_device_state_d to ptr), i64 ") {
             o
         } else if line.contains("load ") && line.contains("@nvshmemi_device_state_d,") {
@@ -252,7 +294,7 @@ fn normalized_body_drops_build_details() {
         ret ptr %3\n}\nafter\n";
     assert_eq!(
         normalized_body(ll).unwrap(),
-        "define dso_local ptr @nvshmem_ptr(ptr noundef %0, i32 noundef %1) local_unnamed_addr {\n  \
+        "define dso_local ptr @nvshmem_ptr(ptr noundef %0, i32 noundef %1) {\n  \
          %3 = load ptr, ptr addrspace(4) getelementptr inbounds (%struct, ptr addrspace(4) @s, i64 0, i32 11), align 8\n  \
          %4 = load i64, ptr addrspace(1) %3, align 8\n  \
          ret ptr %3\n}\n"

@@ -19,6 +19,9 @@
 //! By default the versions `nvshmem-build setup` fetches (CI's set);
 //! `NVSHMEM_RS_ABI_ALL=1` every supported version in the per-user cache.
 //!
+//! [`device_state`] checks what `ptr`'s peer lookup assumes of the device
+//! state in every per-arch bitcode file of each of those versions.
+//!
 //! Also checks the type lists and the `Cmp`/`SignalOp`/`Team` values against the
 //! headers. Without NVSHMEM it prints `SKIPPED: ...`;
 //! `NVSHMEM_RS_REQUIRE_ALL=1` turns that into a failure.
