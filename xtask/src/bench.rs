@@ -188,7 +188,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     let mut failed = 0;
     for &n in &args.pes {
         if n as usize > gpus && mps.is_none() {
-            mps = Some(Mps::start(Default::default())?);
+            mps = Some(Mps::start()?);
         }
         let mut cmd = if n == 1 {
             match &args.ncu {

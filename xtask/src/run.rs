@@ -7,7 +7,7 @@
 //! passed some parts and skipped others reads `PASS (N skipped: reason)`;
 //! one that printed neither marker reads UNCHECKED (see [`verdict`]).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::rc::Rc;
@@ -128,8 +128,9 @@ struct Runner {
     pack: PathBuf,
     out: PathBuf,
     gpu: bool,
-    /// Whether CUDA MPS runs now (the commands then get its variables).
-    mps_on: Rc<Cell<bool>>,
+    /// CUDA MPS for the steps of an [`MpsScope`]: started at the first that
+    /// runs, so a scope whose steps `--only` leaves out starts nothing.
+    mps: Rc<MpsState>,
     table: Vec<(String, String)>,
     /// A `nvshmem` pack's release: `(version, CUDA major)` as written in `PACK`.
     release: Option<(String, String)>,
@@ -170,7 +171,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         pack,
         out,
         gpu,
-        mps_on: Rc::default(),
+        mps: Rc::default(),
         table: Vec::new(),
         release,
         only: args.only,
@@ -258,7 +259,7 @@ impl Runner {
         if self.gpu {
             c.env("NVSHMEM_RS_REQUIRE_GPU", "1");
         }
-        if self.mps_on.get() {
+        if self.mps.wanted.get() {
             c.envs(Mps::env());
         }
     }
@@ -292,7 +293,7 @@ impl Runner {
                 c.env_remove("NVSHMEM_RS_REQUIRE_GPU")
                     .env("NVSHMEM_RS_EXPECT_RMA_PATH", "direct");
                 self.record("gpu-no-mps", c);
-                let _mps = self.mps()?;
+                let _mps = self.mps();
                 let mut c = self.command(&test_gpu, &ptx);
                 c.env("NVSHMEM_RS_EXPECT_RMA_PATH", "direct");
                 self.record("gpu-mps", c);
@@ -310,7 +311,7 @@ impl Runner {
                 let mut c = self.gemm_bench(&ptx, &[], "gemm-pe1.csv");
                 c.arg("--plots").arg(self.out.join("gemm-pe1"));
                 self.record("gemm-1", c);
-                let _mps = self.mps()?;
+                let _mps = self.mps();
                 let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
                 c.env("LD_LIBRARY_PATH", with_cublas())
                     .args(["-n", "2", "--timeout", "500", "--"])
@@ -347,7 +348,7 @@ impl Runner {
                     let c = self.command(&self.bin(name), &ptx);
                     self.record(&format!("{name}-1"), c);
                 }
-                let _mps = self.mps()?;
+                let _mps = self.mps();
                 for n in ["2", "4"] {
                     for name in ["ag_gemm", "gemm_rs"] {
                         let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
@@ -359,13 +360,13 @@ impl Runner {
                 }
             }
             Mode::Collectives => {
-                let _mps = self.mps()?;
+                let _mps = self.mps();
                 let mut c = self.command(&self.bin("test-collectives"), &ptx);
                 c.env("NVSHMEM_RS_TEST_TIMEOUT", "300");
                 self.record("collectives-mps", c);
             }
             Mode::BenchCheck => {
-                let _mps = self.mps()?;
+                let _mps = self.mps();
                 // The bench's own kernels have their own folder variable.
                 let mut c = self.command(&self.bin("test-bench_check"), &ptx);
                 c.env("NVSHMEM_RS_BENCH_PTX_DIR", self.ptx("ptx-bench", "3.4.5"));
@@ -377,7 +378,7 @@ impl Runner {
                     c.args(*args);
                     self.record(&format!("{name}-1"), c);
                 }
-                let _mps = self.mps()?;
+                let _mps = self.mps();
                 for n in ["2", "4"] {
                     for (name, args) in &EXAMPLES[..2] {
                         let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
@@ -422,7 +423,7 @@ impl Runner {
                 let mut c = self.command(&costs, &ptx);
                 c.env("CUDA_CACHE_DISABLE", "1");
                 self.record("costs-1", c);
-                let _mps = self.mps()?;
+                let _mps = self.mps();
                 for n in ["2", "4"] {
                     let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
                     c.env("CUDA_CACHE_DISABLE", "1")
@@ -437,7 +438,7 @@ impl Runner {
                     Mode::NvshmemPath => ("gpu-nvshmem-path-mps", "ptx-nvshmem-path"),
                     _ => ("gpu-separate-mps", "ptx-separate"),
                 };
-                let _mps = self.mps()?;
+                let _mps = self.mps();
                 let mut c = self.command(&test_gpu, &self.ptx(folder, "3.4.5"));
                 if mode == Mode::NvshmemPath {
                     c.env("NVSHMEM_RS_EXPECT_RMA_PATH", "nvshmem");
@@ -445,7 +446,7 @@ impl Runner {
                 self.record(name, c);
             }
             Mode::Mpirun => {
-                let _mps = self.mps()?;
+                let _mps = self.mps();
                 for n in ["2", "4"] {
                     let programs: [(&str, PathBuf, &[&str]); 3] = [
                         ("ring", self.bin("ring"), &[]),
@@ -509,7 +510,7 @@ impl Runner {
                         .env("NVSHMEM_HOME", &nv);
                     self.record(&format!("gpu-{name}-no-mps"), c);
                 }
-                let _mps = self.mps()?;
+                let _mps = self.mps();
                 if mode == Mode::Release {
                     let mut c = self.command(&test_gpu, &ptx);
                     c.env("NVSHMEM_HOME", &nv);
@@ -526,14 +527,14 @@ impl Runner {
                 let mut c = self.command(&test, &ptx);
                 c.env_remove("NVSHMEM_RS_REQUIRE_GPU");
                 self.record("moe-tests-no-mps", c);
-                let _mps = self.mps()?;
+                let _mps = self.mps();
                 let c = self.command(&test, &ptx);
                 self.record("moe-tests-mps", c);
             }
             Mode::MoeExample => {
                 let c = self.command(&self.bin("moe_layer"), &ptx);
                 self.record("moe-example-1", c);
-                let _mps = self.mps()?;
+                let _mps = self.mps();
                 for n in ["2", "4"] {
                     let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
                     c.args(["-n", n, "--timeout", "300", "--"])
@@ -548,7 +549,7 @@ impl Runner {
                 let mut c = self.command(&bench, &ptx);
                 c.args(["moe", "--csv"]).arg(csv("1"));
                 self.record("moe-bench-1", c);
-                let _mps = self.mps()?;
+                let _mps = self.mps();
                 for n in ["2", "4"] {
                     let mut c = self.command(&self.bin("nvshmem-run"), &ptx);
                     c.args(["-n", n, "--timeout", "500", "--"])
@@ -570,7 +571,7 @@ impl Runner {
                     self.skip("gpu-3.8.0-ucx-mps", &why);
                     return Ok(());
                 }
-                let _mps = self.mps()?;
+                let _mps = self.mps();
                 let mut c = self.command(&test_gpu, &ptx38);
                 c.env("NVSHMEM_HOME", &nv);
                 if mode == Mode::Nvshmem38 {
@@ -913,7 +914,7 @@ impl Runner {
         } else {
             self.skip("torch-pytest-memcheck-1", NO_SANITIZER);
         }
-        let _mps = self.mps()?;
+        let _mps = self.mps();
         let torchrun = ["-m", "torch.distributed.run", "--nproc-per-node", "2"];
         let mut c = python(self);
         c.args(torchrun)
@@ -962,6 +963,12 @@ impl Runner {
         if !self.selected(name) {
             return;
         }
+        if let Err(e) = self.mps.start_if_wanted(self.gpu) {
+            println!("=== {name}\n    FAIL (CUDA MPS: {e})");
+            self.table
+                .push((name.to_string(), format!("FAIL (CUDA MPS: {e})")));
+            return;
+        }
         println!("=== {name}: {:?}", c.get_program());
         let log = self.out.join(format!("{name}.log"));
         let t0 = Instant::now();
@@ -980,7 +987,7 @@ impl Runner {
         // Ranks killed mid-kernel can leave the MPS server unable to serve
         // the next program (its init then fails with a launch error): a
         // failure under MPS gets a fresh server.
-        if verdict.starts_with("FAIL") && self.mps_on.get() {
+        if verdict.starts_with("FAIL") && self.mps.daemon.borrow().is_some() {
             Mps::restart();
         }
         self.table.push((name.to_string(), verdict));
@@ -1009,11 +1016,9 @@ impl Runner {
     }
 
     /// CUDA MPS for the life of the guard (several PEs per GPU need it), when a GPU is here.
-    fn mps(&self) -> Result<Option<Mps>, String> {
-        if !self.gpu {
-            return Ok(None);
-        }
-        Mps::start(self.mps_on.clone()).map(Some)
+    fn mps(&self) -> MpsScope {
+        self.mps.wanted.set(true);
+        MpsScope(self.mps.clone())
     }
 }
 
@@ -1175,9 +1180,38 @@ fn prepend(dir: &Path) -> std::ffi::OsString {
     v
 }
 
+/// [`Runner`]'s CUDA MPS: whether the current steps want it, and the daemon
+/// once one of them has run.
+#[derive(Default)]
+struct MpsState {
+    wanted: Cell<bool>,
+    daemon: RefCell<Option<Mps>>,
+}
+
+impl MpsState {
+    /// Starts the daemon for a step about to run, if its scope wants one and
+    /// none runs yet (never without a GPU).
+    fn start_if_wanted(&self, gpu: bool) -> Result<(), String> {
+        if gpu && self.wanted.get() && self.daemon.borrow().is_none() {
+            *self.daemon.borrow_mut() = Some(Mps::start()?);
+        }
+        Ok(())
+    }
+}
+
+/// The steps run while this lives get CUDA MPS ([`Runner::mps`]); the
+/// daemon, if one of them started it, stops when it is dropped.
+struct MpsScope(Rc<MpsState>);
+
+impl Drop for MpsScope {
+    fn drop(&mut self) {
+        self.0.wanted.set(false);
+        self.0.daemon.borrow_mut().take();
+    }
+}
+
 /// A running MPS control daemon; stopped on drop when this run started it.
 pub(crate) struct Mps {
-    on: Rc<Cell<bool>>,
     started: bool,
 }
 
@@ -1195,7 +1229,7 @@ impl Mps {
         ]
     }
 
-    pub(crate) fn start(on: Rc<Cell<bool>>) -> Result<Mps, String> {
+    pub(crate) fn start() -> Result<Mps, String> {
         for (_, dir) in &Self::env()[..2] {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
@@ -1210,8 +1244,7 @@ impl Mps {
                     .envs(Self::env()),
             )?;
         }
-        on.set(true);
-        Ok(Mps { on, started })
+        Ok(Mps { started })
     }
 
     /// Whether a daemon answers on this pipe (quietly: none is no error).
@@ -1254,7 +1287,6 @@ impl Mps {
 
 impl Drop for Mps {
     fn drop(&mut self) {
-        self.on.set(false);
         if self.started {
             Self::stop();
         }
@@ -1367,7 +1399,38 @@ fn clock_summary(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{clock_summary, verdict};
+    use super::{Mps, Runner, clock_summary, verdict};
+    use std::process::Command;
+
+    /// A step `--only` leaves out starts no MPS daemon, even on a GPU
+    /// machine; the steps of an MPS scope, and only they, get its variables.
+    #[test]
+    fn mps_starts_only_for_a_selected_step() {
+        let mut r = Runner {
+            pack: "/nonexistent".into(),
+            out: std::env::temp_dir(),
+            gpu: true,
+            mps: Default::default(),
+            table: Vec::new(),
+            release: None,
+            only: Some("no-such-step".into()),
+            not_selected: Vec::new(),
+        };
+        let pipe = Mps::env()[0].0;
+        let has_pipe = |c: &Command| c.get_envs().any(|(k, _)| k == pipe);
+        assert!(!has_pipe(&r.command("true".as_ref(), "ptx".as_ref())));
+        {
+            let _mps = r.mps();
+            let c = r.command("true".as_ref(), "ptx".as_ref());
+            assert!(has_pipe(&c));
+            r.record("gpu-mps", c);
+            assert!(r.mps.daemon.borrow().is_none());
+        }
+        assert!(!r.mps.wanted.get());
+        assert!(!has_pipe(&r.command("true".as_ref(), "ptx".as_ref())));
+        assert_eq!(r.not_selected, ["gpu-mps"]);
+        assert!(r.table.is_empty());
+    }
 
     #[test]
     fn clock_summaries() {
