@@ -156,10 +156,12 @@ pub enum Error {
     /// The symmetric heap has no room for an allocation.
     #[error(
         "the symmetric heap is exhausted: {bytes} bytes were asked for, with {used} bytes in \
-         live buffers and a limit of {limit} bytes (from {limit_from}). Fix: free buffers first, \
-         or raise the limit (`InitOptions::max_memory_per_gpu` / NVSHMEM_MAX_MEMORY_PER_GPU, or \
-         `InitOptions::symmetric_size` / NVSHMEM_SYMMETRIC_SIZE without CUDA VMM), up to the GPU's \
-         memory; every PE must use the same sizes"
+         live buffers and a limit of {limit} bytes on PE {pe_index} (from {limit_from}). Fix: free \
+         buffers first, or raise the limit (`InitOptions::max_memory_per_gpu` / \
+         NVSHMEM_MAX_MEMORY_PER_GPU, or `InitOptions::symmetric_size` / NVSHMEM_SYMMETRIC_SIZE \
+         without CUDA VMM), up to the GPU's memory (shared by the PEs on a GPU); every PE must use \
+         the same sizes",
+        pe_index = pe.index()
     )]
     HeapExhausted {
         /// The bytes asked for.
@@ -170,6 +172,9 @@ pub enum Error {
         limit: usize,
         /// What sets the limit.
         limit_from: &'static str,
+        /// The PE whose limit it is: the one with the least room, since every
+        /// PE refuses an allocation that one of them cannot make.
+        pe: nvshmem_types::Pe,
     },
 
     /// The PEs asked for different allocations where NVSHMEM needs the same

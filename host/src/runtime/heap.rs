@@ -12,17 +12,22 @@ const DEFAULT_MAX_MEMORY_PER_GPU: usize = 128 << 30;
 ///
 /// NVSHMEM does not survive an allocation it cannot serve: it reports "Not
 /// enough space", then faults inside the allocation's barrier. So the runtime
-/// refuses allocations that cannot fit before NVSHMEM sees them. The limit is
-/// the same on every PE (it depends on the environment and the GPU model, not
-/// on free memory), so every PE refuses the same allocation and none is left
-/// waiting in the collective call. Memory used by other processes can still
-/// make NVSHMEM fail below the limit.
+/// refuses allocations that cannot fit before NVSHMEM sees them. It depends
+/// on the environment and the GPU model, not on free memory; PEs of other GPU
+/// models or environments, and PEs sharing a GPU, have other limits, so
+/// `Nvshmem::alloc` agrees with every PE on the tightest one ([`HeapLimit::shared_by`]):
+/// every PE refuses the same allocation and none is left waiting in the
+/// collective call. Memory used by other processes can still make NVSHMEM
+/// fail below the limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct HeapLimit {
     /// Bytes.
     pub(crate) bytes: usize,
     /// What sets it, for messages.
     pub(crate) from: &'static str,
+    /// The GPU's memory, which the heaps of the PEs on it share as they grow
+    /// (CUDA VMM); `None` without VMM, where NVSHMEM reserved the heap at init.
+    pub(crate) gpu_memory: Option<usize>,
 }
 
 impl HeapLimit {
@@ -51,6 +56,7 @@ impl HeapLimit {
             return Ok(HeapLimit {
                 bytes: symmetric,
                 from: "NVSHMEM_SYMMETRIC_SIZE (CUDA VMM is disabled)",
+                gpu_memory: None,
             });
         }
         let max = size("NVSHMEM_MAX_MEMORY_PER_GPU", DEFAULT_MAX_MEMORY_PER_GPU)?.max(symmetric);
@@ -58,13 +64,29 @@ impl HeapLimit {
             HeapLimit {
                 bytes: max,
                 from: "NVSHMEM_MAX_MEMORY_PER_GPU",
+                gpu_memory: Some(gpu_memory),
             }
         } else {
             HeapLimit {
                 bytes: gpu_memory,
                 from: "the GPU's memory",
+                gpu_memory: Some(gpu_memory),
             }
         })
+    }
+
+    /// The limit of a PE whose GPU `pes` PEs share (itself included): each
+    /// gets at most its share of the GPU's memory, since their heaps grow
+    /// side by side.
+    pub(crate) fn shared_by(self, pes: usize) -> HeapLimit {
+        match self.gpu_memory {
+            Some(gpu) if pes > 1 && gpu / pes < self.bytes => HeapLimit {
+                bytes: gpu / pes,
+                from: "the GPU's memory, divided among the PEs on it",
+                ..self
+            },
+            _ => self,
+        }
     }
 }
 
@@ -121,7 +143,8 @@ mod tests {
             limit(&[("NVSHMEM_MAX_MEMORY_PER_GPU", "1t")]),
             HeapLimit {
                 bytes: gpu,
-                from: "the GPU's memory"
+                from: "the GPU's memory",
+                gpu_memory: Some(gpu),
             }
         );
         assert_eq!(
@@ -133,6 +156,11 @@ mod tests {
             ("NVSHMEM_SYMMETRIC_SIZE", "256m"),
         ]);
         assert_eq!(fixed.bytes, 256 << 20);
+        // PEs sharing a GPU split its memory; a fixed heap was reserved at init.
+        assert_eq!(limit(&[]).shared_by(1).bytes, 128 << 30);
+        assert_eq!(limit(&[]).shared_by(2).bytes, 70 << 30);
+        assert_eq!(limit(&[]).shared_by(4).bytes, 35 << 30);
+        assert_eq!(fixed.shared_by(4), fixed);
         assert!(HeapLimit::from_env(&env::of(&[("NVSHMEM_SYMMETRIC_SIZE", "big")]), gpu).is_err());
     }
 }

@@ -35,7 +35,8 @@
 
 use crate::error::record_drop_error;
 use crate::error::{Error, Result};
-use crate::runtime::nvshmem::{Inner, Nvshmem};
+use crate::runtime::heap::HeapLimit;
+use crate::runtime::nvshmem::{AllocCheck, Inner, Nvshmem};
 use bytemuck::Pod;
 use cudarc::driver::{CudaStream, result, sys};
 use nvshmem_types::{Pe, SymPtr};
@@ -233,6 +234,43 @@ impl<T: Pod> AsSymView<T> for SymView<'_, T> {
     }
 }
 
+/// The words of an allocation's record that every PE must have alike (see
+/// `Nvshmem::agree_on_allocation`); three more carry its GPU and limit.
+const AGREED: [&str; 6] = [
+    "allocation number",
+    "bytes asked",
+    "alignment",
+    "frees",
+    "free order",
+    "bytes live",
+];
+
+/// The PE with the least room and its limit, from every PE's allocation
+/// record (`[.., gpu key, limit, GPU memory or 0]` after the [`AGREED`]
+/// words): each PE's limit, [shared](HeapLimit::shared_by) by the PEs with
+/// its GPU key. `me` is this PE, whose limit's origin `my_from` tells.
+fn tightest_limit(records: &[Vec<u64>], me: usize, my_from: &'static str) -> (usize, HeapLimit) {
+    let at = AGREED.len();
+    let sharing = |key: u64| records.iter().filter(|r| r[at] == key).count();
+    records
+        .iter()
+        .enumerate()
+        .map(|(pe, r)| {
+            let limit = HeapLimit {
+                bytes: r[at + 1] as usize,
+                from: if pe == me {
+                    my_from
+                } else {
+                    "that PE's NVSHMEM_MAX_MEMORY_PER_GPU or GPU memory"
+                },
+                gpu_memory: (r[at + 2] > 0).then_some(r[at + 2] as usize),
+            };
+            (pe, limit.shared_by(sharing(r[at])))
+        })
+        .min_by_key(|(pe, l)| (l.bytes, *pe != me))
+        .expect("every PE's record")
+}
+
 impl Nvshmem {
     /// Allocates `len` elements of `T` in the symmetric heap. **Collective**:
     /// every PE makes the same call in the same order ([the
@@ -242,11 +280,11 @@ impl Nvshmem {
     /// Errors: [`Error::BadSize`] for zero elements, zero-sized `T` or a size
     /// that overflows; [`Error::HeapExhausted`] when the heap has no room.
     /// NVSHMEM cannot recover from an allocation it fails to serve (it faults),
-    /// so the runtime refuses one that would take the live buffers past a
-    /// limit that is the same on every PE: `NVSHMEM_MAX_MEMORY_PER_GPU`
-    /// (128 GiB by default) or the GPU's memory, whichever is less
+    /// so every PE refuses one that would take the live buffers past any
+    /// PE's limit: `NVSHMEM_MAX_MEMORY_PER_GPU` (128 GiB by default) or the
+    /// GPU's memory divided among the PEs on it, whichever is less
     /// (`NVSHMEM_SYMMETRIC_SIZE` when CUDA VMM is disabled). Other programs'
-    /// memory on the GPU, or other PEs sharing it, can still exhaust it first.
+    /// memory on the GPU can still exhaust it first.
     ///
     /// ```no_run
     /// # let nv = nvshmem_host::Nvshmem::init()?;
@@ -262,13 +300,20 @@ impl Nvshmem {
 
     /// Checks with every PE, before NVSHMEM allocates, that this allocation
     /// is the same on all: the same number (allocation calls so far), size
-    /// asked for, alignment, and frees so far (their count, and a fingerprint
-    /// of which buffers, in order). Identical histories give identical heap
-    /// offsets: that is what makes NVSHMEM's allocations symmetric. A
-    /// mismatch is an [`Error::AllocationMismatch`] on every PE (each sees
-    /// every PE's record) and nothing is allocated, so a heap that agreed
-    /// still agrees. Without this, a PE could put past the end of a peer's
-    /// smaller buffer from safe code. Returns the allocation's number.
+    /// asked for, alignment, frees so far (their count, and a fingerprint of
+    /// which buffers, in order) and bytes in live buffers (which differ after
+    /// an allocation failed on some PEs only). Identical histories give
+    /// identical heap offsets: that is what makes NVSHMEM's allocations
+    /// symmetric. A mismatch is an [`Error::AllocationMismatch`] on every PE
+    /// (each sees every PE's record) and nothing is allocated, so a heap that
+    /// agreed still agrees. Without this, a PE could put past the end of a
+    /// peer's smaller buffer from safe code.
+    ///
+    /// The records also carry each PE's heap limit, and the allocation must
+    /// fit the tightest ([`HeapLimit::shared_by`] the PEs on its GPU): limits
+    /// differ between GPU models and environments, and a PE that refused
+    /// alone would leave the others in NVSHMEM's collective allocation.
+    /// Returns the allocation's number.
     fn agree_on_allocation<T: Pod>(&self, len: usize) -> Result<u64> {
         let seq = self.allocations.get();
         self.allocations.set(seq + 1);
@@ -277,38 +322,76 @@ impl Nvshmem {
         }
         // On a stream of its own: work queued on the PE's streams (a kernel
         // waiting for a peer that allocates first) must not hold it up.
-        let (ex, stream) = match self.alloc_check.get() {
+        let check = match self.alloc_check.get() {
             Some(check) => check,
             None => {
                 let stream = self.new_stream()?;
-                let ex = crate::runtime::exchange::WordExchange::new_unchecked(self, &stream, 5)?;
-                self.alloc_check.get_or_init(|| (ex, stream))
+                let exchange = crate::runtime::exchange::WordExchange::new_unchecked(
+                    self,
+                    &stream,
+                    AGREED.len() + 3,
+                )?;
+                let gpu_key = self.gpu_key()?;
+                self.alloc_check.get_or_init(|| AllocCheck {
+                    exchange,
+                    stream,
+                    gpu_key,
+                })
             }
         };
         // The size as asked, even if invalid: the PEs agree first, then all
         // refuse a bad size alike.
         let asked = (len as u64).saturating_mul(std::mem::size_of::<T>() as u64);
         let (frees, fingerprint) = self.inner.frees.get();
-        let record = [seq, asked, alloc_align::<T>() as u64, frees, fingerprint];
-        let records = ex.all_gather_on(self, stream, &record)?;
-        if records.iter().all(|r| *r == records[0]) {
-            return Ok(seq);
+        let (used, limit) = (self.inner.heap_used.get(), self.inner.heap_limit);
+        let record = [
+            seq,
+            asked,
+            alloc_align::<T>() as u64,
+            frees,
+            fingerprint,
+            used as u64,
+            // AGREED.len() onwards: tightest_limit's words.
+            check.gpu_key,
+            limit.bytes as u64,
+            limit.gpu_memory.unwrap_or(0) as u64,
+        ];
+        let records = check.exchange.all_gather_on(self, &check.stream, &record)?;
+        let agreed = AGREED.len();
+        if !records.iter().all(|r| r[..agreed] == records[0][..agreed]) {
+            let detail = records
+                .iter()
+                .enumerate()
+                .map(|(pe, r)| {
+                    format!(
+                        "PE {pe}: allocation #{}, {} bytes, aligned to {}, after {} frees (order \
+                         {:016x}), {} bytes live",
+                        r[0], r[1], r[2], r[3], r[4], r[5]
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(Error::AllocationMismatch {
+                what: "Nvshmem::alloc",
+                detail,
+            });
         }
-        let detail = records
-            .iter()
-            .enumerate()
-            .map(|(pe, r)| {
-                format!(
-                    "PE {pe}: allocation #{}, {} bytes, aligned to {}, after {} frees (order {:016x})",
-                    r[0], r[1], r[2], r[3], r[4]
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
-        Err(Error::AllocationMismatch {
-            what: "Nvshmem::alloc",
-            detail,
-        })
+        // A bad size is refused alike below, by every PE.
+        let Ok(bytes) = byte_len::<T>(len) else {
+            return Ok(seq);
+        };
+        let (pe, tightest) = tightest_limit(&records, self.my_pe().index() as usize, limit.from);
+        let charged = bytes.next_multiple_of(alloc_align::<T>());
+        if used.saturating_add(charged) > tightest.bytes {
+            return Err(Error::HeapExhausted {
+                bytes,
+                used,
+                limit: tightest.bytes,
+                limit_from: tightest.from,
+                pe: Pe::new(pe as u32),
+            });
+        }
+        Ok(seq)
     }
 
     /// [`Nvshmem::alloc`] without the check that every PE allocates alike,
@@ -327,6 +410,7 @@ impl Nvshmem {
                 used,
                 limit: limit.bytes,
                 limit_from: limit.from,
+                pe: self.my_pe(),
             });
         }
         // SAFETY: initialized; the caller keeps the collective rule, and the
@@ -338,6 +422,7 @@ impl Nvshmem {
                 used,
                 limit: limit.bytes,
                 limit_from: limit.from,
+                pe: self.my_pe(),
             });
         }
         self.inner.heap_used.set(used + charged);
@@ -646,6 +731,38 @@ impl<'a, T: Pod> SymView<'a, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tightest_limit_is_every_pes_share_of_its_gpu() {
+        const G: u64 = 1 << 30;
+        let record = |key, limit, gpu| {
+            let mut r = vec![0; AGREED.len()];
+            r.extend([key, limit, gpu]);
+            r
+        };
+        let from = "mine";
+        // Two GPU models: PE 1's smaller GPU sets the limit for both.
+        let mixed = [record(1, 80 * G, 80 * G), record(2, 64 * G, 64 * G)];
+        let (pe, l) = tightest_limit(&mixed, 0, from);
+        assert_eq!((pe, l.bytes), (1, 64 << 30));
+        assert_ne!(l.from, from);
+        // Three PEs on GPU 1 (MPS) get a third of it each; PE 3 has its own.
+        let shared = [
+            record(1, 128 * G, 90 * G),
+            record(1, 128 * G, 90 * G),
+            record(1, 128 * G, 90 * G),
+            record(2, 128 * G, 90 * G),
+        ];
+        let (pe, l) = tightest_limit(&shared, 2, from);
+        assert_eq!((pe, l.bytes), (2, 30 << 30));
+        assert!(l.from.contains("divided"));
+        // Equal limits name this PE, with its own origin; a fixed heap (no
+        // VMM, GPU memory 0) is not divided.
+        let fixed = [record(1, G, 0), record(1, G, 0)];
+        assert_eq!(tightest_limit(&fixed, 1, from).0, 1);
+        assert_eq!(tightest_limit(&fixed, 1, from).1.bytes, 1 << 30);
+        assert_eq!(tightest_limit(&fixed, 1, from).1.from, from);
+    }
 
     #[test]
     fn sizes_are_checked_before_nvshmem_sees_them() {

@@ -261,12 +261,20 @@ pub struct Nvshmem {
     /// Where the PEs compare their allocations (see `Nvshmem::alloc`);
     /// made at the first one. Declared first: dropped (freed, collectively)
     /// before `inner` lets NVSHMEM finalize.
-    pub(crate) alloc_check:
-        std::cell::OnceCell<(crate::runtime::exchange::WordExchange, Arc<CudaStream>)>,
+    pub(crate) alloc_check: std::cell::OnceCell<AllocCheck>,
     /// Allocation calls made so far: the next allocation's number, the
     /// first word each PE compares.
     pub(crate) allocations: Cell<u64>,
     pub(crate) inner: Rc<Inner>,
+}
+
+/// What `Nvshmem::alloc`'s agreement uses: its exchange, on a stream of its
+/// own, and this PE's [`gpu_key`](Nvshmem::gpu_key) (PEs sharing a GPU
+/// share its memory).
+pub(crate) struct AllocCheck {
+    pub(crate) exchange: crate::runtime::exchange::WordExchange,
+    pub(crate) stream: Arc<CudaStream>,
+    pub(crate) gpu_key: u64,
 }
 
 impl std::fmt::Debug for Nvshmem {
