@@ -62,7 +62,7 @@ pub fn ptr<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::ptr::NonNull<T>> {
 pub(crate) unsafe fn ptr_in_range<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::ptr::NonNull<T>> {
     #[cfg(target_arch = "nvptx64")]
     {
-        // SAFETY: the caller's `pe < n_pes()`.
+        // SAFETY: any `pe` on the GPU.
         unsafe { peer_lookup(dest, pe) }
     }
     #[cfg(not(target_arch = "nvptx64"))]
@@ -77,8 +77,8 @@ pub(crate) unsafe fn ptr_in_range<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::pt
     }
 }
 
-/// `nvshmem_ptr`'s translation with its three loads unconditional, in one
-/// PTX block that LLVM may hoist out of a caller's loop.
+/// `nvshmem_ptr`'s translation with its loads unconditional, in one PTX
+/// block that LLVM may hoist out of a caller's loop.
 ///
 /// `nvshmem_ptr` loads the peer-table entry only inside its heap-range test,
 /// so LLVM reloaded it on every put/get of a loop, where NVSHMEM's own
@@ -88,47 +88,55 @@ pub(crate) unsafe fn ptr_in_range<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::pt
 /// lookup's own share was 0.885 to 0.857 and 0.850 to 0.794 (issue 24 run 9,
 /// BENCHMARKS.md).
 ///
-/// It reads `nvshmemi_device_state_d` (constant memory) by offset: heap base
-/// at +40, heap size at +48, the P2P peer-base table at +56, the fields and
-/// the only ones `nvshmem_ptr` reads besides the PE count in every supported
-/// release (`device/tests/abi/device_state.rs` checks each bitcode). One
-/// unsigned compare of `dest - base` against the size is `nvshmem_ptr`'s two
-/// (an address below the base wraps above any heap size).
+/// It reads `nvshmemi_device_state_d` (constant memory) by offset: the PE
+/// count at +8, heap base at +40, heap size at +48, the P2P peer-base table
+/// at +56: the fields `nvshmem_n_pes` and `nvshmem_ptr` read, and the only
+/// ones, in every supported release (`device/tests/abi/device_state.rs`
+/// checks every bitcode file). One unsigned compare of `dest - base` against
+/// the size is `nvshmem_ptr`'s two (an address below the base wraps above any
+/// heap size). The table entry is loaded only for `pe < n_pes()`, inside the
+/// block: the compiler may run a `pure` block where the program would not
+/// (machine LICM hoists it out of a loop, past `ptr`'s own check), so it
+/// must be safe for every `pe`.
 ///
 /// # Safety
-/// `pe < n_pes()`.
+/// `pe < n_pes()`, for the host builds' `nvshmem_ptr` fallback; on the GPU
+/// any `pe` is safe (one out of range gives `None`).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn peer_lookup<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::ptr::NonNull<T>> {
     let (base, size, peer): (u64, u64, u64);
-    // SAFETY: reads NVSHMEM's device state and entry `pe` of its peer table,
-    // which has `n_pes()` entries (the caller's `pe < n_pes()`). Both are
+    // SAFETY: reads NVSHMEM's device state and, for `pe < n_pes()` only,
+    // entry `pe` of its peer table, which has `n_pes()` entries. Both are
     // set by the host before a launch and never written by device code:
     // `nomem` (which lets LLVM hoist the block past a loop's stores, the
     // point of it; `readonly` would not) overstates that, but nothing the
-    // compiler sees can write those bytes during a kernel. `pure` lets the
-    // compiler run the block fewer times than the program does, never more
-    // (the Rust reference), so it stays behind `ptr`'s `pe` check (LLVM marks
-    // no inline asm `speculatable`; `opt`/`llc -O3` keep it guarded). The
-    // symbol is named only in the text: every module that reaches this has
-    // it, as `n_pes` and the typed layer's NVSHMEM fallbacks reference it.
+    // compiler sees can write those bytes during a kernel, and the block's
+    // outputs depend on `pe` alone, as `pure` says. The symbol is named only
+    // in the text: every module that reaches this has it, as `n_pes` and the
+    // typed layer's NVSHMEM fallbacks reference it.
     unsafe {
         core::arch::asm!(
             "{{",
             ".reg .b64 %nvs_t, %nvs_i;",
+            ".reg .b32 %nvs_n;",
+            ".reg .pred %nvs_p;",
             "ld.const.u64 {base}, [nvshmemi_device_state_d+40];",
             "ld.const.u64 {size}, [nvshmemi_device_state_d+48];",
+            "ld.const.u32 %nvs_n, [nvshmemi_device_state_d+8];",
             "ld.const.u64 %nvs_t, [nvshmemi_device_state_d+56];",
-            "cvt.s64.s32 %nvs_i, {pe};",
+            "setp.lt.u32 %nvs_p, {pe}, %nvs_n;",
+            "cvt.u64.u32 %nvs_i, {pe};",
             "shl.b64 %nvs_i, %nvs_i, 3;",
             "add.s64 %nvs_t, %nvs_t, %nvs_i;",
             "cvta.to.global.u64 %nvs_t, %nvs_t;",
-            "ld.global.nc.u64 {peer}, [%nvs_t];",
+            "mov.u64 {peer}, 0;",
+            "@%nvs_p ld.global.nc.u64 {peer}, [%nvs_t];",
             "}}",
             base = out(reg64) base,
             size = out(reg64) size,
             peer = out(reg64) peer,
-            pe = in(reg32) pe.to_c(),
+            pe = in(reg32) pe.index(),
             options(pure, nomem, nostack, preserves_flags)
         )
     };

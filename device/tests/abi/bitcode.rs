@@ -17,12 +17,12 @@ fn nvshmem_functions(ll: &str, keyword: &str) -> BTreeMap<String, Sig> {
         .collect()
 }
 
-/// The definition of `function` in a bitcode file, with the globals and
-/// types it uses, as text: `llvm-link --only-needed` of a module that keeps
-/// only it. Lazy loading makes this milliseconds where [`disassembly`] of a
+/// The definitions of `functions` in a bitcode file, with the globals and
+/// types they use, as text: `llvm-link --only-needed` of a module that keeps
+/// only them. Lazy loading makes this milliseconds where [`disassembly`] of a
 /// whole file takes seconds, so every per-arch file can be read. The linker
 /// drops `local_unnamed_addr`; bodies are otherwise as `llvm-dis` prints them.
-pub(crate) fn extracted(bc: &Path, function: &str) -> String {
+pub(crate) fn extracted(bc: &Path, functions: &[&str]) -> String {
     use std::io::Write as _;
     let link = toolchain().llvm_tool("llvm-link").unwrap();
     let mut child = Command::new(&link)
@@ -34,12 +34,17 @@ pub(crate) fn extracted(bc: &Path, function: &str) -> String {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("{}: {e}", link.display()));
-    // An opaque declaration kept by `llvm.used`: llvm-link needs no more
-    // than the name to pull the definition in.
-    let keep = format!(
-        "target triple = \"nvptx64-nvidia-cuda\"\n\
-         declare void @{function}()\n\
-         @llvm.used = appending global [1 x ptr] [ptr @{function}], section \"llvm.metadata\"\n"
+    // Opaque declarations kept by `llvm.used`: llvm-link needs no more than
+    // the names to pull the definitions in.
+    let mut keep = String::from("target triple = \"nvptx64-nvidia-cuda\"\n");
+    for f in functions {
+        keep += &format!("declare void @{f}()\n");
+    }
+    let used: Vec<String> = functions.iter().map(|f| format!("ptr @{f}")).collect();
+    keep += &format!(
+        "@llvm.used = appending global [{} x ptr] [{}], section \"llvm.metadata\"\n",
+        functions.len(),
+        used.join(", ")
     );
     child
         .stdin
@@ -50,7 +55,7 @@ pub(crate) fn extracted(bc: &Path, function: &str) -> String {
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "llvm-link --only-needed {} ({function}): {}",
+        "llvm-link --only-needed {} ({functions:?}): {}",
         bc.display(),
         String::from_utf8_lossy(&out.stderr)
     );

@@ -48,8 +48,9 @@ fn bitcode_files(nv: &Nvshmem) -> Vec<(String, PathBuf)> {
         .collect()
 }
 
-/// The offsets `peer_lookup` reads, and the one more `nvshmem_ptr` may (the
-/// PE count, for its range check since 3.5).
+/// The offsets `peer_lookup` reads as `nvshmem_ptr` does, and the PE count,
+/// which it reads as `nvshmem_n_pes` does (and `nvshmem_ptr` too, for its
+/// range check, since 3.5).
 const LOOKUP_OFFSETS: [u64; 3] = [40, 48, 56];
 const PE_COUNT_OFFSET: u64 = 8;
 
@@ -106,7 +107,7 @@ fn device_state_layout_matches_peer_lookup() {
         );
         for (arch, bc) in files {
             let what = format!("NVSHMEM {version} (CUDA {cuda}) {arch}");
-            check_device_state(&what, &extracted(&bc, "nvshmem_ptr"));
+            check_device_state(&what, &extracted(&bc, &["nvshmem_ptr", "nvshmem_n_pes"]));
             checked += 1;
         }
     }
@@ -114,7 +115,7 @@ fn device_state_layout_matches_peer_lookup() {
         say!("SKIPPED: no NVSHMEM installation found; the device state's layout not checked");
     } else {
         say!(
-            "ABI: the device state's layout and nvshmem_ptr's reads and body, as `peer_lookup` assumes, \
+            "ABI: the device state's layout, nvshmem_n_pes's and nvshmem_ptr's reads and nvshmem_ptr's body, as `peer_lookup` assumes, \
              in {checked} bitcode file(s)"
         );
     }
@@ -131,7 +132,13 @@ fn check_device_state(what: &str, ll: &str) {
          the offsets of `peer_lookup` (device/src/symmetric.rs) are stale",
         &fields[..PREFIX.len().min(fields.len())]
     );
-    let reads = nvshmem_ptr_reads(ll).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let pe_count = state_reads(ll, "nvshmem_n_pes").unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        pe_count.iter().eq([&PE_COUNT_OFFSET]),
+        "{what}: nvshmem_n_pes reads the device state at {pe_count:?}, not \
+         {PE_COUNT_OFFSET}: `peer_lookup` (device/src/symmetric.rs) checks `pe` against a stale field"
+    );
+    let reads = state_reads(ll, "nvshmem_ptr").unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
         LOOKUP_OFFSETS.iter().all(|o| reads.contains(o))
             && reads
@@ -227,17 +234,17 @@ fn fnv1a(text: &str) -> u64 {
 /// definition in `ll` loads (field indices of [`PREFIX`] or byte offsets,
 /// as each release's bitcode writes them), or why not: also when it calls a
 /// function.
-fn nvshmem_ptr_reads(ll: &str) -> Result<std::collections::BTreeSet<u64>, String> {
+fn state_reads(ll: &str, function: &str) -> Result<std::collections::BTreeSet<u64>, String> {
     let body: Vec<&str> = ll
         .lines()
-        .skip_while(|l| !(l.starts_with("define ") && l.contains(" @nvshmem_ptr(")))
+        .skip_while(|l| !(l.starts_with("define ") && l.contains(&format!(" @{function}("))))
         .take_while(|l| *l != "}")
         .collect();
     if body.is_empty() {
-        return Err("no definition of nvshmem_ptr".into());
+        return Err(format!("no definition of {function}"));
     }
     if let Some(call) = body.iter().find(|l| l.contains(" call ")) {
-        return Err(format!("nvshmem_ptr calls: `{}`", call.trim()));
+        return Err(format!("{function} calls: `{}`", call.trim()));
     }
     let mut reads = std::collections::BTreeSet::new();
     for line in body
@@ -259,7 +266,7 @@ fn nvshmem_ptr_reads(ll: &str) -> Result<std::collections::BTreeSet<u64>, String
             0
         } else {
             return Err(format!(
-                "an access nvshmem_ptr_reads does not parse: `{}`",
+                "an access state_reads does not parse: `{}`",
                 line.trim()
             ));
         };
@@ -304,13 +311,13 @@ fn normalized_body_drops_build_details() {
 }
 
 #[test]
-fn nvshmem_ptr_reads_parse() {
+fn state_reads_parse() {
     // The two forms of the releases' bitcode: field indices (3.3-3.5) and byte offsets (3.6+).
     let by_field = "define ptr @nvshmem_ptr(ptr %0, i32 %1) {\n  \
         %3 = load ptr, ptr addrspace(4) getelementptr inbounds (%struct.s, ptr addrspace(4) @nvshmemi_device_state_d, i64 0, i32 11), align 8\n  \
         %4 = load i32, ptr addrspace(4) getelementptr inbounds (%struct.s, ptr addrspace(4) @nvshmemi_device_state_d, i64 0, i32 2), align 8\n}\n";
     assert_eq!(
-        nvshmem_ptr_reads(by_field)
+        state_reads(by_field, "nvshmem_ptr")
             .unwrap()
             .into_iter()
             .collect::<Vec<_>>(),
@@ -319,13 +326,17 @@ fn nvshmem_ptr_reads_parse() {
     let by_byte = "define ptr @nvshmem_ptr(ptr %0, i32 %1) {\n  \
         %8 = load ptr, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(4) @nvshmemi_device_state_d to ptr), i64 56), align 8\n}\n";
     assert_eq!(
-        nvshmem_ptr_reads(by_byte)
+        state_reads(by_byte, "nvshmem_ptr")
             .unwrap()
             .into_iter()
             .collect::<Vec<_>>(),
         [56]
     );
     let calls = "define ptr @nvshmem_ptr(ptr %0, i32 %1) {\n  %3 = call ptr @f()\n}\n";
-    assert!(nvshmem_ptr_reads(calls).unwrap_err().contains("calls"));
-    assert!(nvshmem_ptr_reads("").is_err());
+    assert!(
+        state_reads(calls, "nvshmem_ptr")
+            .unwrap_err()
+            .contains("calls")
+    );
+    assert!(state_reads("", "nvshmem_ptr").is_err());
 }

@@ -200,7 +200,8 @@ pub unsafe fn store_through_ptr(dest: SymPtr<u32>, n: u64, out: *mut u32) {
 
 /// `ptr` against NVSHMEM's own `nvshmem_ptr`, for every PE and addresses at
 /// the start and the last byte of `dest` (`bytes` long), one past it, far
-/// below and far above the heap; and `ptr` for PE `n_pes()` (`None`).
+/// below and far above the heap; and `ptr` for PEs past the job (`None`),
+/// up to `u32::MAX`, in a loop the lookup may be hoisted out of.
 /// Thread 0 writes `out[0]` = disagreements, `out[1]` = comparisons,
 /// `out[2]` = how many of them `ptr` found reachable.
 #[kernel]
@@ -229,7 +230,13 @@ pub unsafe fn ptr_matches_nvshmem_ptr(dest: SymPtr<u8>, bytes: u64, out: *mut u3
             compared += 1;
         }
     }
-    wrong += ptr(dest, Pe::new(n_pes())).is_some() as u32;
+    for far in [n_pes(), n_pes() + 1, 1 << 30, u32::MAX] {
+        for a in addrs {
+            // SAFETY: only translated.
+            let sym = unsafe { SymPtr::<u8>::from_raw(a as *mut u8) };
+            wrong += ptr(sym, Pe::new(far)).is_some() as u32;
+        }
+    }
     unsafe {
         *out = wrong;
         *out.add(1) = compared;
