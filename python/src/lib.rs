@@ -183,12 +183,18 @@ fn cuda_array(
         Some(s) if !s.is_none() => Some(s.extract().map_err(|_| bad("strides"))?),
         _ => None,
     };
+    // The size in bytes, refused where it overflows (a wrapped size would
+    // pass the symmetric-heap check with a fraction of the tensor).
+    let bytes = shape
+        .iter()
+        .try_fold(itemsize, |b, &n| b.checked_mul(n))
+        .ok_or_else(|| bad("shape (its size in bytes overflows 64 bits)"))?;
     // Row-major: each stride is the product of the later extents (extents of 1 are free).
     let contiguous = strides.is_none_or(|strides| {
         let mut want = itemsize as i64;
         shape.iter().zip(&strides).rev().all(|(&n, &s)| {
             let ok = n <= 1 || s == want;
-            want *= n as i64;
+            want = want.saturating_mul(n as i64);
             ok
         })
     });
@@ -203,7 +209,7 @@ fn cuda_array(
     };
     Ok(TensorArg {
         ptr,
-        bytes: shape.iter().product::<u64>() * itemsize,
+        bytes,
         dtype: Scalar::from_typestr(&typestr).ok_or(typestr),
         contiguous,
         location,
@@ -607,7 +613,10 @@ struct Kernel {
 impl Kernel {
     /// The stream to launch on: `stream` (a handle, or an object with
     /// `cuda_stream`, such as a `torch.cuda.Stream`), else torch's current
-    /// stream, else the runtime's own.
+    /// stream, else the runtime's own. A handle (int) is trusted, as
+    /// `torch.cuda.ExternalStream` trusts one: it must be a live `CUstream`
+    /// of this process's GPU (or 0, the legacy stream); the driver cannot
+    /// tell a stale or made-up handle and may crash on one.
     fn stream(&self, py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<sys::CUstream> {
         let handle: u64 = match stream {
             Some(s) if !s.is_none() => {
@@ -717,7 +726,8 @@ methods! {
 
     launchers {
         /// Launches `grid` blocks of `block` threads with `args` on `stream`
-        /// (default: torch's current stream), with `shared_mem` bytes of
+        /// (a `torch.cuda.Stream`, or a raw `CUstream` int, trusted to be a
+        /// live stream of this GPU; default: torch's current stream), with `shared_mem` bytes of
         /// dynamic shared memory. Arguments are checked against the manifest
         /// first (TypeError / ValueError naming the parameter and the fix).
         __call__ => false;
@@ -749,8 +759,9 @@ methods! {
     }
 
     /// For the launch-overhead benchmark: `iterations` bare `cuLaunchKernel`
-    /// calls with these arguments (converted and checked once), with no
-    /// per-call work; returns the seconds they took (queueing, not GPU time).
+    /// calls with these arguments (converted and checked once, with the
+    /// launch's own checks), with no per-call work; returns the seconds they
+    /// took (queueing, not GPU time).
     #[pyo3(signature = (iterations, grid, block, *args, stream=None))]
     fn raw_launch_loop(
         &self,
@@ -762,6 +773,11 @@ methods! {
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<f64> {
         let (grid, block) = (dim3("grid", grid)?, dim3("block", block)?);
+        // A launch's checks, once: the kernel not collective, the runtime's
+        // context current, the grid and block within the GPU's limits.
+        self.kernel
+            .check_launch(&LaunchConfig::new(grid, block), false)
+            .map_err(to_py)?;
         let stream = self.stream(py, stream)?;
         let mut converted = Vec::new();
         convert_all(py, args, &mut converted)?;

@@ -252,9 +252,36 @@ impl Kernel {
         unsafe { self.launch_params(stream, None, config, args.params(), cooperative) }
     }
 
-    /// Checks a launch (a collective kernel only `cooperative`; a cooperative
-    /// one on a GPU that supports it, with a co-resident grid), launches, and
-    /// records the kernel so that a later fault on the stream can name it.
+    /// The checks every launch makes, without launching: a collective kernel
+    /// only `cooperative`, the runtime live (its context made current), the
+    /// grid and block within the GPU's limits, the shared memory (the
+    /// function opted into more than 48 KiB where `config` needs it), and a
+    /// cooperative launch on a GPU that supports it with a co-resident grid.
+    /// For a caller that then launches with the raw driver API (a
+    /// launch-overhead loop, say).
+    ///
+    /// ```no_run
+    /// # let kernel: nvshmem_host::Kernel = todo!();
+    /// kernel.check_launch(&nvshmem_host::LaunchConfig::new(1u32, 32u32), false)?;
+    /// # Ok::<(), nvshmem_host::Error>(())
+    /// ```
+    pub fn check_launch(&self, config: &LaunchConfig, cooperative: bool) -> Result<()> {
+        if self.info.collective && !cooperative {
+            return Err(Error::CollectiveLaunchRequired {
+                kernel: self.info.name.clone(),
+            });
+        }
+        self.module.nv.enter("Kernel::launch")?;
+        config.check(&self.info.name)?;
+        self.set_shared_mem(config.shared_mem_bytes)?;
+        if cooperative {
+            self.check_cooperative(config)?;
+        }
+        Ok(())
+    }
+
+    /// Checks a launch ([`Kernel::check_launch`]), launches, and records the
+    /// kernel so that a later fault on the stream can name it.
     ///
     /// # Safety
     /// As [`Kernel::launch`], with `params` pointing at the kernel's arguments.
@@ -266,18 +293,8 @@ impl Kernel {
         params: &mut [*mut std::ffi::c_void],
         cooperative: bool,
     ) -> Result<()> {
-        if self.info.collective && !cooperative {
-            return Err(Error::CollectiveLaunchRequired {
-                kernel: self.info.name.clone(),
-            });
-        }
+        self.check_launch(&config, cooperative)?;
         let nv = &self.module.nv;
-        nv.enter("Kernel::launch")?;
-        config.check(&self.info.name)?;
-        self.set_shared_mem(config.shared_mem_bytes)?;
-        if cooperative {
-            self.check_cooperative(&config)?;
-        }
         let (grid, block) = (config.grid, config.block);
         let launch = if cooperative {
             result::launch_cooperative_kernel
