@@ -15,6 +15,8 @@ pub(crate) enum ImageKind {
 
 const ELF_MAGIC: &[u8] = b"\x7fELF";
 const FATBIN_MAGIC: u32 = 0xBA55_ED50;
+/// `__fatBinC_Wrapper_t`'s magic: the driver follows the pointer inside.
+const FATBIN_WRAPPER_MAGIC: u32 = 0x4662_43B1;
 
 fn u16_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?).into())
@@ -40,6 +42,13 @@ pub(crate) fn classify(image: &[u8]) -> Result<ImageKind, String> {
     if image.starts_with(ELF_MAGIC) {
         check_elf(image, len)?;
         return Ok(ImageKind::Cubin);
+    }
+    if u32_at(image, 0) == Some(FATBIN_WRAPPER_MAGIC.into()) {
+        return Err(
+            "a fat binary wrapper, which points at an image elsewhere in memory that cannot be \
+             checked: pass the fatbin itself"
+                .into(),
+        );
     }
     if u32_at(image, 0) == Some(FATBIN_MAGIC.into()) {
         // magic u32, version u16, header size u16, size of what follows u64.
@@ -75,7 +84,12 @@ fn check_elf(b: &[u8], len: u64) -> Result<(), String> {
     if phnum > 0 && (phentsize < 56 || !within(phoff, phnum, phentsize, len)) {
         return Err(bad("program headers lie past its end"));
     }
-    if shnum > 0 && (shentsize < 64 || !within(shoff, shnum, shentsize, len)) {
+    // No sections is also ELF's extended numbering (the count in section
+    // 0), which a cubin never needs.
+    if shnum == 0 {
+        return Err(bad("ELF header lists no sections"));
+    }
+    if shentsize < 64 || !within(shoff, shnum, shentsize, len) {
         return Err(bad("section headers lie past its end"));
     }
     for i in 0..shnum {
@@ -86,8 +100,15 @@ fn check_elf(b: &[u8], len: u64) -> Result<(), String> {
             field(u64_at(b, h + 24))?,
             field(u64_at(b, h + 32))?,
         );
+        const SHT_STRTAB: u64 = 3;
         if kind != SHT_NOBITS && !within(offset, 1, size, len) {
             return Err(bad(&format!("section {i} lies past its end")));
+        }
+        // The driver reads names up to a NUL: a string table must end in one.
+        if kind == SHT_STRTAB && size > 0 && b[(offset + size - 1) as usize] != 0 {
+            return Err(bad(&format!(
+                "string table (section {i}) does not end in a NUL"
+            )));
         }
     }
     for i in 0..phnum {
@@ -146,8 +167,20 @@ mod tests {
         let mut many = e.clone();
         many[60..62].copy_from_slice(&u16::MAX.to_le_bytes());
         assert!(classify(&many).unwrap_err().contains("section headers"));
-        let mut class32 = e;
+        let mut class32 = e.clone();
         class32[4] = 1;
         assert!(classify(&class32).unwrap_err().contains("64-bit"));
+        let mut none = e.clone();
+        none[60..62].copy_from_slice(&0u16.to_le_bytes());
+        assert!(classify(&none).unwrap_err().contains("no sections"));
+        // A string table (type 3) must end in a NUL; the 8 bytes are zero.
+        let mut strtab = e.clone();
+        strtab[72 + 4..72 + 8].copy_from_slice(&3u32.to_le_bytes());
+        assert_eq!(classify(&strtab), Ok(ImageKind::Cubin));
+        strtab[64 + 7] = b'x';
+        assert!(classify(&strtab).unwrap_err().contains("NUL"));
+        let mut wrapper = vec![0u8; 16];
+        wrapper[..4].copy_from_slice(&FATBIN_WRAPPER_MAGIC.to_le_bytes());
+        assert!(classify(&wrapper).unwrap_err().contains("wrapper"));
     }
 }

@@ -130,8 +130,11 @@ impl Nvshmem {
     /// Loads a module from an image in memory (PTX text, a cubin or a fatbin,
     /// say from `include_bytes!`) with its manifest. Checks and registers as
     /// [`Nvshmem::load_module`] does; a cubin or fatbin whose headers point
-    /// past its end (truncated, or not one) is an [`Error::ModuleLoad`]. The
-    /// manifest must be the image's: launches check arguments against it.
+    /// past its end (truncated, or not one), a cubin string table without
+    /// its final NUL, and a fat binary wrapper (a pointer to an image
+    /// elsewhere) are an [`Error::ModuleLoad`]. The manifest must be the
+    /// image's: launches check arguments against it. Past these checks the
+    /// driver parses the image: load images you built or trust.
     ///
     /// ```no_run
     /// use nvshmem_types::manifest::Manifest;
