@@ -31,7 +31,10 @@
 //! threads of the warpgroup must execute it together, in warpgroup-uniform
 //! control flow, or the behaviour is undefined. So their functions are
 //! `unsafe`; the named barriers are not (they use the non-aligned
-//! `barrier.sync` / `barrier.arrive` and check their operands).
+//! `barrier.sync` / `barrier.arrive` and check their operands). The fence,
+//! commit, wait and `setmaxnreg` are LLVM's convergent intrinsics; the MMA
+//! itself is inline `asm!`, which rustc does not mark `convergent`, so the
+//! caveat of [`mma`](crate::mma)'s docs applies to it.
 //!
 //! Shapes: `M64<N>` for N in 8, 16, 32, 64, 96, 128, 192, 256; inputs `bf16`
 //! or `f16`, accumulator f32. Descriptors carry the element type and the

@@ -29,6 +29,13 @@
 //! Every `mma.sync`/`ldmatrix` is `.aligned`: all 32 lanes of the warp must
 //! execute it together (warp-uniform control flow), as in CUDA, or the
 //! behaviour is undefined. So [`mma`] and the `ldmatrix` loads are `unsafe`.
+//! They are inline `asm!`, which rustc does not mark `convergent` (as it
+//! marks every function on this target): LLVM may in principle copy such a
+//! block into the arms of a branch that splits the warp (tail duplication,
+//! jump threading), which `.aligned` forbids. Keep lane-dependent branches
+//! out of the code just before and after these calls; LLVM's convergent
+//! NVVM intrinsics (`llvm.nvvm.mma.*`, `llvm.nvvm.ldmatrix.*`) would remove
+//! the caveat.
 //!
 //! # Fragment layouts (lane `l`, `g = l / 4`, `t = l % 4`)
 //! The `coord` functions ([`FragA::coord`], [`FragB::coord`], [`FragC::coord`])
