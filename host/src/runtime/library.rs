@@ -46,6 +46,10 @@ pub struct LibraryRequest {
 
 impl LibraryRequest {
     /// Use the NVSHMEM installation in `dir` (the folder with `include/` and `lib/`).
+    ///
+    /// Its `lib/libnvshmem_host.so.*` is loaded and called as NVSHMEM: like
+    /// `LD_LIBRARY_PATH` or `NVSHMEM_HOME`, the folder is trusted to hold
+    /// NVSHMEM's own library (the version check reads what it reports).
     pub fn home(mut self, dir: impl Into<PathBuf>) -> Self {
         self.home = Some(dir.into());
         self
