@@ -588,6 +588,33 @@ fn on_stream(pe: &mut TestPe) -> TestResult {
             .into()),
         };
     }
+    // Overlapping buffers are refused on every PE before NVSHMEM sees them:
+    // fcollect and alltoall even in place (peers read what would be overwritten).
+    {
+        let nv = pe.nvshmem();
+        let whole = nv.n_pes() as usize;
+        let buf = nv.alloc_zeroed::<i32>(4 * whole)?;
+        let refusals = [
+            (
+                "fcollect_on_stream into its own source",
+                nv.fcollect_on_stream(nv.stream(), Team::WORLD, &buf, &buf.view(..4)?),
+            ),
+            (
+                "alltoall_on_stream in place",
+                nv.alltoall_on_stream(nv.stream(), Team::WORLD, &buf, &buf),
+            ),
+        ];
+        for (what, got) in refusals {
+            match got {
+                Err(Error::InvalidArgument { reason }) if reason.contains("overlap") => {}
+                other => {
+                    return Err(
+                        format!("{what} gave {other:?}, expected an overlap refusal").into(),
+                    );
+                }
+            }
+        }
+    }
     on_teams(pe, |nv, _m, t, f| {
         let team = t.host;
         host_reduce::<i32, _>(nv, t, team, f, And, |a, b| a & b, false)?;

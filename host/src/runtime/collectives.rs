@@ -7,7 +7,7 @@ use crate::error::{Error, Result, nvshmem_status};
 use crate::runtime::memory::AsSymView;
 use crate::runtime::memory::SymView;
 use crate::runtime::nvshmem::Nvshmem;
-use crate::runtime::ops::{enter_on, own_pair, same_len, same_lengths};
+use crate::runtime::ops::{apart, enter_on, own_pair, same_len, same_lengths};
 use crate::runtime::team::AsTeam;
 use crate::sys::{NvshmemLib, cudaStream_t, nvshmem_team_t};
 use bytemuck::Pod;
@@ -56,6 +56,7 @@ macro_rules! team_collectives {
             let (t, n, dst, src) = self.team_pair(stream, &team, dst, src, WHAT)?;
             let ($d, $s, $n) = (dst.len(), src.len(), n);
             let bytes = $elements? * std::mem::size_of::<T>();
+            apart(WHAT, &dst, &src, false)?;
             // SAFETY: symmetric ranges that the row's `elements` sized the call for.
             let status = unsafe {
                 self.inner.lib.raw().$call(t, dst.raw().cast(), src.raw().cast(), bytes, stream.cu_stream())
@@ -78,6 +79,7 @@ macro_rules! team_collectives {
             let (t, n, dst, src) = self.team_pair(stream, &team, dst, src, WHAT)?;
             let ($d, $s, $n) = (dst.len(), src.len(), n);
             let nreduce = $elements?;
+            apart(WHAT, &dst, &src, true)?;
             self.typed_reduce::<T, O>(WHAT, stringify!($kind), t, dst.raw(), src.raw(), nreduce, stream)
         }
     };
@@ -112,6 +114,7 @@ impl Nvshmem {
             });
         }
         same_len(WHAT, &dst, &src)?;
+        apart(WHAT, &dst, &src, true)?;
         // SAFETY: symmetric ranges of equal length; a valid root of a live team.
         let status = unsafe {
             self.inner.lib.raw().nvshmemx_broadcastmem_on_stream(

@@ -80,6 +80,34 @@ fn distinct_or_same<T: Pod>(what: &str, dst: &SymView<'_, T>, src: &SymView<'_, 
     }
 }
 
+/// A collective's destination and source on this PE must not overlap, as
+/// OpenSHMEM requires; `in_place` allows the very same range, as reductions
+/// and broadcast do (not fcollect or alltoall, whose PEs read sources that
+/// others' destinations would overwrite).
+pub(crate) fn apart<T: Pod>(
+    what: &str,
+    dst: &SymView<'_, T>,
+    src: &SymView<'_, T>,
+    in_place: bool,
+) -> Result<()> {
+    let (d, s) = (dst.raw() as usize, src.raw() as usize);
+    let (dn, sn) = (dst.size_bytes(), src.size_bytes());
+    if d + dn <= s || s + sn <= d || (in_place && d == s && dn == sn) {
+        return Ok(());
+    }
+    let fix = if in_place {
+        "pass the same view for both or separate buffers"
+    } else {
+        "use separate buffers"
+    };
+    Err(Error::InvalidArgument {
+        reason: format!(
+            "{what}: the destination ({dn} bytes) and the source ({sn} bytes) overlap on this PE; \
+             {fix}"
+        ),
+    })
+}
+
 pub(crate) fn same_len<T: Pod>(
     what: &str,
     dst: &SymView<'_, T>,
