@@ -298,6 +298,9 @@ impl ArgContext for Live<'_> {
     fn is_symmetric(&self, ptr: u64, bytes: u64) -> bool {
         self.0.is_symmetric(ptr, bytes)
     }
+    fn location_of(&self, ptr: u64) -> Option<Location> {
+        self.0.memory_location(ptr).ok()
+    }
 }
 
 /// Given facts, for checks without a GPU.

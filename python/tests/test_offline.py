@@ -163,6 +163,14 @@ def test_every_refused_argument_names_kernel_parameter_and_fix(manifest, index, 
         assert w in msg, (w, msg)
 
 
+def test_a_size_that_overflows_is_refused_not_wrapped(manifest):
+    # 2**62 x 4 elements of 4 bytes wraps to 0 bytes in 64 bits.
+    args = good_args()
+    args[0] = Cai(HEAP[0], (1 << 62, 4))
+    with pytest.raises(TypeError, match="overflows 64 bits"):
+        check(manifest["k"], args)
+
+
 def test_a_wrong_count_shows_the_signature(manifest):
     with pytest.raises(TypeError) as e:
         check(manifest["k"], good_args()[:3])

@@ -440,6 +440,13 @@ pub trait ArgContext {
     fn n_pes(&self) -> Option<u32>;
     /// Whether `[ptr, ptr + bytes)` lies inside NVSHMEM's symmetric heap.
     fn is_symmetric(&self, ptr: u64, bytes: u64) -> bool;
+    /// Where `ptr` points, for a tensor whose [`Location`] is
+    /// [`Unknown`](Location::Unknown): `None` when this context cannot tell
+    /// (checks without a GPU), and then the tensor is taken as device memory.
+    fn location_of(&self, ptr: u64) -> Option<Location> {
+        let _ = ptr;
+        None
+    }
 }
 
 /// A kernel's parameters as a dynamic host checks them: built once per kernel.
@@ -605,7 +612,18 @@ impl Signature {
                         "pass tensor.contiguous() (the kernel reads elements in row-major order)".into(),
                     ));
                 }
-                match t.location {
+                let location = match t.location {
+                    Location::Unknown => ctx.location_of(t.ptr).unwrap_or(Location::Cuda(ctx.device())),
+                    known => known,
+                };
+                match location {
+                    Location::Unknown => {
+                        return Err((
+                            Refusal::Value,
+                            format!("its address {:#x} is not memory CUDA allocated or registered", t.ptr),
+                            "pass a tensor of this GPU's memory".into(),
+                        ));
+                    }
                     Location::Cuda(d) if d != ctx.device() => {
                         return Err((
                             Refusal::Value,
@@ -722,6 +740,52 @@ mod tests {
         }
         fn is_symmetric(&self, ptr: u64, bytes: u64) -> bool {
             ptr >= 0x10000 && ptr + bytes <= 0x20000
+        }
+        fn location_of(&self, ptr: u64) -> Option<Location> {
+            Some(match ptr {
+                0x10000..0x100000 => Location::Cuda(1),
+                0x5000_0000 => Location::Cpu,
+                0x7000_0000 => Location::Cuda(0),
+                _ => Location::Unknown,
+            })
+        }
+    }
+
+    /// A tensor of unknown location is asked of the context; a context
+    /// that cannot tell (no GPU) takes it as device memory.
+    #[test]
+    fn unknown_locations_are_looked_up() {
+        struct NoGpu;
+        impl ArgContext for NoGpu {
+            fn device(&self) -> i32 {
+                1
+            }
+            fn n_pes(&self) -> Option<u32> {
+                None
+            }
+            fn is_symmetric(&self, _: u64, _: u64) -> bool {
+                false
+            }
+        }
+        let s = sig(&[("y", "*mut f32", 8)]);
+        let at = |ptr| {
+            vec![Arg::Tensor(TensorArg {
+                ptr,
+                bytes: 256,
+                dtype: Ok(Scalar::F32),
+                contiguous: true,
+                location: Location::Unknown,
+            })]
+        };
+        assert!(s.encode(&at(0x90000), &Ctx).is_ok());
+        assert!(s.encode(&at(0x1), &NoGpu).is_ok());
+        for (ptr, says) in [
+            (0x5000_0000, "host memory"),
+            (0x7000_0000, "cuda:0"),
+            (0x1, "not memory CUDA allocated"),
+        ] {
+            let msg = s.encode(&at(ptr), &Ctx).unwrap_err().to_string();
+            assert!(msg.contains(says), "{ptr:#x}: {msg}");
         }
     }
 

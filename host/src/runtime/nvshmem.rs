@@ -354,6 +354,57 @@ impl Nvshmem {
         })
     }
 
+    /// Where CUDA says `ptr` points: device memory of a GPU (managed memory
+    /// counts as this GPU's), host memory, or [`Location::Unknown`] for an
+    /// address CUDA neither allocated nor registered. For arguments whose
+    /// owner does not say (an `__cuda_array_interface__` object without
+    /// `__dlpack_device__`).
+    ///
+    /// [`Location::Unknown`]: crate::dynamic::Location::Unknown
+    pub fn memory_location(&self, ptr: u64) -> Result<crate::dynamic::Location> {
+        use crate::dynamic::Location;
+        use cudarc::driver::sys;
+        self.inner.enter("Nvshmem::memory_location")?;
+        let query = |attribute, out: &mut i32| {
+            // SAFETY: the attribute is an `unsigned int` or `int`, written to
+            // `out`; the driver only looks the address up.
+            unsafe {
+                sys::cuPointerGetAttribute(
+                    (out as *mut i32).cast(),
+                    attribute,
+                    ptr as sys::CUdeviceptr,
+                )
+            }
+        };
+        let mut kind = 0;
+        if query(
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            &mut kind,
+        ) != sys::CUresult::CUDA_SUCCESS
+        {
+            return Ok(Location::Unknown);
+        }
+        Ok(match kind as u32 {
+            k if k == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32 => {
+                let mut ordinal = -1;
+                let found = query(
+                    sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                    &mut ordinal,
+                );
+                if found == sys::CUresult::CUDA_SUCCESS {
+                    Location::Cuda(ordinal)
+                } else {
+                    Location::Unknown
+                }
+            }
+            k if k == sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED as u32 => {
+                Location::Cuda(self.gpu() as i32)
+            }
+            k if k == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32 => Location::Cpu,
+            _ => Location::Unknown,
+        })
+    }
+
     /// The handle over a library [`InitOptions::init`](crate::InitOptions::init) just initialized;
     /// checks that NVSHMEM sees as many PEs as the launcher started.
     pub(crate) fn started(s: Started) -> Result<Nvshmem> {
