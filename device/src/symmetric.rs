@@ -77,8 +77,9 @@ pub(crate) unsafe fn ptr_in_range<T>(dest: SymPtr<T>, pe: Pe) -> Option<core::pt
     }
 }
 
-/// `nvshmem_ptr`'s translation with its loads unconditional, in one PTX
-/// block that LLVM may hoist out of a caller's loop.
+/// `nvshmem_ptr`'s translation with its state loads unconditional (the
+/// table entry's behind the PE check), in one PTX block that LLVM may hoist
+/// out of a caller's loop.
 ///
 /// `nvshmem_ptr` loads the peer-table entry only inside its heap-range test,
 /// so LLVM reloaded it on every put/get of a loop, where NVSHMEM's own

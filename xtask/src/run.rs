@@ -1017,7 +1017,8 @@ impl Runner {
 
     /// CUDA MPS for the life of the guard (several PEs per GPU need it), when a GPU is here.
     fn mps(&self) -> MpsScope {
-        self.mps.wanted.set(true);
+        // Without a GPU there is no daemon, and no variables of one.
+        self.mps.wanted.set(self.gpu);
         MpsScope(self.mps.clone())
     }
 }

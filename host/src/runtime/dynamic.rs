@@ -613,6 +613,8 @@ impl Signature {
                     ));
                 }
                 let location = match t.location {
+                    // An empty array's address is often 0: nothing to look up.
+                    Location::Unknown if t.bytes == 0 => Location::Cuda(ctx.device()),
                     Location::Unknown => ctx.location_of(t.ptr).unwrap_or(Location::Cuda(ctx.device())),
                     known => known,
                 };
@@ -778,6 +780,11 @@ mod tests {
             })]
         };
         assert!(s.encode(&at(0x90000), &Ctx).is_ok());
+        let mut empty = at(0);
+        if let Arg::Tensor(t) = &mut empty[0] {
+            t.bytes = 0;
+        }
+        assert!(s.encode(&empty, &Ctx).is_ok());
         assert!(s.encode(&at(0x1), &NoGpu).is_ok());
         for (ptr, says) in [
             (0x5000_0000, "host memory"),

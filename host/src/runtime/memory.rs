@@ -261,7 +261,7 @@ fn tightest_limit(records: &[Vec<u64>], me: usize, my_from: &'static str) -> (us
                 from: if pe == me {
                     my_from
                 } else {
-                    "that PE's NVSHMEM_MAX_MEMORY_PER_GPU or GPU memory"
+                    "that PE's heap limit"
                 },
                 gpu_memory: (r[at + 2] > 0).then_some(r[at + 2] as usize),
             };
@@ -325,13 +325,15 @@ impl Nvshmem {
         let check = match self.alloc_check.get() {
             Some(check) => check,
             None => {
+                // Local queries first: a PE failing one must not leave the
+                // others in the exchange's collective allocation.
+                let gpu_key = self.gpu_key()?;
                 let stream = self.new_stream()?;
                 let exchange = crate::runtime::exchange::WordExchange::new_unchecked(
                     self,
                     &stream,
                     AGREED.len() + 3,
                 )?;
-                let gpu_key = self.gpu_key()?;
                 self.alloc_check.get_or_init(|| AllocCheck {
                     exchange,
                     stream,

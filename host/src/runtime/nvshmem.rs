@@ -376,6 +376,16 @@ impl Nvshmem {
                 )
             }
         };
+        // Managed memory is reachable from this GPU whichever allocated it.
+        let mut managed = 0;
+        if query(
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+            &mut managed,
+        ) == sys::CUresult::CUDA_SUCCESS
+            && managed != 0
+        {
+            return Ok(Location::Cuda(self.gpu() as i32));
+        }
         let mut kind = 0;
         if query(
             sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
