@@ -57,53 +57,45 @@ fn rma_pair<'a, T: Pod>(
     let (dst, src) = own_pair(nv, dst, src, what)?;
     same_len(what, &dst, &src)?;
     if pe == nv.my_pe() {
-        distinct_or_same(what, &dst, &src)?;
+        apart(what, &dst, &src, true)?;
     }
     Ok((dst, src))
 }
 
-/// A copy within one PE reads its source while it writes its destination
-/// (NVSHMEM copies like `memcpy`, not `memmove`): partly overlapping ranges
-/// would give bytes already overwritten. The same range is a no-op and passes.
-fn distinct_or_same<T: Pod>(what: &str, dst: &SymView<'_, T>, src: &SymView<'_, T>) -> Result<()> {
-    let (d, s, n) = (dst.raw() as usize, src.raw() as usize, dst.size_bytes());
-    if d == s || d + n <= s || s + n <= d {
-        Ok(())
-    } else {
-        Err(Error::InvalidArgument {
-            reason: format!(
-                "{what}: the destination and the source overlap on this PE ({n} bytes at \
-                 offsets {} apart); copy through a separate buffer",
-                d.abs_diff(s)
-            ),
-        })
-    }
+/// Whether byte ranges `[d, d + dn)` and `[s, s + sn)` are apart, or (with
+/// `same_allowed`) the very same range.
+fn ranges_apart(d: usize, dn: usize, s: usize, sn: usize, same_allowed: bool) -> bool {
+    let before = |a: usize, n: usize, b: usize| a.checked_add(n).is_some_and(|end| end <= b);
+    before(d, dn, s) || before(s, sn, d) || (same_allowed && d == s && dn == sn)
 }
 
-/// A collective's destination and source on this PE must not overlap, as
-/// OpenSHMEM requires; `in_place` allows the very same range, as reductions
-/// and broadcast do (not fcollect or alltoall, whose PEs read sources that
-/// others' destinations would overwrite).
+/// A destination and a source on this PE must not overlap: a copy reads its
+/// source while it writes its destination (NVSHMEM copies like `memcpy`, not
+/// `memmove`), and a collective's PEs read sources that others' destinations
+/// would overwrite (OpenSHMEM's rule). `same_allowed` lets the very same range
+/// pass: a copy onto itself is a no-op, and reductions and broadcast work in
+/// place (not fcollect or alltoall).
 pub(crate) fn apart<T: Pod>(
     what: &str,
     dst: &SymView<'_, T>,
     src: &SymView<'_, T>,
-    in_place: bool,
+    same_allowed: bool,
 ) -> Result<()> {
     let (d, s) = (dst.raw() as usize, src.raw() as usize);
     let (dn, sn) = (dst.size_bytes(), src.size_bytes());
-    if d + dn <= s || s + sn <= d || (in_place && d == s && dn == sn) {
+    if ranges_apart(d, dn, s, sn, same_allowed) {
         return Ok(());
     }
-    let fix = if in_place {
-        "pass the same view for both or separate buffers"
+    let fix = if same_allowed {
+        "pass the same view for both, or separate buffers"
     } else {
         "use separate buffers"
     };
     Err(Error::InvalidArgument {
         reason: format!(
-            "{what}: the destination ({dn} bytes) and the source ({sn} bytes) overlap on this PE; \
-             {fix}"
+            "{what}: the destination ({dn} bytes) and the source ({sn} bytes) overlap on this PE \
+             ({} bytes apart); {fix}",
+            d.abs_diff(s)
         ),
     })
 }
@@ -365,6 +357,22 @@ impl Nvshmem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlapping_ranges_are_told_apart() {
+        // Disjoint either way, touching ends included.
+        assert!(ranges_apart(0, 16, 16, 16, false));
+        assert!(ranges_apart(32, 16, 0, 32, false));
+        // Partly overlapping: never.
+        assert!(!ranges_apart(0, 16, 8, 16, true));
+        assert!(!ranges_apart(8, 16, 0, 16, true));
+        // The very same range only where allowed; a range inside another never.
+        assert!(ranges_apart(64, 16, 64, 16, true));
+        assert!(!ranges_apart(64, 16, 64, 16, false));
+        assert!(!ranges_apart(64, 64, 64, 16, true));
+        // An end past the address space is not "before" anything.
+        assert!(!ranges_apart(usize::MAX - 4, 16, usize::MAX - 2, 1, false));
+    }
 
     #[test]
     fn enums_map_to_the_header_constants() {
