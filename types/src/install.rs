@@ -460,6 +460,24 @@ impl Installation {
         archs
     }
 
+    /// The file of one of [`bitcode_archs`](Self::bitcode_archs)' entries:
+    /// `libnvshmem_device_sm_NN.bc`, or `libnvshmem_device.bc` for `"any"`.
+    ///
+    /// ```no_run
+    /// # use nvshmem_types::install::{Installation, Query};
+    /// let nv = Installation::find(&Query::default())?;
+    /// for arch in nv.bitcode_archs() {
+    ///     println!("{arch}: {}", nv.bitcode_file(&arch).display());
+    /// }
+    /// # Ok::<(), nvshmem_types::install::FindError>(())
+    /// ```
+    pub fn bitcode_file(&self, arch: &str) -> PathBuf {
+        match arch {
+            "any" => self.lib_dir().join("libnvshmem_device.bc"),
+            a => self.lib_dir().join(format!("libnvshmem_device_{a}.bc")),
+        }
+    }
+
     /// The device bitcode to link for `arch`: the per-arch file where NVSHMEM
     /// ships them (3.8+; for an architecture without its own file, the file of
     /// the newest lower one, whose code runs there), else `libnvshmem_device.bc`.
@@ -470,7 +488,7 @@ impl Installation {
     /// # Ok::<(), nvshmem_types::install::FindError>(())
     /// ```
     pub fn device_bitcode(&self, arch: Arch) -> Result<PathBuf, FindError> {
-        let generic = self.lib_dir().join("libnvshmem_device.bc");
+        let generic = self.bitcode_file("any");
         let layout = self.version.info().map(|i| i.bitcode);
         if layout == Some(BitcodeLayout::Single) && generic.exists() {
             return Ok(generic);
@@ -485,7 +503,7 @@ impl Installation {
             .filter(|(n, _)| *n <= arch.number())
             .max_by_key(|(n, _)| *n);
         match best {
-            Some((_, a)) => Ok(self.lib_dir().join(format!("libnvshmem_device_{a}.bc"))),
+            Some((_, a)) => Ok(self.bitcode_file(a)),
             None => Err(FindError::NoBitcodeForArch {
                 arch: arch.to_string(),
                 version: self.version,

@@ -8,8 +8,6 @@
 
 use crate::bitcode::extracted;
 use crate::{bitcodes, find_nvshmem};
-use nvshmem_builder::install::Installation as Nvshmem;
-use std::path::PathBuf;
 
 /// The fields of `nvshmemi_device_state_d`'s type up to the peer table, as
 /// LLVM types with their byte offsets (LLVM's data layout for NVPTX: `ptr`
@@ -32,21 +30,6 @@ const PREFIX: [(&str, u64); 14] = [
     ("i64", 48),
     ("ptr", 56),
 ];
-
-/// Every bitcode file of `nv` a kernel may link: one per arch, or the one
-/// file of releases without per-arch files.
-fn bitcode_files(nv: &Nvshmem) -> Vec<(String, PathBuf)> {
-    nv.bitcode_archs()
-        .into_iter()
-        .map(|arch| {
-            let file = match arch.as_str() {
-                "any" => "libnvshmem_device.bc".to_string(),
-                a => format!("libnvshmem_device_{a}.bc"),
-            };
-            (arch, nv.lib_dir().join(file))
-        })
-        .collect()
-}
 
 /// The offsets `peer_lookup` reads as `nvshmem_ptr` does, and the PE count,
 /// which it reads as `nvshmem_n_pes` does (and `nvshmem_ptr` too, for its
@@ -99,14 +82,16 @@ fn device_state_layout_matches_peer_lookup() {
         let Some(nv) = find_nvshmem(version, cuda) else {
             continue;
         };
-        let files = bitcode_files(&nv);
+        // Every file a kernel may link: one per arch, or the one file.
+        let archs = nv.bitcode_archs();
         assert!(
-            !files.is_empty(),
+            !archs.is_empty(),
             "NVSHMEM {version} (CUDA {cuda}): no bitcode in {}",
             nv.lib_dir().display()
         );
-        for (arch, bc) in files {
+        for arch in archs {
             let what = format!("NVSHMEM {version} (CUDA {cuda}) {arch}");
+            let bc = nv.bitcode_file(&arch);
             check_device_state(&what, &extracted(&bc, &["nvshmem_ptr", "nvshmem_n_pes"]));
             checked += 1;
         }

@@ -75,6 +75,34 @@ impl HeapLimit {
         })
     }
 
+    /// The bytes an allocation of `bytes` aligned to `align` takes from the
+    /// heap, or [`Error::HeapExhausted`] (this limit being PE `pe`'s) when
+    /// they would take the `used` bytes past it.
+    pub(crate) fn charge(
+        self,
+        bytes: usize,
+        align: usize,
+        used: usize,
+        pe: nvshmem_types::Pe,
+    ) -> Result<usize> {
+        let charged = bytes.next_multiple_of(align);
+        if used.saturating_add(charged) > self.bytes {
+            return Err(self.exhausted(bytes, used, pe));
+        }
+        Ok(charged)
+    }
+
+    /// [`Error::HeapExhausted`] for an allocation of `bytes` with `used` live.
+    pub(crate) fn exhausted(self, bytes: usize, used: usize, pe: nvshmem_types::Pe) -> Error {
+        Error::HeapExhausted {
+            bytes,
+            used,
+            limit: self.bytes,
+            limit_from: self.from,
+            pe,
+        }
+    }
+
     /// The limit of a PE whose GPU `pes` PEs share (itself included): each
     /// gets at most its share of the GPU's memory, since their heaps grow
     /// side by side.

@@ -383,16 +383,7 @@ impl Nvshmem {
             return Ok(seq);
         };
         let (pe, tightest) = tightest_limit(&records, self.my_pe().index() as usize, limit.from);
-        let charged = bytes.next_multiple_of(alloc_align::<T>());
-        if used.saturating_add(charged) > tightest.bytes {
-            return Err(Error::HeapExhausted {
-                bytes,
-                used,
-                limit: tightest.bytes,
-                limit_from: tightest.from,
-                pe: Pe::new(pe as u32),
-            });
-        }
+        tightest.charge(bytes, alloc_align::<T>(), used, Pe::new(pe as u32))?;
         Ok(seq)
     }
 
@@ -402,30 +393,15 @@ impl Nvshmem {
         let bytes = byte_len::<T>(len)?;
         self.inner.enter("Nvshmem::alloc")?;
         let align = alloc_align::<T>();
-        let charged = bytes.next_multiple_of(align);
         let (used, limit) = (self.inner.heap_used.get(), self.inner.heap_limit);
-        if used.saturating_add(charged) > limit.bytes {
-            // NVSHMEM faults on an allocation it cannot serve; refuse it first,
-            // the same way on every PE (see HeapLimit).
-            return Err(Error::HeapExhausted {
-                bytes,
-                used,
-                limit: limit.bytes,
-                limit_from: limit.from,
-                pe: self.my_pe(),
-            });
-        }
+        // NVSHMEM faults on an allocation it cannot serve; refuse it first
+        // (with several PEs, `agree_on_allocation` refused it on all alike).
+        let charged = limit.charge(bytes, align, used, self.my_pe())?;
         // SAFETY: initialized; the caller keeps the collective rule, and the
         // size and alignment are valid.
         let ptr = unsafe { self.inner.lib.raw().nvshmem_align(align, bytes) };
         if ptr.is_null() {
-            return Err(Error::HeapExhausted {
-                bytes,
-                used,
-                limit: limit.bytes,
-                limit_from: limit.from,
-                pe: self.my_pe(),
-            });
+            return Err(limit.exhausted(bytes, used, self.my_pe()));
         }
         self.inner.heap_used.set(used + charged);
         Ok(SymBuffer {
