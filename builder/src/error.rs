@@ -8,6 +8,9 @@ use std::path::PathBuf;
 /// use nvshmem_builder::Error;
 /// let e = Error::UnsupportedVersion { version: nvshmem_builder::Version::new(9, 9, 9) };
 /// assert!(e.to_string().contains("3.4.5"));
+/// // `3.4` is 3.4.0: the message names the release of that line.
+/// let e = Error::UnsupportedVersion { version: "3.4".parse().unwrap() };
+/// assert!(e.to_string().ends_with("3.4.5 is the supported release of 3.4"));
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -19,8 +22,9 @@ pub enum Error {
     /// The NVSHMEM version asked for is not one this library supports.
     #[error(
         "NVSHMEM {version} is not supported: this library supports {}. Fix: choose one of those \
-         (`Builder::nvshmem_version`, or NVSHMEM_RS_NVSHMEM_VERSION)",
-        nvshmem_types::SupportedVersions
+         (`Builder::nvshmem_version`, or NVSHMEM_RS_NVSHMEM_VERSION){}",
+        nvshmem_types::SupportedVersions,
+        same_line_hint(*version)
     )]
     UnsupportedVersion {
         /// The version asked for.
@@ -371,4 +375,13 @@ pub(crate) fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) ->
 pub(crate) fn not_runnable(program: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
     let program = program.into();
     move |source| Error::ToolNotRunnable { program, source }
+}
+
+/// ", e.g. 3.4.5, the supported release of 3.4" when the version asked for
+/// has a supported release in its minor line (`3.4` parses as 3.4.0).
+fn same_line_hint(version: nvshmem_types::Version) -> String {
+    match nvshmem_types::SupportedVersions::newest_of_line(version) {
+        Some(v) => format!(": {v} is the supported release of {}.{}", v.major, v.minor),
+        None => String::new(),
+    }
 }

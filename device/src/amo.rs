@@ -5,8 +5,8 @@
 //! | Trait | Operations | Types |
 //! |---|---|---|
 //! | [`AmoElement`] | [`atomic_fetch`], [`atomic_set`], [`atomic_swap`] | `i32 i64 u32 u64 usize isize f32 f64` |
-//! | [`AddAmoElement`] | [`atomic_add`] | `i32 i64 u32 u64 usize isize`; with `nvshmem-3-8` also `f32 f64 f16` |
-//! | [`FetchAddAmoElement`] | [`atomic_fetch_add`] | `i32 i64 u32 u64 usize isize`; with `nvshmem-3-8` also `f32 f64` |
+//! | [`AddAmoElement`] | [`atomic_add`] | `i32 i64 u32 u64 usize isize`; with `nvshmem-3-7` also `f32 f64 f16` |
+//! | [`FetchAddAmoElement`] | [`atomic_fetch_add`] | `i32 i64 u32 u64 usize isize`; with `nvshmem-3-7` also `f32 f64` |
 //! | [`StandardAmoElement`] | [`atomic_compare_swap`], [`atomic_fetch_inc`], [`atomic_inc`] | `i32 i64 u32 u64 usize isize` |
 //! | [`BitwiseAmoElement`] | [`atomic_and`], [`atomic_or`], [`atomic_xor`] and their `atomic_fetch_*` | `i32 i64 u32 u64 usize isize` (the last two through `uint64`/`int64`) |
 //!
@@ -57,7 +57,10 @@ pub trait AmoElement: Copy + Sealed {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no NVSHMEM atomic add in this build",
     note = "the integer types always have it; `f32`, `f64` and `f16` need NVSHMEM 3.7: build the \
-            kernel crate against NVSHMEM 3.7 or newer, which turns on nvshmem-device's `nvshmem-3-7` feature"
+            kernel crate against NVSHMEM 3.7 or newer (NVSHMEM_RS_NVSHMEM_VERSION=3.7.2, say), which \
+            turns on nvshmem-device's `nvshmem-3-7` feature",
+    note = "`cargo check` on the host builds without that feature: put code that needs it in \
+            `nvshmem_device::with_nvshmem_3_7! {{ ... }}`"
 )]
 pub trait AddAmoElement: Copy + Sealed {
     /// The NVSHMEM type name the add (and inc) functions use.
@@ -76,7 +79,10 @@ pub trait AddAmoElement: Copy + Sealed {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no NVSHMEM atomic fetch-and-add in this build",
     note = "the integer types always have it; `f32` and `f64` need NVSHMEM 3.7 (the `nvshmem-3-7` \
-            feature, on when the kernel crate is built against NVSHMEM 3.7+); `f16` has none"
+            feature, on when the kernel crate is built against NVSHMEM 3.7+, e.g. with \
+            NVSHMEM_RS_NVSHMEM_VERSION=3.7.2); `f16` has none",
+    note = "`cargo check` on the host builds without that feature: put code that needs it in \
+            `nvshmem_device::with_nvshmem_3_7! {{ ... }}`"
 )]
 pub trait FetchAddAmoElement: AddAmoElement {
     #[doc(hidden)]

@@ -293,10 +293,29 @@ pub use sync::{flush, flush_block, flush_warp};
 /// `cargo check`, clippy and rust-analyzer work in a kernel crate on stable
 /// Rust, with no target or toolchain settings.
 ///
-/// A kernel is `pub`, not generic, returns nothing and takes only values a
-/// launch can pass: integers, floats, raw pointers (`*const T`, `*mut T`),
-/// [`SymPtr`], [`Pe`], [`Team`] and `#[repr(C)]` plain-data structs. Other
-/// shapes are refused at compile time with the reason.
+/// A kernel is `pub` (usually `unsafe`: its callers promise what its
+/// pointers hold), not generic, returns nothing and takes only values a
+/// launch can pass: integers, floats, `bool`, `f16`/`bf16`, raw pointers to
+/// sized types (`*const T`, `*mut T`), [`SymPtr`], [`Pe`], [`Team`], arrays
+/// of these and `#[repr(C)]` structs with [`#[derive(KernelParam)]`](KernelParam).
+/// Other shapes are refused at compile time with the reason, on the host
+/// too (`cargo check`):
+///
+/// ```compile_fail
+/// #[nvshmem_device::kernel]
+/// pub unsafe fn slice(data: &mut [i32]) {} // a reference, and a slice: pass a pointer and a length
+/// ```
+///
+/// ```compile_fail
+/// #[nvshmem_device::kernel]
+/// pub unsafe fn pair(xy: (u32, u32)) {} // Rust chooses a tuple's layout
+/// ```
+///
+/// ```compile_fail,E0277
+/// pub struct Plain { pub n: u32 } // no #[repr(C)], no #[derive(KernelParam)]
+/// #[nvshmem_device::kernel]
+/// pub unsafe fn by_value(p: Plain) {}
+/// ```
 ///
 /// Writing `#[unsafe(no_mangle)] pub unsafe extern "ptx-kernel" fn` by hand
 /// (with `#![feature(abi_ptx)]`) still works, for the GPU only.
@@ -541,4 +560,17 @@ pub mod __private {
         half::f16,
         half::bf16
     );
+
+    /// A parameter a kernel takes by value; `#[kernel]` asks it of each one.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a kernel parameter",
+        label = "not a kernel parameter",
+        note = "kernels take numbers, `bool`, `f16`/`bf16`, `SymPtr<T>`, `Pe`, `Team`, raw \
+                pointers, arrays of these, and `#[repr(C)]` structs with `#[derive(KernelParam)]`"
+    )]
+    pub trait KernelParamByValue {}
+    impl<T: crate::KernelParam> KernelParamByValue for T {}
+
+    /// Compiles only for a type a kernel can take by value.
+    pub fn kernel_param<T: KernelParamByValue>() {}
 }

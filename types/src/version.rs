@@ -439,6 +439,24 @@ pub const SUPPORTED_VERSIONS: &[VersionInfo] = &[
 #[derive(Clone, Copy, Debug)]
 pub struct SupportedVersions;
 
+impl SupportedVersions {
+    /// The newest supported release of `version`'s minor line (3.4 for
+    /// 3.4.0): what a version asked for as `3.4` most likely means.
+    ///
+    /// ```
+    /// use nvshmem_types::{SupportedVersions, Version};
+    /// assert_eq!(SupportedVersions::newest_of_line(Version::new(3, 4, 0)), Some(Version::new(3, 4, 5)));
+    /// assert_eq!(SupportedVersions::newest_of_line(Version::new(2, 9, 0)), None);
+    /// ```
+    pub fn newest_of_line(version: Version) -> Option<Version> {
+        SUPPORTED_VERSIONS
+            .iter()
+            .map(|info| info.version)
+            .filter(|v| (v.major, v.minor) == (version.major, version.minor))
+            .max()
+    }
+}
+
 impl fmt::Display for SupportedVersions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, info) in SUPPORTED_VERSIONS.iter().enumerate() {

@@ -71,7 +71,7 @@ fn expand(f: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
         Err(syn::Error::new(
             span,
             format!(
-                "a #[kernel] function {what}: kernels are `pub unsafe fn name(args)` returning nothing"
+                "a #[kernel] function {what}: kernels are `pub unsafe fn name(args)` (or `pub fn`) returning nothing"
             ),
         ))
     };
@@ -109,6 +109,22 @@ fn expand(f: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
             "must be `pub` (the host finds it by name)",
         );
     }
+    let mut by_value = Vec::new();
+    for arg in &sig.inputs {
+        if let syn::FnArg::Typed(arg) = arg
+            && let Some(ty) = check_param(&arg.ty)?
+        {
+            by_value.push(ty);
+        }
+    }
+    // Each parameter taken by value is a `KernelParam`: the rest (a struct
+    // without `#[derive(KernelParam)]`, `Option`, `String`) cannot be
+    // launched. Spanned at the type, so the error points at the parameter.
+    let param_checks = by_value.iter().map(|ty| {
+        quote::quote_spanned! {ty.span()=>
+            ::nvshmem_device::__private::kernel_param::<#ty>();
+        }
+    });
     let attrs = &f.attrs;
     let vis = &f.vis;
     let unsafety = &sig.unsafety;
@@ -116,6 +132,12 @@ fn expand(f: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
     let inputs = &sig.inputs;
     let block = &f.block;
     Ok(quote! {
+        const _: () = {
+            #[allow(dead_code)]
+            fn parameters_are_kernel_params() {
+                #(#param_checks)*
+            }
+        };
         // On the GPU: an unmangled `extern "ptx-kernel"` entry point. The ABI
         // comes from a macro of nvshmem-device that may use `abi_ptx`, so the
         // kernel crate needs no feature gate of its own.
@@ -130,6 +152,55 @@ fn expand(f: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
         #[allow(dead_code, clippy::too_many_arguments)]
         #vis #unsafety fn #name(#inputs) #block
     })
+}
+
+/// Refuses a parameter type that a launch cannot pass, with the reason;
+/// returns the type when it is passed by value (to be checked for
+/// `KernelParam`), `None` for a raw pointer to a sized type.
+fn check_param(ty: &syn::Type) -> syn::Result<Option<&syn::Type>> {
+    let refuse = |what: &str| {
+        Err(syn::Error::new(
+            ty.span(),
+            format!("a kernel parameter {what}"),
+        ))
+    };
+    match ty {
+        syn::Type::Paren(p) => check_param(&p.elem),
+        syn::Type::Group(g) => check_param(&g.elem),
+        syn::Type::Ptr(p) if unsized_type(&p.elem) => refuse(
+            "cannot point to a slice, `str` or `dyn` type: such pointers carry a length or a \
+             vtable that C cannot pass; take `*const T`/`*mut T` to the first element and the \
+             length as another parameter",
+        ),
+        syn::Type::Ptr(_) => Ok(None),
+        syn::Type::Reference(_) => refuse(
+            "cannot be a reference: `&`/`&mut` promise Rust's aliasing rules over memory that \
+             other threads and PEs write; take `SymPtr<T>` (symmetric memory) or \
+             `*const T`/`*mut T` (other device memory), and the length as another parameter",
+        ),
+        syn::Type::Slice(_) | syn::Type::TraitObject(_) | syn::Type::ImplTrait(_) => {
+            refuse("must have a size known to the launch (no slices, `dyn` or `impl` types)")
+        }
+        syn::Type::Tuple(_) => refuse(
+            "cannot be a tuple (Rust chooses a tuple's layout); use a `#[repr(C)]` struct with \
+             `#[derive(KernelParam)]`",
+        ),
+        syn::Type::BareFn(_) | syn::Type::Never(_) | syn::Type::Infer(_) => {
+            refuse("must be a number, a pointer, `SymPtr`, `Pe`, `Team` or a `#[repr(C)]` struct")
+        }
+        _ => Ok(Some(ty)),
+    }
+}
+
+/// Whether a pointee is a slice, `str` or trait object (a fat pointer).
+fn unsized_type(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Slice(_) | syn::Type::TraitObject(_) => true,
+        syn::Type::Path(p) => p.qself.is_none() && p.path.is_ident("str"),
+        syn::Type::Paren(p) => unsized_type(&p.elem),
+        syn::Type::Group(g) => unsized_type(&g.elem),
+        _ => false,
+    }
 }
 
 /// `unsafe impl KernelParam` for a kernel crate's `#[repr(C)]` struct, after
@@ -191,4 +262,41 @@ fn expand_kernel_param(s: syn::DeriveInput) -> syn::Result<proc_macro2::TokenStr
         // SAFETY: `#[repr(C)]`, not generic, every field a `KernelParam`.
         unsafe impl ::nvshmem_device::KernelParam for #name {}
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_param;
+
+    #[test]
+    fn refuses_parameters_a_launch_cannot_pass() {
+        let by_value = ["u32", "SymPtr<f32>", "[u64; 4]", "MyStruct", "Option<u32>"];
+        for t in by_value {
+            let ty: syn::Type = syn::parse_str(t).unwrap();
+            assert!(matches!(check_param(&ty), Ok(Some(_))), "{t}");
+        }
+        for t in ["*const f32", "*mut MyStruct", "(*mut u8)"] {
+            let ty: syn::Type = syn::parse_str(t).unwrap();
+            assert!(matches!(check_param(&ty), Ok(None)), "{t}");
+        }
+        let refused = [
+            ("&mut [i32]", "reference"),
+            ("&u32", "reference"),
+            ("*const [i32]", "slice"),
+            ("*const str", "slice"),
+            ("*mut dyn Fn()", "slice"),
+            ("(u32, u32)", "tuple"),
+            ("[u8]", "size"),
+            ("impl Copy", "size"),
+            ("fn()", "number"),
+        ];
+        for (t, why) in refused {
+            let ty: syn::Type = syn::parse_str(t).unwrap();
+            let Err(e) = check_param(&ty) else {
+                panic!("{t} accepted")
+            };
+            let e = e.to_string();
+            assert!(e.contains(why), "{t}: {e}");
+        }
+    }
 }
