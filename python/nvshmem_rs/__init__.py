@@ -4,12 +4,22 @@
     import torch.distributed._symmetric_memory as symm_mem
     import nvshmem_rs
 
+    # A copy of template/kernels: scale_to_next(dest, staging, src, n, factor, signal)
     out = nvshmem_rs.build("my_kernels")          # for this GPU and torch's NVSHMEM
+    dist.init_process_group("nccl")                # under torchrun
+    torch.cuda.set_device(dist.get_rank() % torch.cuda.device_count())
     symm_mem.set_backend("NVSHMEM")
-    x = symm_mem.empty(1024, dtype=torch.float32, device="cuda")
-    symm_mem.rendezvous(x, dist.group.WORLD.group_name)
-    k = nvshmem_rs.load(out, "my_kernels")["scale"]  # attached to torch's NVSHMEM
-    k(4, 256, x, 1024)                               # on torch's current stream
+    n, group = 1024, dist.group.WORLD.group_name
+    dest = symm_mem.empty(n, dtype=torch.float32, device="cuda")
+    staging = symm_mem.empty(n, dtype=torch.float32, device="cuda")
+    signal = symm_mem.empty(1, dtype=torch.uint64, device="cuda")
+    for t in (dest, staging, signal):
+        symm_mem.rendezvous(t, group)
+    signal.view(torch.int64).zero_()               # torch has no CUDA fill for uint64
+    dist.barrier()
+    src = torch.randn(n, device="cuda")
+    k = nvshmem_rs.load(out, "my_kernels")["scale_to_next"]  # attached to torch's NVSHMEM
+    k(1, 256, dest, staging, src, n, 2.0, signal)  # grid, block, then the kernel's arguments
 
 Everything is checked by the Rust host crate: the kernels' NVSHMEM version
 against the host library's, and each argument against the kernel's manifest
@@ -105,18 +115,26 @@ def build(kernel_crate_dir, arch=None, nvshmem_version=None, out_dir=None, featu
     default, sm_90); `nvshmem_version` of the NVSHMEM pip package PyTorch
     installed (`nvidia-nvshmem-cu1x` on `sys.path`), so the kernels match the
     host library in this process. Needs Rust (rustup); the builder installs
-    its pinned nightly and downloads NVSHMEM and ptxas when missing. Kernel
-    crates sharing a `target_dir` share its build of `core`."""
+    its pinned nightly and downloads NVSHMEM and ptxas when missing.
+
+    `arch`: "sm_80", "sm_90a", ...; `nvshmem_version`: "3.4.5" (one of
+    `supported_versions()`); `out_dir`: where the outputs go (default: under
+    the crate's `target/`); `features`: cargo features of the kernel crate, a
+    list of str (or one str), e.g. ["nvshmem-device/nvshmem-path"];
+    `target_dir`: cargo's target folder for the GPU build (kernel crates
+    sharing one share its build of `core`)."""
     if arch is None:
         device = _torch_device()
         if device is not None:
             major, minor = _sys.modules["torch"].cuda.get_device_capability(device)
             arch = f"sm_{major}{minor}"
+    if isinstance(features, str):
+        features = [features]
     return _native.build(
         _os.fspath(kernel_crate_dir),
         arch,
         nvshmem_version,
         None if out_dir is None else _os.fspath(out_dir),
-        features,
+        None if features is None else list(features),
         None if target_dir is None else _os.fspath(target_dir),
     )

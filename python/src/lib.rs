@@ -365,8 +365,8 @@ impl Team {
     }
 }
 
-/// An NVSHMEM PE of this process: initialized here ([`init`]) or attached
-/// to the NVSHMEM another component (PyTorch) runs ([`attach`]).
+/// An NVSHMEM PE of this process: initialized here (`init()`) or attached
+/// to the NVSHMEM another component (PyTorch) runs (`attach()`).
 #[pyclass(unsendable, module = "nvshmem_rs")]
 struct Runtime {
     nv: Rc<Nvshmem>,
@@ -390,7 +390,7 @@ methods! {
         get limited_mpg -> bool = |s| s.nv.limited_mpg();
     }
 
-    /// Loads and registers the module of kernel crate `crate` in folder
+    /// Loads and registers the module of kernel crate `crate_name` in folder
     /// `path` (a builder output folder), or the manifest `path` itself.
     #[pyo3(signature = (path, crate_name=None))]
     fn load(&self, path: PathBuf, crate_name: Option<&str>) -> PyResult<Module> {
@@ -461,7 +461,7 @@ fn attach(gpu: usize) -> PyResult<Runtime> {
     Ok(install(Nvshmem::attach(gpu).map_err(to_py)?))
 }
 
-/// The runtime of this thread, if [`init`] or [`attach`] made one.
+/// The runtime of this thread, if `init()` or `attach()` made one.
 #[pyfunction]
 fn runtime() -> Option<Runtime> {
     current()
@@ -541,7 +541,19 @@ fn build(
         builder = builder.feature(f);
     }
     let out = py
-        .detach(|| builder.build().map_err(|e| e.to_string()))
+        .detach(|| {
+            builder.build().map_err(|e| {
+                // The builder's fixes name Rust's and the environment's knobs.
+                let python = match &e {
+                    nvshmem_builder::Error::UnsupportedVersion { .. } => {
+                        ". From Python: nvshmem_rs.build(kernel_crate_dir, nvshmem_version=\"...\") \
+                         with one of those"
+                    }
+                    _ => "",
+                };
+                format!("{e}{python}")
+            })
+        })
         .map_err(|e| {
             NvshmemError::new_err(format!("building {}: {e}", kernel_crate_dir.display()))
         })?;
@@ -813,7 +825,7 @@ methods! {
 }
 
 /// A builder manifest read without a GPU: what was built, and each kernel's
-/// [`KernelSignature`].
+/// `KernelSignature`.
 #[pyclass(frozen, module = "nvshmem_rs")]
 struct ManifestFile {
     manifest: Manifest,
@@ -897,7 +909,18 @@ methods! {
             n_pes,
             symmetric,
         };
-        let buf = self.signature.encode(&converted, &ctx).map_err(to_py)?;
+        let offline = ctx.symmetric.is_empty();
+        let buf = self.signature.encode(&converted, &ctx).map_err(|e| {
+            let msg = e.to_string();
+            if offline && msg.contains("symmetric heap") {
+                // Here the heap is only what `symmetric=` says.
+                PyValueError::new_err(format!(
+                    "{msg}. In KernelSignature.check, pass the heap as symmetric=[(base, size)]"
+                ))
+            } else {
+                to_py(e)
+            }
+        })?;
         Ok(buf.slots().to_vec())
     }
 

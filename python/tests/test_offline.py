@@ -121,8 +121,18 @@ def test_manifest_is_read_with_its_kernels_and_kinds(manifest):
 
 
 def test_a_missing_manifest_says_to_build(tmp_path):
-    with pytest.raises(nvshmem_rs.NvshmemError, match="no other.json there; build"):
+    with pytest.raises(nvshmem_rs.NvshmemError, match=r"no other.json there \(it holds no builder manifest\); build.*nvshmem_rs.build\(\)"):
         nvshmem_rs.Manifest(str(tmp_path), "other")
+    # The kernel crate's folder instead of what build() wrote.
+    (tmp_path / "Cargo.toml").write_text("[package]\n")
+    with pytest.raises(nvshmem_rs.NvshmemError, match="a kernel crate, not what its build wrote"):
+        nvshmem_rs.Manifest(str(tmp_path))
+
+
+def test_offline_check_says_how_to_give_the_heap(manifest):
+    # Without symmetric=, no address is in the heap: the message says how to pass it.
+    with pytest.raises(ValueError, match=r"symmetric=\[\(base, size\)\]"):
+        manifest["k"].check(*good_args(), device=DEVICE, n_pes=2)
 
 
 def test_good_arguments_are_encoded(manifest):
@@ -205,13 +215,22 @@ def test_without_a_gpu_init_and_gpu_count_say_why():
 
 
 def test_attach_without_torch_says_what_to_set_up():
-    # A fresh interpreter: nothing has loaded NVSHMEM there.
+    # A fresh interpreter: nothing has loaded NVSHMEM there. Without a GPU,
+    # attach (and load) say that first; with one, what to set up.
     code = (
         "import nvshmem_rs\n"
-        "try:\n    nvshmem_rs.attach()\n"
-        "except nvshmem_rs.NotAttachableError as e:\n    print(e)\n"
+        "try:\n    nvshmem_rs.load('.', 'my_kernels')\n"
+        "except nvshmem_rs.NotAttachableError as e:\n    print('NotAttachable', e)\n"
+        "except nvshmem_rs.NvshmemError as e:\n    print('NvshmemError', e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    try:
+        nvshmem_rs.gpu_count()
+    except nvshmem_rs.NvshmemError as e:
+        assert out.stdout.startswith("NvshmemError"), out
+        assert str(e) in out.stdout, out
+        return
+    assert out.stdout.startswith("NotAttachable"), out
     assert "no libnvshmem_host.so.3 is loaded" in out.stdout, out
     assert "symm_mem.set_backend" in out.stdout and "nvshmem_rs.init()" in out.stdout, out
 
@@ -242,3 +261,35 @@ def test_build_makes_a_loadable_output_folder(tmp_path):
     assert m["barrier_read_next"].collective and not m["scale"].collective
     assert [k for _, _, k in m["read_peer"].params] == ["symmetric f32", "device f32", "u32", "pe"]
     assert (out / "pytest_kernels.cubin").exists() or (out / "pytest-kernels.cubin").exists()
+
+
+def test_type_stubs_name_exactly_the_native_api():
+    import ast
+
+    stubs = pathlib.Path(nvshmem_rs.__file__).with_name("_native.pyi")
+    assert stubs.with_name("py.typed").exists(), "py.typed is missing from the package"
+    tree = ast.parse(stubs.read_text())
+    native = nvshmem_rs._native
+    public = lambda names: {n for n in names if not n.startswith("_")}  # noqa: E731
+    top = {
+        node.name
+        for node in tree.body
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef))
+    }
+    assert top == public(dir(native)), top ^ public(dir(native))
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        cls = getattr(native, node.name)
+        stubbed = {
+            n.name if isinstance(n, ast.FunctionDef) else n.target.id
+            for n in node.body
+            if isinstance(n, ast.FunctionDef) or isinstance(n, ast.AnnAssign)
+        }
+        base = Exception if issubclass(cls, Exception) else object
+        real = public(dir(cls)) - public(dir(base))
+        assert public(stubbed) == real, (node.name, public(stubbed) ^ real)
+        for dunder in stubbed - public(stubbed):
+            # A PyO3 constructor is `__new__`; stubs write it as `__init__`.
+            own = set(vars(cls)) | ({"__init__"} if "__new__" in vars(cls) else set())
+            assert dunder in own, (node.name, dunder)

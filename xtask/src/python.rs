@@ -96,7 +96,8 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         .map_err(|e| e.to_string())?
         .flatten()
     {
-        if f.path().extension().is_some_and(|x| x == "py") {
+        // The Python half as the wheel ships it: modules, stubs, py.typed.
+        if f.path().is_file() {
             std::fs::copy(f.path(), package.join(f.file_name())).map_err(|e| e.to_string())?;
         }
     }

@@ -267,12 +267,37 @@ pub fn find_manifest(path: &Path, crate_name: Option<&str>) -> Result<PathBuf> {
         .iter()
         .map(|n| path.join(format!("{n}.json")))
         .find(|p| p.is_file())
-        .ok_or_else(|| Error::ModuleLoad {
-            what: format!("`{crate_name}` in {}", path.display()),
-            reason: format!(
-                "there is no {crate_name}.json there; build the kernel crate with nvshmem-builder first"
-            ),
+        .ok_or_else(|| {
+            let there: Vec<String> = manifests_in(path)
+                .iter()
+                .filter_map(|m| Some(m.file_stem()?.to_string_lossy().into_owned()))
+                .collect();
+            let there = if there.is_empty() {
+                "it holds no builder manifest".to_string()
+            } else {
+                format!("it holds the manifests of {}", there.join(", "))
+            };
+            Error::ModuleLoad {
+                what: format!("`{crate_name}` in {}", path.display()),
+                reason: format!(
+                    "there is no {crate_name}.json there ({there}); build the kernel crate with \
+                     nvshmem-builder (nvshmem_rs.build() from Python) and pass the folder it writes"
+                ),
+            }
         })
+}
+
+/// The builder manifests (`*.json` files that parse as one) in folder `dir`, sorted.
+fn manifests_in(dir: &Path) -> Vec<PathBuf> {
+    let mut manifests: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && Manifest::read(p).is_ok())
+        .collect();
+    manifests.sort();
+    manifests
 }
 
 /// The manifest file: `path` itself, or the one `*.json` manifest in folder `path`.
@@ -288,16 +313,19 @@ fn manifest_path(path: &Path) -> Result<PathBuf> {
             Err(err("no such file".into()))
         };
     }
-    let entries = std::fs::read_dir(path).map_err(|e| err(e.to_string()))?;
-    let mut manifests: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json") && Manifest::read(p).is_ok())
-        .collect();
-    manifests.sort();
+    std::fs::read_dir(path).map_err(|e| err(e.to_string()))?;
+    let mut manifests = manifests_in(path);
     match manifests.len() {
         1 => Ok(manifests.remove(0)),
-        0 => Err(err("the folder holds no builder manifest (*.json)".into())),
+        0 => Err(err(if path.join("Cargo.toml").is_file() {
+            "this is a kernel crate, not what its build wrote: pass the folder that holds \
+             `<crate>.json` (the builder's output, what nvshmem_rs.build() returns)"
+                .into()
+        } else {
+            "the folder holds no builder manifest (*.json): pass the folder the builder wrote \
+             (what nvshmem_rs.build() returns from Python)"
+                .into()
+        })),
         _ => Err(err(format!(
             "the folder holds {} manifests; name one, or use load_module_in(dir, crate_name)",
             manifests.len()
@@ -574,6 +602,27 @@ mod tests {
                 .to_string()
                 .contains("no such file")
         );
+        // A crate name that is not there: the ones that are.
+        let err = find_manifest(&dir, Some("kernels"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("the manifests of k, k2"), "{err}");
+        assert_eq!(
+            find_manifest(&dir, Some("k2")).unwrap(),
+            dir.join("k2.json")
+        );
+
+        // The kernel crate's folder instead of its build output.
+        let krate = dir.join("crate");
+        std::fs::create_dir_all(&krate).unwrap();
+        std::fs::write(krate.join("Cargo.toml"), "[package]").unwrap();
+        let err = manifest_path(&krate).unwrap_err().to_string();
+        assert!(
+            err.contains("a kernel crate, not what its build wrote"),
+            "{err}"
+        );
+        let err = find_manifest(&krate, Some("k")).unwrap_err().to_string();
+        assert!(err.contains("holds no builder manifest"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -296,7 +296,8 @@ impl Nvshmem {
     /// loading a second copy ([`HostLibrary::attach`]), and modules loaded
     /// through the returned handle are registered with it. This runtime
     /// never finalizes it; dropping the handle only unloads modules.
-    /// [`Error::NotAttachable`] when NVSHMEM is not loaded or not initialized.
+    /// [`Error::NoGpu`] without a GPU; [`Error::NotAttachable`] when NVSHMEM
+    /// is not loaded or not initialized.
     ///
     /// ```no_run
     /// // Inside a process where torch has set up NVSHMEM symmetric memory:
@@ -305,6 +306,9 @@ impl Nvshmem {
     /// # Ok::<(), nvshmem_host::Error>(())
     /// ```
     pub fn attach(gpu: usize) -> Result<Nvshmem> {
+        // Without a GPU nothing can have initialized NVSHMEM: say so first
+        // (`Error::NoGpu`), not that no NVSHMEM is loaded.
+        let count = driver::device_count()?;
         let lib = HostLibrary::attach()?;
         if !lib.is_initialized() {
             return Err(Error::NotAttachable {
@@ -317,7 +321,6 @@ impl Nvshmem {
             });
         }
         let guard = ActiveGuard::acquire()?;
-        let count = driver::device_count()?;
         let gpu = driver::choose_gpu(Some(gpu), &crate::env::process, None, count)?;
         let ctx = driver::context(gpu.ordinal)?;
         let total_mem = ctx.total_mem().map_err(Error::driver("cuDeviceTotalMem"))?;
