@@ -652,6 +652,7 @@ impl Resolved {
                     static_shared_bytes: fig.map(|f| f.shared_bytes),
                     spill_loads: fig.map(|f| f.spill_loads),
                     stack_frame: fig.map(|f| f.stack_frame),
+                    max_threads: c.max_threads.get(name).copied(),
                 }
             })
             .collect();

@@ -107,6 +107,11 @@ pub struct KernelInfo {
     /// shared memory to it to check against the GPU's limit.
     #[serde(default)]
     pub static_shared_bytes: Option<u32>,
+    /// `#[kernel(max_threads = N)]`: the most threads per block it may be
+    /// launched with (`.maxntid`, CUDA's `__launch_bounds__`); absent when
+    /// the kernel declares none, and in manifests from before this field.
+    #[serde(default)]
+    pub max_threads: Option<u32>,
 }
 
 impl KernelInfo {
@@ -127,6 +132,7 @@ impl KernelInfo {
             spill_loads: None,
             stack_frame: None,
             static_shared_bytes: None,
+            max_threads: None,
         }
     }
 }
