@@ -97,14 +97,15 @@ def attach(gpu=None):
     return _native.attach(0 if gpu is None else gpu)
 
 
-def load(path, crate=None):
+def load(path, crate_name=None):
     """Loads and registers a built kernel crate: `path` is `build()`'s output
-    folder (with `crate`, the crate's name) or a manifest file. Uses the
-    runtime of `init()`, else attaches to the NVSHMEM the process runs."""
+    folder (with `crate_name`, the crate's name, `-` or `_` alike) or a
+    manifest file. Uses the runtime of `init()`, else attaches to the NVSHMEM
+    the process runs."""
     rt = runtime()
     if rt is None:
         rt = attach()
-    return rt.load(_os.fspath(path), crate)
+    return rt.load(_os.fspath(path), crate_name)
 
 
 def build(kernel_crate_dir, arch=None, nvshmem_version=None, out_dir=None, features=None,
