@@ -143,7 +143,48 @@ pub(crate) fn publish_bindings(out: &BuildOutput) -> Result<()> {
     std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     let name = out.manifest.crate_name.replace('-', "_");
     let bytes = std::fs::read(&out.bindings).map_err(io_err(&out.bindings))?;
+    if String::from_utf8_lossy(&bytes).contains("\npub use ::") {
+        warn_unless_host_depends_on(&out.manifest.crate_name);
+    }
     write_if_changed(&dir.join(format!("{name}.rs")), &bytes)
+}
+
+/// Bindings that re-export the kernel crate's own types (a `#[repr(C)]`
+/// struct a kernel takes by value) compile only in a package that depends on
+/// the kernel crate; rustc's error then names an unresolved import, not the
+/// fix. Warns with the fix when this build script's package lacks it.
+fn warn_unless_host_depends_on(kernel_crate: &str) {
+    let (Some(dir), Ok(package)) = (
+        std::env::var_os("CARGO_MANIFEST_DIR"),
+        std::env::var("CARGO_PKG_NAME"),
+    ) else {
+        return;
+    };
+    let manifest = PathBuf::from(dir).join("Cargo.toml");
+    let mut cmd = cargo_metadata::MetadataCommand::new();
+    cmd.manifest_path(&manifest)
+        .no_deps()
+        .other_options(vec!["--offline".to_string()]);
+    let Ok(meta) = cmd.exec() else { return };
+    let Some(host) = meta.packages.iter().find(|p| *p.name == package) else {
+        return;
+    };
+    if host
+        .dependencies
+        .iter()
+        .any(|d| d.name == kernel_crate && d.kind == cargo_metadata::DependencyKind::Normal)
+    {
+        return;
+    }
+    // Run again once the package's Cargo.toml changes, so that the warning
+    // does not outlive its fix.
+    println!("cargo:rerun-if-changed={}", manifest.display());
+    crate::toolchain::settings::Progress::BuildScript.warn(&format!(
+        "the bindings of `{kernel_crate}` use its own structs (a kernel takes one by value), so \
+         `{package}` must depend on it. Fix: add `{kernel_crate} = {{ path = \"...\" }}` to \
+         [dependencies] in {}",
+        manifest.display()
+    ));
 }
 
 impl Resolved {
