@@ -377,8 +377,8 @@ pub(crate) fn not_runnable(program: impl Into<PathBuf>) -> impl FnOnce(std::io::
     move |source| Error::ToolNotRunnable { program, source }
 }
 
-/// ", e.g. 3.4.5, the supported release of 3.4" when the version asked for
-/// has a supported release in its minor line (`3.4` parses as 3.4.0).
+/// ": 3.4.5 is the supported release of 3.4" when the version asked for has
+/// a supported release in its minor line (`3.4` parses as 3.4.0).
 fn same_line_hint(version: nvshmem_types::Version) -> String {
     match nvshmem_types::SupportedVersions::newest_of_line(version) {
         Some(v) => format!(": {v} is the supported release of {}.{}", v.major, v.minor),

@@ -143,7 +143,7 @@ pub(crate) fn publish_bindings(out: &BuildOutput) -> Result<()> {
     std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     let name = out.manifest.crate_name.replace('-', "_");
     let bytes = std::fs::read(&out.bindings).map_err(io_err(&out.bindings))?;
-    if String::from_utf8_lossy(&bytes).contains("\npub use ::") {
+    if bindings::reexport_kernel_types(&String::from_utf8_lossy(&bytes)) {
         warn_unless_host_depends_on(&out.manifest.crate_name);
     }
     write_if_changed(&dir.join(format!("{name}.rs")), &bytes)

@@ -909,10 +909,10 @@ methods! {
             n_pes,
             symmetric,
         };
-        let offline = ctx.symmetric.is_empty();
+        let no_heap_given = ctx.symmetric.is_empty();
         let buf = self.signature.encode(&converted, &ctx).map_err(|e| {
             let msg = e.to_string();
-            if offline && msg.contains("symmetric heap") {
+            if no_heap_given && msg.contains("symmetric heap") {
                 // Here the heap is only what `symmetric=` says.
                 PyValueError::new_err(format!(
                     "{msg}. In KernelSignature.check, pass the heap as symmetric=[(base, size)]"

@@ -34,6 +34,13 @@ struct Arg {
     value: String,
 }
 
+/// Whether rendered bindings re-export the kernel crate's own types (`pub
+/// use ::<lib>::Type;`): the package that includes them must then depend on
+/// the kernel crate.
+pub(crate) fn reexport_kernel_types(bindings: &str) -> bool {
+    bindings.contains("\npub use ::")
+}
+
 /// Renders the bindings of the kernels in `m`. `lib_name` is the kernel
 /// crate's library name (its structs' paths start there), `dir` the folder
 /// of its outputs.
@@ -477,6 +484,7 @@ mod tests {
             KernelInfo::new("k_with", vec![], false),
         ]);
         let out = render(&m, &s, "ring_kernels", "/built");
+        assert!(reexport_kernel_types(&out));
         for want in [
             "pub const CRATE: &str = \"ring-kernels\";",
             "pub const DIR: &str = \"/built\";",
@@ -524,6 +532,7 @@ mod tests {
     fn a_kernel_without_source_takes_kernel_params() {
         let m = manifest(vec![KernelInfo::new("raw", params(&["_0"]), false)]);
         let out = render(&m, &Sources::default(), "ring_kernels", "/built");
+        assert!(!reexport_kernel_types(&out));
         assert!(
             out.contains("    arg0: impl ::nvshmem_host::KernelParam,\n"),
             "{out}"

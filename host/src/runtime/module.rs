@@ -269,6 +269,7 @@ pub fn find_manifest(path: &Path, crate_name: Option<&str>) -> Result<PathBuf> {
         .find(|p| p.is_file())
         .ok_or_else(|| {
             let there: Vec<String> = manifests_in(path)
+                .unwrap_or_default()
                 .iter()
                 .filter_map(|m| Some(m.file_stem()?.to_string_lossy().into_owned()))
                 .collect();
@@ -288,16 +289,14 @@ pub fn find_manifest(path: &Path, crate_name: Option<&str>) -> Result<PathBuf> {
 }
 
 /// The builder manifests (`*.json` files that parse as one) in folder `dir`, sorted.
-fn manifests_in(dir: &Path) -> Vec<PathBuf> {
-    let mut manifests: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
+fn manifests_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut manifests: Vec<PathBuf> = std::fs::read_dir(dir)?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "json") && Manifest::read(p).is_ok())
         .collect();
     manifests.sort();
-    manifests
+    Ok(manifests)
 }
 
 /// The manifest file: `path` itself, or the one `*.json` manifest in folder `path`.
@@ -313,8 +312,7 @@ fn manifest_path(path: &Path) -> Result<PathBuf> {
             Err(err("no such file".into()))
         };
     }
-    std::fs::read_dir(path).map_err(|e| err(e.to_string()))?;
-    let mut manifests = manifests_in(path);
+    let mut manifests = manifests_in(path).map_err(|e| err(e.to_string()))?;
     match manifests.len() {
         1 => Ok(manifests.remove(0)),
         0 => Err(err(if path.join("Cargo.toml").is_file() {
