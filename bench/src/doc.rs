@@ -394,10 +394,10 @@ pub fn block(name: &str, results: &Path) -> Result<String, String> {
             .to_string(),
         "candidates" => crate::candidates::table(
             &[
-                ("1 PE, run a", "pe1.csv"),
-                ("1 PE, run b", "pe1b.csv"),
-                ("2 PEs, run a", "pe2.csv"),
-                ("2 PEs, run b", "pe2b.csv"),
+                ("1 PE, run a", "issue24/run4-pe1a.csv"),
+                ("1 PE, run b", "issue24/run4-pe1b.csv"),
+                ("2 PEs, run a", "issue24/run4-pe2a.csv"),
+                ("2 PEs, run b", "issue24/run4-pe2b.csv"),
             ]
             .iter()
             .map(|&(label, file)| Ok((label.to_string(), load(results, file)?)))
