@@ -322,6 +322,14 @@ impl ArgContext for Given {
             ptr >= base && ptr.saturating_add(bytes) <= base.saturating_add(size)
         })
     }
+    fn not_symmetric_fix(&self) -> String {
+        // Here the heap is only what `symmetric=` says.
+        if self.symmetric.is_empty() {
+            "in KernelSignature.check, pass the heap as symmetric=[(base, size)]".into()
+        } else {
+            nvshmem_host::dynamic::SYMMETRIC_ALLOCATION_FIX.into()
+        }
+    }
 }
 
 /// An NVSHMEM team handle: one of NVSHMEM's predefined teams.
@@ -909,18 +917,7 @@ methods! {
             n_pes,
             symmetric,
         };
-        let no_heap_given = ctx.symmetric.is_empty();
-        let buf = self.signature.encode(&converted, &ctx).map_err(|e| {
-            let msg = e.to_string();
-            if no_heap_given && msg.contains("symmetric heap") {
-                // Here the heap is only what `symmetric=` says.
-                PyValueError::new_err(format!(
-                    "{msg}. In KernelSignature.check, pass the heap as symmetric=[(base, size)]"
-                ))
-            } else {
-                to_py(e)
-            }
-        })?;
+        let buf = self.signature.encode(&converted, &ctx).map_err(to_py)?;
         Ok(buf.slots().to_vec())
     }
 

@@ -3,6 +3,10 @@
 //! The host runtime reads it to check the NVSHMEM version at load time, to know
 //! which kernels need a collective launch, and to check launch arguments.
 
+mod kind;
+
+pub use kind::{ParamKind, Scalar, ScalarClass};
+
 use crate::{Arch, CudaVersion, DeviceLink, Version};
 use core::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -150,6 +154,13 @@ pub struct ParamInfo {
     pub size: u32,
     /// Alignment in bytes of the PTX parameter.
     pub align: u32,
+}
+
+impl ParamInfo {
+    /// What the parameter accepts, from [`rust_type`](ParamInfo::rust_type).
+    pub fn kind(&self) -> ParamKind {
+        ParamKind::parse(&self.rust_type)
+    }
 }
 
 impl Manifest {

@@ -10,7 +10,7 @@
 
 use super::ptx::PtxParam;
 use super::signature::{Sources, c_type};
-use crate::manifest::{KernelInfo, Manifest};
+use crate::manifest::{KernelInfo, Manifest, ParamKind};
 use quote::ToTokens;
 use std::fmt::Write;
 
@@ -290,7 +290,7 @@ pub(crate) fn render(m: &Manifest, structs: &[CStruct]) -> String {
         let symmetric: Vec<&str> = k
             .params
             .iter()
-            .filter(|p| p.rust_type.starts_with("SymPtr<") || p.rust_type.contains("::SymPtr<"))
+            .filter(|p| matches!(p.kind(), ParamKind::Symmetric(_)))
             .map(|p| p.name.as_str())
             .collect();
         let kupper = k.name.to_ascii_uppercase();
