@@ -102,21 +102,28 @@ def load(path, crate_name=None):
     folder (with `crate_name`, the crate's name, `-` or `_` alike) or a
     manifest file. Uses the runtime of `init()`, else attaches to the NVSHMEM
     the process runs."""
+    path = _os.fspath(path)
+    # A wrong path is the first thing to say, before any GPU or NVSHMEM.
+    Manifest(path, crate_name)
     rt = runtime()
     if rt is None:
         rt = attach()
-    return rt.load(_os.fspath(path), crate_name)
+    return rt.load(path, crate_name)
 
 
 def build(kernel_crate_dir, arch=None, nvshmem_version=None, out_dir=None, features=None,
           target_dir=None):
     """Builds a kernel crate with nvshmem-builder and returns its output folder.
 
-    Defaults: `arch` of torch's current GPU (else GPU 0, else the builder's
-    default, sm_90); `nvshmem_version` of the NVSHMEM pip package PyTorch
-    installed (`nvidia-nvshmem-cu1x` on `sys.path`), so the kernels match the
-    host library in this process. Needs Rust (rustup); the builder installs
-    its pinned nightly and downloads NVSHMEM and ptxas when missing.
+    Defaults: the builder's environment variables where set
+    (`NVSHMEM_RS_ARCH`, `NVSHMEM_RS_NVSHMEM_VERSION` or `NVSHMEM_HOME`); else
+    `arch` of torch's current GPU (else GPU 0, else the builder's default,
+    sm_90) and `nvshmem_version` of the NVSHMEM pip package PyTorch installed
+    (`nvidia-nvshmem-cu1x` on `sys.path`), so the kernels match the host
+    library in this process. Returns the absolute path of
+    `<out_dir>/nvshmem-<version>/<arch>`. Needs Rust (rustup); the builder
+    installs its pinned nightly and downloads NVSHMEM and ptxas when missing.
+    Ctrl-C stops the build (`KeyboardInterrupt`).
 
     `arch`: "sm_80", "sm_90a", ...; `nvshmem_version`: "3.4.5" (one of
     `supported_versions()`); `out_dir`: where the outputs go (default: under
@@ -124,7 +131,7 @@ def build(kernel_crate_dir, arch=None, nvshmem_version=None, out_dir=None, featu
     list of str (or one str), e.g. ["nvshmem-device/nvshmem-path"];
     `target_dir`: cargo's target folder for the GPU build (kernel crates
     sharing one share its build of `core`)."""
-    if arch is None:
+    if arch is None and not _os.environ.get("NVSHMEM_RS_ARCH"):
         device = _torch_device()
         if device is not None:
             major, minor = _sys.modules["torch"].cuda.get_device_capability(device)

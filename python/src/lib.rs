@@ -22,19 +22,19 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 create_exception!(
-    _native,
+    nvshmem_rs,
     NvshmemError,
     PyRuntimeError,
     "An error of NVSHMEM, CUDA or the runtime; the message says what to do."
 );
 create_exception!(
-    _native,
+    nvshmem_rs,
     VersionMismatchError,
     NvshmemError,
     "Kernels built against another NVSHMEM version than the host library in the process."
 );
 create_exception!(
-    _native,
+    nvshmem_rs,
     NotAttachableError,
     NvshmemError,
     "No initialized NVSHMEM in the process to attach to."
@@ -491,10 +491,13 @@ fn supported_versions() -> Vec<String> {
 }
 
 /// Builds a kernel crate with nvshmem-builder and returns the output folder
-/// (holding `<crate>.json`, `.ptx`, `.cubin`, `.h`). `nvshmem_version`
-/// defaults to the NVSHMEM pip package on `sys.path` (PyTorch's), else the
-/// builder's own choice; `arch` to GPU 0's, else the builder's default;
-/// `target_dir` (cargo's, for the nvptx64 build) to the crate's `target/`.
+/// (holding `<crate>.json`, `.ptx`, `.cubin`, `.h`): `<out_dir>/nvshmem-<version>/<arch>`,
+/// an absolute path. An argument left out takes the builder's environment
+/// variable when it is set (`NVSHMEM_RS_NVSHMEM_VERSION` or `NVSHMEM_HOME`,
+/// `NVSHMEM_RS_ARCH`); else `nvshmem_version` is the NVSHMEM pip package's on
+/// `sys.path` (PyTorch's), else the builder's default; `arch` is GPU 0's, else
+/// the builder's default; `target_dir` (cargo's, for the nvptx64 build) is the
+/// crate's `target/`. Ctrl-C stops the build and raises `KeyboardInterrupt`.
 #[pyfunction]
 #[pyo3(signature = (kernel_crate_dir, arch=None, nvshmem_version=None, out_dir=None, features=None, target_dir=None))]
 fn build(
@@ -507,6 +510,15 @@ fn build(
     target_dir: Option<PathBuf>,
 ) -> PyResult<PathBuf> {
     let mut builder = Builder::new(&kernel_crate_dir);
+    // The builder reads these itself: a default chosen here would hide them.
+    let env_set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    let version_from_env = [
+        "NVSHMEM_RS_NVSHMEM_VERSION",
+        "NVSHMEM_HOME",
+        "NVSHMEM_RS_CUDA_MAJOR",
+    ]
+    .into_iter()
+    .any(env_set);
     match nvshmem_version {
         Some(v) => {
             let v = v.parse().map_err(|e| {
@@ -517,6 +529,7 @@ fn build(
             })?;
             builder = builder.nvshmem_version(v);
         }
+        None if version_from_env => {}
         None => {
             let sys_path: Vec<PathBuf> = py
                 .import("sys")?
@@ -534,6 +547,7 @@ fn build(
             a.parse::<nvshmem_host::Arch>()
                 .map_err(|e| PyValueError::new_err(format!("arch={a:?}: {e}")))?,
         ),
+        None if env_set("NVSHMEM_RS_ARCH") => None,
         None => nvshmem_host::gpu_arch(0).ok(),
     };
     if let Some(arch) = arch {
@@ -548,28 +562,29 @@ fn build(
     for f in features.unwrap_or_default() {
         builder = builder.feature(f);
     }
-    let out = py
-        .detach(|| {
-            builder.build().map_err(|e| {
-                // The builder's fixes name Rust's and the environment's knobs.
-                let python = match &e {
-                    nvshmem_builder::Error::UnsupportedVersion { .. } => {
-                        ". From Python: nvshmem_rs.build(kernel_crate_dir, nvshmem_version=\"...\") \
+    let built = py.detach(|| builder.build());
+    // Ctrl-C reached the build's rustc too: raise it, not the build's failure.
+    py.check_signals()?;
+    let out = built.map_err(|e| {
+        // The builder's fixes name Rust's and the environment's knobs.
+        let python = match &e {
+            nvshmem_builder::Error::UnsupportedVersion { .. } => {
+                ". From Python: nvshmem_rs.build(kernel_crate_dir, nvshmem_version=\"...\") \
                          with one of those"
-                    }
-                    _ => "",
-                };
-                format!("{e}{python}")
-            })
-        })
-        .map_err(|e| {
-            NvshmemError::new_err(format!("building {}: {e}", kernel_crate_dir.display()))
-        })?;
-    Ok(out
+            }
+            _ => "",
+        };
+        NvshmemError::new_err(format!(
+            "building {}: {e}{python}",
+            kernel_crate_dir.display()
+        ))
+    })?;
+    let dir = out
         .manifest_path
         .parent()
         .map(PathBuf::from)
-        .unwrap_or_default())
+        .unwrap_or_default();
+    Ok(std::path::absolute(&dir).unwrap_or(dir))
 }
 
 /// A loaded module: the kernels of one kernel crate, registered with NVSHMEM.
@@ -899,19 +914,32 @@ methods! {
             .collect();
     }
     /// Checks `args` as a launch would, with the GPU's facts given: this
-    /// process's `device`, the PE count, and the symmetric heap as
-    /// `(base, size)` ranges. Returns each argument's encoded value.
-    #[pyo3(signature = (*args, device=0, n_pes=None, symmetric=Vec::new()))]
+    /// process's `device`, the PE count, and the symmetric heap as a list of
+    /// `(base, size)` ranges (or one range). Returns each argument's encoded value.
+    #[pyo3(
+        signature = (*args, device=0, n_pes=None, symmetric=None),
+        text_signature = "($self, *args, device=0, n_pes=None, symmetric=())"
+    )]
     fn check(
         &self,
         py: Python<'_>,
         args: &Bound<'_, PyTuple>,
         device: i32,
         n_pes: Option<u32>,
-        symmetric: Vec<(u64, u64)>,
+        symmetric: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<u64>> {
         let mut converted = Vec::new();
         convert_all(py, args, &mut converted)?;
+        let symmetric = match symmetric {
+            None => Vec::new(),
+            Some(one) if one.extract::<(u64, u64)>().is_ok() => vec![one.extract()?],
+            Some(many) => many.extract().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "symmetric={}: pass the heap as (base, size) or a list of them, in bytes",
+                    many.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+                ))
+            })?,
+        };
         let ctx = Given {
             device,
             n_pes,

@@ -2,8 +2,8 @@
 message (through a __cuda_array_interface__ object), build(), and the
 messages a machine without a GPU or without NVSHMEM gets.
 
-Run: `cargo xtask python-test` (CI), or `pytest python/tests` after
-`pip install ./python`."""
+Run: `cargo xtask python-test` (CI), or, from the checkout's root,
+`pip install "./python[test]"` then `pytest python/tests`."""
 
 import json
 import os
@@ -120,6 +120,15 @@ def test_manifest_is_read_with_its_kernels_and_kinds(manifest):
         manifest.kernel("nope")
 
 
+def test_errors_are_the_packages_and_cross_processes():
+    import pickle
+
+    for cls in (nvshmem_rs.NvshmemError, nvshmem_rs.VersionMismatchError, nvshmem_rs.NotAttachableError):
+        assert cls.__module__ == "nvshmem_rs", cls
+        e = pickle.loads(pickle.dumps(cls("what to do")))
+        assert type(e) is cls and str(e) == "what to do"
+
+
 def test_a_missing_manifest_says_to_build(tmp_path):
     with pytest.raises(nvshmem_rs.NvshmemError, match=r"no other.json there \(it holds no builder manifest\); build.*nvshmem_rs.build\(\)"):
         nvshmem_rs.Manifest(str(tmp_path), "other")
@@ -127,12 +136,21 @@ def test_a_missing_manifest_says_to_build(tmp_path):
     (tmp_path / "Cargo.toml").write_text("[package]\n")
     with pytest.raises(nvshmem_rs.NvshmemError, match="a kernel crate, not what its build wrote"):
         nvshmem_rs.Manifest(str(tmp_path))
+    # load() says so before it looks for a GPU or NVSHMEM.
+    with pytest.raises(nvshmem_rs.NvshmemError, match="no such file"):
+        nvshmem_rs.load(tmp_path / "missing")
 
 
 def test_offline_check_says_how_to_give_the_heap(manifest):
     # Without symmetric=, no address is in the heap: the message says how to pass it.
     with pytest.raises(ValueError, match=r"symmetric=\[\(base, size\)\]"):
         manifest["k"].check(*good_args(), device=DEVICE, n_pes=2)
+    # One range alone, or a list of them; anything else says the shape.
+    one = manifest["k"].check(*good_args(), device=DEVICE, n_pes=2, symmetric=HEAP)
+    assert one == check(manifest["k"], good_args())
+    with pytest.raises(TypeError, match=r"symmetric=5: pass the heap as \(base, size\)"):
+        manifest["k"].check(*good_args(), device=DEVICE, n_pes=2, symmetric=5)
+    assert "symmetric=()" in manifest["k"].check.__text_signature__
 
 
 def test_good_arguments_are_encoded(manifest):
@@ -149,10 +167,12 @@ REFUSED = [
     (0, Cai(0x1000, (64,)), ValueError, ["not inside NVSHMEM's symmetric heap", "_symmetric_memory.empty"]),
     (0, Cai(HEAP[0] + HEAP[1] - 4, (64,)), ValueError, ["symmetric heap"]),  # runs past its end
     (1, 5, TypeError, ["`y: *const i32`", "the int 5", "tensor"]),
-    (1, object(), TypeError, ["`y: *const i32`", "a object"]),
+    (1, object(), TypeError, ["`y: *const i32`", "an object"]),
     (2, -1, ValueError, ["`n: u32`", "-1 does not fit", "0..=4294967295"]),
     (2, 1 << 32, ValueError, ["`n: u32`", "4294967296 does not fit"]),
     (2, 2.5, TypeError, ["`n: u32`", "the float 2.5", "an int"]),
+    (3, 1e300, ValueError, ["`scale: f32`", "overflows an f32", "within ±3.4028235e38"]),
+    (6, 1, TypeError, ["`flag: bool`", "the int 1"]),
     (3, "0.5", TypeError, ["`scale: f32`", "a str", "a float"]),
     (4, 2, ValueError, ["`pe: Pe`", "PE 2 does not exist", "0..2"]),
     (4, -1, ValueError, ["`pe: Pe`", "PE -1"]),
@@ -214,12 +234,16 @@ def test_without_a_gpu_init_and_gpu_count_say_why():
         nvshmem_rs.init()
 
 
-def test_attach_without_torch_says_what_to_set_up():
+def test_attach_without_torch_says_what_to_set_up(tmp_path):
     # A fresh interpreter: nothing has loaded NVSHMEM there. Without a GPU,
     # attach (and load) say that first; with one, what to set up.
+    (tmp_path / "my_kernels.json").write_text(json.dumps({
+        "format": 1, "crate_name": "my_kernels", "nvshmem_version": "3.4.5", "arch": "sm_90",
+        "ptx_isa": "8.3", "ptx": "my_kernels.ptx", "cubin": None, "kernels": [],
+    }))
     code = (
         "import nvshmem_rs\n"
-        "try:\n    nvshmem_rs.load('.', 'my_kernels')\n"
+        f"try:\n    nvshmem_rs.load({str(tmp_path)!r}, 'my_kernels')\n"
         "except nvshmem_rs.NotAttachableError as e:\n    print('NotAttachable', e)\n"
         "except nvshmem_rs.NvshmemError as e:\n    print('NvshmemError', e)\n"
     )
@@ -247,6 +271,22 @@ def test_build_refuses_an_unknown_version_with_the_supported_ones():
         nvshmem_rs.build(str(REPO / "python/tests/kernels"), nvshmem_version="three")
     with pytest.raises(nvshmem_rs.NvshmemError, match="9.9.9"):
         nvshmem_rs.build(str(REPO / "python/tests/kernels"), nvshmem_version="9.9.9")
+
+
+@needs_rust
+def test_build_leaves_the_version_to_the_environment_when_it_is_set(tmp_path, monkeypatch):
+    # An NVSHMEM wheel on sys.path is build()'s default only while the
+    # builder's own variables are unset: NVSHMEM_RS_NVSHMEM_VERSION wins.
+    cache = pathlib.Path(os.environ.get("NVSHMEM_RS_CACHE") or pathlib.Path.home() / ".cache/nvshmem-rs")
+    installs = sorted(cache.glob("nvidia-nvshmem-cu*-*/nvidia/nvshmem"))
+    if not installs:
+        pytest.skip(f"SKIPPED: no NVSHMEM in the per-user cache {cache} (./x setup)")
+    (tmp_path / "site/nvidia").mkdir(parents=True)
+    (tmp_path / "site/nvidia/nvshmem").symlink_to(installs[0])
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setenv("NVSHMEM_RS_NVSHMEM_VERSION", "9.9.9")
+    with pytest.raises(nvshmem_rs.NvshmemError, match="9.9.9"):
+        nvshmem_rs.build(str(REPO / "python/tests/kernels"), out_dir=str(tmp_path / "out"))
 
 
 @needs_rust
@@ -290,6 +330,40 @@ def test_type_stubs_name_exactly_the_native_api():
         real = public(dir(cls)) - public(dir(base))
         assert public(stubbed) == real, (node.name, public(stubbed) ^ real)
         for dunder in stubbed - public(stubbed):
-            # A PyO3 constructor is `__new__`; stubs write it as `__init__`.
-            own = set(vars(cls)) | ({"__init__"} if "__new__" in vars(cls) else set())
-            assert dunder in own, (node.name, dunder)
+            assert dunder in vars(cls), (node.name, dunder)
+
+
+# The Python types of the Rust getters' return types (python/src/lib.rs).
+STUB_TYPE_OF_RUST = {
+    "String": "str",
+    "PathBuf": "pathlib.Path",
+    "bool": "bool",
+    "u32": "int",
+    "i32": "int",
+    "usize": "int",
+    "Vec<String>": "list[str]",
+    "Vec<(String, String, String)>": "list[Tuple[str, str, str]]",
+}
+
+
+def test_type_stubs_give_each_property_its_getters_type():
+    import ast
+    import re
+
+    source = REPO / "python" / "src" / "lib.rs"
+    if not source.exists():
+        pytest.skip(f"SKIPPED: {source} is not here (an installed package without its source)")
+    getters = {}
+    for block in re.finditer(r"methods! \{\s*(\w+) \{(.*?)\n\}", source.read_text(), re.S):
+        for name, rust in re.findall(r"get (\w+) -> (.+?) = ", block.group(2)):
+            getters[(block.group(1), name)] = STUB_TYPE_OF_RUST[rust]
+    stubs = pathlib.Path(nvshmem_rs.__file__).with_name("_native.pyi")
+    stubbed = {}
+    for cls in ast.parse(stubs.read_text()).body:
+        for f in getattr(cls, "body", []):
+            if isinstance(f, ast.FunctionDef) and any(
+                isinstance(d, ast.Name) and d.id == "property" for d in f.decorator_list
+            ):
+                stubbed[(cls.name, f.name)] = ast.unparse(f.returns)
+    assert getters, "no getters found in lib.rs: the pattern above is out of date"
+    assert stubbed == getters, {k: (stubbed.get(k), getters.get(k)) for k in stubbed.keys() | getters.keys() if stubbed.get(k) != getters.get(k)}

@@ -224,11 +224,24 @@ impl Arg {
                     .map_or_else(|s| s.clone(), |d| d.torch_name().to_string())
             ),
             Arg::Int(v) => format!("the int {v}"),
-            Arg::Float(v) => format!("the float {v}"),
-            Arg::Bool(v) => format!("the bool {v}"),
+            Arg::Float(v) => format!("the float {v:?}"),
+            // Dynamic hosts are Python's: its spelling.
+            Arg::Bool(v) => format!("the bool {}", if *v { "True" } else { "False" }),
             Arg::Team(_) => "a Team".into(),
-            Arg::Other(t) => format!("a {t}"),
+            Arg::Other(t) => format!("{} {t}", article(t)),
         }
+    }
+}
+
+/// `a` or `an`, for `word`.
+fn article(word: &str) -> &'static str {
+    let mut chars = word.chars();
+    match (chars.next(), chars.next()) {
+        // A type's letter is read by its name: "an f32", "an i8", "a u32".
+        (Some('f' | 'i'), Some(d)) if d.is_ascii_digit() => "an",
+        (Some('u'), Some(d)) if d.is_ascii_digit() => "a",
+        (Some('a' | 'e' | 'i' | 'o' | 'u' | 'A' | 'E' | 'I' | 'O' | 'U'), _) => "an",
+        _ => "a",
     }
 }
 
@@ -396,11 +409,17 @@ impl Signature {
                 {
                     let got = t.dtype.as_ref().map_or_else(|s| s.clone(), |d| d.torch_name().into());
                     let to = want.torch_name();
+                    // A `.to()` copy of a symmetric tensor is not in the heap.
+                    let convert = if matches!(kind, ParamKind::Symmetric(_)) {
+                        format!("symm_mem.empty(..., dtype=torch.{to}) allocates one in the symmetric heap")
+                    } else {
+                        format!("tensor.to(torch.{to}) converts its values")
+                    };
                     let fix = match t.dtype.as_ref() {
-                        Ok(d) if d.size() == want.size() => format!(
-                            "pass a torch.{to} tensor: tensor.view(torch.{to}) keeps its bits, tensor.to(torch.{to}) converts its values"
-                        ),
-                        _ => format!("pass a torch.{to} tensor (tensor.to(torch.{to}))"),
+                        Ok(d) if d.size() == want.size() => {
+                            format!("pass a torch.{to} tensor: tensor.view(torch.{to}) keeps its bits, {convert}")
+                        }
+                        _ => format!("pass a torch.{to} tensor ({convert})"),
                     };
                     return Err((
                         Refusal::Type,
@@ -459,8 +478,18 @@ impl Signature {
                     let (lo, hi) = s.int_range().unwrap();
                     (
                         Refusal::Value,
-                        format!("{v} does not fit in a {} ({lo}..={hi})", s.name()),
+                        format!("{v} does not fit in {} {} ({lo}..={hi})", article(s.name()), s.name()),
                         format!("pass an int in {lo}..={hi}"),
+                    )
+                }
+                (ScalarClass::Float, Arg::Float(_) | Arg::Int(_)) => {
+                    let max = float_max(s);
+                    // As short as the type's own digits.
+                    let max = if s == Scalar::F64 { format!("{max:e}") } else { format!("{:e}", max as f32) };
+                    (
+                        Refusal::Value,
+                        format!("{} overflows {} {} (largest finite: {max})", arg.describe(), article(s.name()), s.name()),
+                        format!("pass a float within ±{max}"),
                     )
                 }
                 _ => wrong_type(),
@@ -508,6 +537,10 @@ fn encode_scalar(s: Scalar, arg: &Arg) -> Option<u64> {
                 Arg::Int(i) => *i as f64,
                 _ => return None,
             };
+            // A finite value that would become infinite is refused, not rounded.
+            if v.is_finite() && v.abs() > float_max(s) {
+                return None;
+            }
             Some(match s {
                 Scalar::F16 => half::f16::from_f64(v).to_bits() as u64,
                 Scalar::BF16 => half::bf16::from_f64(v).to_bits() as u64,
@@ -517,6 +550,17 @@ fn encode_scalar(s: Scalar, arg: &Arg) -> Option<u64> {
         }
         (ScalarClass::Bool, Arg::Bool(b)) => Some(*b as u64),
         _ => None,
+    }
+}
+
+/// The largest finite value of float type `s`: a launch refuses a finite
+/// value beyond it, which the conversion would make infinite.
+fn float_max(s: Scalar) -> f64 {
+    match s {
+        Scalar::F16 => half::f16::MAX.to_f64(),
+        Scalar::BF16 => half::bf16::MAX.to_f64(),
+        Scalar::F32 => f32::MAX as f64,
+        _ => f64::MAX,
     }
 }
 
@@ -653,7 +697,11 @@ mod tests {
             (
                 good(0, tensor(0x10000, Scalar::F32)),
                 Refusal::Type,
-                &["`x: SymPtr<bf16>`", "float32", "torch.bfloat16"],
+                &[
+                    "`x: SymPtr<bf16>`",
+                    "float32",
+                    "symm_mem.empty(..., dtype=torch.bfloat16)",
+                ],
             ),
             (
                 good(0, tensor(0x90000, Scalar::BF16)),
@@ -679,6 +727,20 @@ mod tests {
                 good(3, Arg::Other("str".into())),
                 Refusal::Type,
                 &["`scale: f32`", "a str"],
+            ),
+            (
+                good(3, Arg::Other("int beyond 128 bits".into())),
+                Refusal::Type,
+                &["an int beyond 128 bits"],
+            ),
+            (
+                good(3, Arg::Float(1e300)),
+                Refusal::Value,
+                &[
+                    "`scale: f32`",
+                    "the float 1e300 overflows an f32",
+                    "±3.4028235e38",
+                ],
             ),
             (good(4, Arg::Int(2)), Refusal::Value, &["PE 2", "0..2"]),
             (

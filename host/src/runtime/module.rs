@@ -268,15 +268,9 @@ pub fn find_manifest(path: &Path, crate_name: Option<&str>) -> Result<PathBuf> {
         .map(|n| path.join(format!("{n}.json")))
         .find(|p| p.is_file())
         .ok_or_else(|| {
-            let there: Vec<String> = manifests_in(path)
-                .unwrap_or_default()
-                .iter()
-                .filter_map(|m| Some(m.file_stem()?.to_string_lossy().into_owned()))
-                .collect();
-            let there = if there.is_empty() {
-                "it holds no builder manifest".to_string()
-            } else {
-                format!("it holds the manifests of {}", there.join(", "))
+            let there = match manifests_in(path).unwrap_or_default().as_slice() {
+                [] => "it holds no builder manifest".to_string(),
+                found => format!("it holds the manifests of {}", crate_names(found)),
             };
             Error::ModuleLoad {
                 what: format!("`{crate_name}` in {}", path.display()),
@@ -297,6 +291,15 @@ fn manifests_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         .collect();
     manifests.sort();
     Ok(manifests)
+}
+
+/// The crates whose manifests `manifests` are: their file names' stems.
+fn crate_names(manifests: &[PathBuf]) -> String {
+    let names: Vec<String> = manifests
+        .iter()
+        .filter_map(|m| Some(m.file_stem()?.to_string_lossy().into_owned()))
+        .collect();
+    names.join(", ")
 }
 
 /// The manifest file: `path` itself, or the one `*.json` manifest in folder `path`.
@@ -325,8 +328,9 @@ fn manifest_path(path: &Path) -> Result<PathBuf> {
                 .into()
         })),
         _ => Err(err(format!(
-            "the folder holds {} manifests; name one, or use load_module_in(dir, crate_name)",
-            manifests.len()
+            "the folder holds the manifests of {}; name the crate: load_module_in(dir, crate_name) \
+             in Rust, crate_name=\"...\" in Python",
+            crate_names(&manifests)
         ))),
     }
 }
@@ -588,11 +592,10 @@ mod tests {
         );
 
         std::fs::write(dir.join("k2.json"), manifest).unwrap();
+        let err = manifest_path(&dir).unwrap_err().to_string();
         assert!(
-            manifest_path(&dir)
-                .unwrap_err()
-                .to_string()
-                .contains("2 manifests")
+            err.contains("the manifests of k, k2") && err.contains("crate_name="),
+            "{err}"
         );
         assert!(
             manifest_path(&dir.join("missing.json"))
