@@ -91,7 +91,8 @@ def init(gpu=None):
 def attach(gpu=None):
     """Attaches to the NVSHMEM that PyTorch (or another component) loaded and
     initialized, on `gpu` (default: torch's current device). Raises
-    `NotAttachableError` saying what to set up when there is none."""
+    `NotAttachableError` saying what to set up when there is none, and
+    `NvshmemError` when the machine has no GPU or driver."""
     if gpu is None:
         gpu = _torch_device()
     return _native.attach(0 if gpu is None else gpu)

@@ -893,6 +893,16 @@ methods! {
     fn __getitem__(&self, name: &str) -> PyResult<KernelSignature> {
         self.kernel(name)
     }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Manifest({:?}, nvshmem={}, arch={}, kernels={:?})",
+            self.manifest.crate_name,
+            self.manifest.nvshmem_version,
+            self.manifest.arch,
+            self.manifest.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>()
+        )
+    }
 }
 
 /// A kernel's parameters, as the launch checks them; usable without a GPU.

@@ -129,6 +129,10 @@ def test_errors_are_the_packages_and_cross_processes():
         assert type(e) is cls and str(e) == "what to do"
 
 
+def test_a_manifest_shows_what_it_holds(manifest):
+    assert repr(manifest) == 'Manifest("my-kernels", nvshmem=3.4.5, arch=sm_90, kernels=["k", "allreduce", "by_value"])', repr(manifest)
+
+
 def test_a_missing_manifest_says_to_build(tmp_path):
     with pytest.raises(nvshmem_rs.NvshmemError, match=r"no other.json there \(it holds no builder manifest\); build.*nvshmem_rs.build\(\)"):
         nvshmem_rs.Manifest(str(tmp_path), "other")

@@ -61,7 +61,7 @@ impl CrateMeta {
             }
             return Err(Error::CompileFailed {
                 crate_name: crate_dir.display().to_string(),
-                diagnostics: stderr.into_owned(),
+                diagnostics: format!("{stderr}{}", hints(&stderr)),
             });
         }
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -322,6 +322,11 @@ fn hints(diagnostics: &str) -> String {
         out += "\nFix: add `nvshmem_device::panic_handler!();` to the kernel crate (or your own \
                 `#[panic_handler]` that calls `core::arch::nvptx::trap()`)";
     }
+    if diagnostics.contains("no matching package named `nvshmem-") {
+        out += "\nFix: the nvshmem-rs crates are not on crates.io yet: add the \
+                [patch.crates-io] block of template/README.md (in the nvshmem-rs checkout) to \
+                the kernel crate's Cargo.toml, with the checkout's path";
+    }
     if diagnostics.contains("can't find crate for `std`") {
         out += "\nFix: the kernel crate and every dependency it has must be `#![no_std]` \
                 (the builder adds it to the kernel crate itself)";
@@ -359,6 +364,13 @@ pub(crate) fn dep_info_sources(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unpublished_crates_name_the_patch_block() {
+        let e = "error: no matching package named `nvshmem-device` found\nlocation searched: crates.io index";
+        assert!(hints(e).contains("[patch.crates-io] block of template/README.md"));
+        assert_eq!(hints("error: something else"), "");
+    }
 
     #[test]
     fn reads_the_workspace_that_claims_a_crate() {
