@@ -216,6 +216,16 @@ pub enum Error {
         driver: String,
     },
 
+    /// No builder manifest where one was asked for (a folder, a file, a crate
+    /// name in a folder).
+    #[error("no kernel manifest for {what}: {reason}")]
+    ManifestNotFound {
+        /// The path, with the crate name when one was given.
+        what: String,
+        /// What is there instead, and the fix.
+        reason: String,
+    },
+
     /// A module file or image could not be loaded.
     #[error("cannot load module {what}: {reason}")]
     ModuleLoad {

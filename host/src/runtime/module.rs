@@ -248,7 +248,7 @@ impl Nvshmem {
 /// The builder manifest that `path` names: with `crate_name`, the kernel
 /// crate's in folder `path` (`<crate_name>.json`, with `-` or `_`);
 /// without, `path` itself or the one manifest in folder `path`. Works
-/// without a GPU.
+/// without a GPU; [`Error::ManifestNotFound`] says what is there instead.
 ///
 /// ```no_run
 /// let m = nvshmem_host::find_manifest("ptx/nvshmem-3.4.5/sm_90".as_ref(), Some("kernels"))?;
@@ -272,7 +272,7 @@ pub fn find_manifest(path: &Path, crate_name: Option<&str>) -> Result<PathBuf> {
                 [] => "it holds no builder manifest".to_string(),
                 found => format!("it holds the manifests of {}", crate_names(found)),
             };
-            Error::ModuleLoad {
+            Error::ManifestNotFound {
                 what: format!("`{crate_name}` in {}", path.display()),
                 reason: format!(
                     "there is no {crate_name}.json there ({there}); build the kernel crate with \
@@ -304,7 +304,7 @@ fn crate_names(manifests: &[PathBuf]) -> String {
 
 /// The manifest file: `path` itself, or the one `*.json` manifest in folder `path`.
 fn manifest_path(path: &Path) -> Result<PathBuf> {
-    let err = |reason: String| Error::ModuleLoad {
+    let err = |reason: String| Error::ManifestNotFound {
         what: path.display().to_string(),
         reason,
     };
