@@ -125,12 +125,20 @@ pub(crate) struct Resolved {
 }
 
 impl Builder {
-    /// A builder for the kernel crate in `crate_dir` (the folder with its `Cargo.toml`).
+    /// A builder for the kernel crate in `crate_dir` (the folder with its
+    /// `Cargo.toml`, or that `Cargo.toml` itself).
     /// Defaults: [`Arch::DEFAULT`], NVSHMEM found by [`Installation::find`] (and
     /// downloaded into the per-user cache when it is nowhere).
     pub fn new(crate_dir: impl Into<PathBuf>) -> Self {
+        let mut crate_dir: PathBuf = crate_dir.into();
+        if crate_dir.file_name().is_some_and(|n| n == "Cargo.toml") && crate_dir.is_file() {
+            crate_dir.pop();
+            if crate_dir.as_os_str().is_empty() {
+                crate_dir = ".".into();
+            }
+        }
         Builder {
-            crate_dir: crate_dir.into(),
+            crate_dir,
             arch: None,
             version: None,
             cuda: None,
@@ -378,5 +386,20 @@ impl Builder {
                 std::process::exit(1);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_crates_cargo_toml_names_its_folder() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(Builder::new(dir.join("Cargo.toml")).crate_dir, dir);
+        assert_eq!(Builder::new(dir).crate_dir, dir);
+        // A path that is not a file is left for the build to explain.
+        let missing = dir.join("missing/Cargo.toml");
+        assert_eq!(Builder::new(&missing).crate_dir, missing);
     }
 }

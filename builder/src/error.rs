@@ -184,7 +184,8 @@ pub enum Error {
     /// The kernel crate has no library target.
     #[error(
         "the kernel crate `{crate_name}` has no library target: kernels live in its src/lib.rs \
-         (or a [lib] path in Cargo.toml). Fix: move them there"
+         (or a [lib] path in Cargo.toml). Fix: move them there; or, if this is the host \
+         application, pass its kernel crate instead (such as template/kernels)"
     )]
     NoLibTarget {
         /// The crate.

@@ -333,8 +333,8 @@ impl ArgContext for Given {
 }
 
 /// An NVSHMEM team handle: one of NVSHMEM's predefined teams.
-#[pyclass(frozen, eq, skip_from_py_object, module = "nvshmem_rs")]
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[pyclass(frozen, eq, hash, skip_from_py_object, module = "nvshmem_rs")]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct Team {
     raw: i32,
 }

@@ -129,6 +129,11 @@ def test_errors_are_the_packages_and_cross_processes():
         assert type(e) is cls and str(e) == "what to do"
 
 
+def test_teams_are_values():
+    teams = {nvshmem_rs.Team.WORLD: "world", nvshmem_rs.Team.NODE: "node"}
+    assert teams[nvshmem_rs.Team.WORLD] == "world" and nvshmem_rs.Team.WORLD != nvshmem_rs.Team.NODE
+
+
 def test_a_manifest_shows_what_it_holds(manifest):
     assert repr(manifest) == 'Manifest("my-kernels", nvshmem=3.4.5, arch=sm_90, kernels=["k", "allreduce", "by_value"])', repr(manifest)
 

@@ -268,19 +268,30 @@ pub fn find_manifest(path: &Path, crate_name: Option<&str>) -> Result<PathBuf> {
         .map(|n| path.join(format!("{n}.json")))
         .find(|p| p.is_file())
         .ok_or_else(|| {
-            let there = match manifests_in(path).unwrap_or_default().as_slice() {
-                [] => "it holds no builder manifest".to_string(),
-                found => format!("it holds the manifests of {}", crate_names(found)),
+            let reason = if !path.is_dir() {
+                "no such folder".to_string()
+            } else if path.join("Cargo.toml").is_file() {
+                KERNEL_CRATE_GIVEN.to_string()
+            } else {
+                let there = match manifests_in(path).unwrap_or_default().as_slice() {
+                    [] => "it holds no builder manifest".to_string(),
+                    found => format!("it holds the manifests of {}", crate_names(found)),
+                };
+                format!(
+                    "there is no {crate_name}.json there ({there}); build the kernel crate with \
+                     nvshmem-builder (nvshmem_rs.build() from Python) and pass the folder it writes"
+                )
             };
             Error::ManifestNotFound {
                 what: format!("`{crate_name}` in {}", path.display()),
-                reason: format!(
-                    "there is no {crate_name}.json there ({there}); build the kernel crate with \
-                     nvshmem-builder (nvshmem_rs.build() from Python) and pass the folder it writes"
-                ),
+                reason,
             }
         })
 }
+
+/// Why a kernel crate's own folder is not what loading takes.
+const KERNEL_CRATE_GIVEN: &str = "this is a kernel crate, not what its build wrote: pass the \
+     folder that holds `<crate>.json` (the builder's output, what nvshmem_rs.build() returns)";
 
 /// The builder manifests (`*.json` files that parse as one) in folder `dir`, sorted.
 fn manifests_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
@@ -319,9 +330,7 @@ fn manifest_path(path: &Path) -> Result<PathBuf> {
     match manifests.len() {
         1 => Ok(manifests.remove(0)),
         0 => Err(err(if path.join("Cargo.toml").is_file() {
-            "this is a kernel crate, not what its build wrote: pass the folder that holds \
-             `<crate>.json` (the builder's output, what nvshmem_rs.build() returns)"
-                .into()
+            KERNEL_CRATE_GIVEN.into()
         } else {
             "the folder holds no builder manifest (*.json): pass the folder the builder wrote \
              (what nvshmem_rs.build() returns from Python)"
@@ -623,7 +632,14 @@ mod tests {
             "{err}"
         );
         let err = find_manifest(&krate, Some("k")).unwrap_err().to_string();
-        assert!(err.contains("holds no builder manifest"), "{err}");
+        assert!(
+            err.contains("a kernel crate, not what its build wrote"),
+            "{err}"
+        );
+        let err = find_manifest(&dir.join("nowhere"), Some("k"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no such folder"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
