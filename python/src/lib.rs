@@ -448,7 +448,8 @@ fn current() -> Option<Runtime> {
 /// owns it (the launcher's variables choose the bootstrap; `gpu` the device).
 #[pyfunction]
 #[pyo3(signature = (gpu=None))]
-fn init(gpu: Option<usize>) -> PyResult<Runtime> {
+fn init(gpu: Option<i64>) -> PyResult<Runtime> {
+    let gpu = gpu.map(device_ordinal).transpose()?;
     if let Some(rt) = current() {
         return Ok(rt);
     }
@@ -462,11 +463,21 @@ fn init(gpu: Option<usize>) -> PyResult<Runtime> {
 /// Attaches to the NVSHMEM that another component of the process
 /// (PyTorch's symmetric memory) loaded and initialized, on CUDA device `gpu`.
 #[pyfunction]
-fn attach(gpu: usize) -> PyResult<Runtime> {
+fn attach(gpu: i64) -> PyResult<Runtime> {
+    let gpu = device_ordinal(gpu)?;
     if let Some(rt) = current() {
         return Ok(rt);
     }
     Ok(install(Nvshmem::attach(gpu).map_err(to_py)?))
+}
+
+/// `gpu` as a CUDA device ordinal, or the ValueError that says what one is.
+fn device_ordinal(gpu: i64) -> PyResult<usize> {
+    usize::try_from(gpu).map_err(|_| {
+        PyValueError::new_err(format!(
+            "gpu={gpu}: a CUDA device ordinal is 0 or more (nvshmem_rs.gpu_count() GPUs: 0..count)"
+        ))
+    })
 }
 
 /// The runtime of this thread, if `init()` or `attach()` made one.

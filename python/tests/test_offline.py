@@ -129,6 +129,12 @@ def test_errors_are_the_packages_and_cross_processes():
         assert type(e) is cls and str(e) == "what to do"
 
 
+def test_a_negative_gpu_is_a_value_error():
+    for f in (nvshmem_rs.init, nvshmem_rs.attach):
+        with pytest.raises(ValueError, match="gpu=-1: a CUDA device ordinal is 0 or more"):
+            f(-1)
+
+
 def test_teams_are_values():
     teams = {nvshmem_rs.Team.WORLD: "world", nvshmem_rs.Team.NODE: "node"}
     assert teams[nvshmem_rs.Team.WORLD] == "world" and nvshmem_rs.Team.WORLD != nvshmem_rs.Team.NODE
