@@ -96,9 +96,16 @@ fn main() {
         (Some(other), None) => {
             println!("cargo:rustc-env=NVSHMEM_RS_OTHER_PTX_DIR=");
             // `./x setup` installs it into the cache: look again then, or the
-            // warning (and the test's failure) outlive their fix.
+            // warning (and the test's failure) outlive their fix. Every wheel
+            // added takes a lock in `.locks/`, a small folder to watch (cargo
+            // reads a watched folder whole, and reruns every build for a
+            // missing path).
             if let Some(cache) = nvshmem_builder::wheels::cache_dir() {
-                println!("cargo:rerun-if-changed={}", cache.display());
+                let locks = cache.join(".locks");
+                let watched = [locks, cache].into_iter().find(|d| d.is_dir());
+                if let Some(dir) = watched {
+                    println!("cargo:rerun-if-changed={}", dir.display());
+                }
             }
             println!(
                 "cargo:warning=NVSHMEM {other} is not installed, so the GPU test of a version mismatch will fail: `./x setup` downloads 3.4.5 and 3.8.0 into the per-user cache"

@@ -233,7 +233,7 @@ pub enum Error {
     },
 
     /// The kernel crate's folder has no Cargo.toml.
-    #[error("no kernel crate at {}: expected a Cargo.toml there", path.display())]
+    #[error("no kernel crate at {}: expected a folder with a Cargo.toml (or that Cargo.toml)", path.display())]
     KernelCrateNotFound {
         /// The folder given to the builder.
         path: PathBuf,

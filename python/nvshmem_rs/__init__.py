@@ -114,7 +114,8 @@ def load(path, crate_name=None):
 
 def build(kernel_crate_dir, arch=None, nvshmem_version=None, out_dir=None, features=None,
           target_dir=None):
-    """Builds a kernel crate with nvshmem-builder and returns its output folder.
+    """Builds a kernel crate (its folder, or its Cargo.toml) with
+    nvshmem-builder and returns its output folder.
 
     Defaults: the builder's environment variables where set
     (`NVSHMEM_RS_ARCH`, `NVSHMEM_RS_NVSHMEM_VERSION` or `NVSHMEM_HOME`); else

@@ -110,7 +110,7 @@ class KernelSignature:
         *args: Any,
         device: int = 0,
         n_pes: Optional[int] = None,
-        symmetric: Union[Tuple[int, int], Sequence[Tuple[int, int]]] = (),
+        symmetric: Union[None, Tuple[int, int], Sequence[Tuple[int, int]]] = (),
     ) -> list[int]: ...
 
 def init(gpu: Optional[int] = None) -> Runtime: ...

@@ -448,7 +448,7 @@ fn current() -> Option<Runtime> {
 /// owns it (the launcher's variables choose the bootstrap; `gpu` the device).
 #[pyfunction]
 #[pyo3(signature = (gpu=None))]
-fn init(gpu: Option<i64>) -> PyResult<Runtime> {
+fn init(gpu: Option<i128>) -> PyResult<Runtime> {
     let gpu = gpu.map(device_ordinal).transpose()?;
     if let Some(rt) = current() {
         return Ok(rt);
@@ -463,7 +463,7 @@ fn init(gpu: Option<i64>) -> PyResult<Runtime> {
 /// Attaches to the NVSHMEM that another component of the process
 /// (PyTorch's symmetric memory) loaded and initialized, on CUDA device `gpu`.
 #[pyfunction]
-fn attach(gpu: i64) -> PyResult<Runtime> {
+fn attach(gpu: i128) -> PyResult<Runtime> {
     let gpu = device_ordinal(gpu)?;
     if let Some(rt) = current() {
         return Ok(rt);
@@ -472,12 +472,15 @@ fn attach(gpu: i64) -> PyResult<Runtime> {
 }
 
 /// `gpu` as a CUDA device ordinal, or the ValueError that says what one is.
-fn device_ordinal(gpu: i64) -> PyResult<usize> {
-    usize::try_from(gpu).map_err(|_| {
-        PyValueError::new_err(format!(
-            "gpu={gpu}: a CUDA device ordinal is 0 or more (nvshmem_rs.gpu_count() GPUs: 0..count)"
-        ))
-    })
+fn device_ordinal(gpu: i128) -> PyResult<usize> {
+    i32::try_from(gpu)
+        .ok()
+        .and_then(|g| usize::try_from(g).ok())
+        .ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "gpu={gpu}: a CUDA device ordinal is 0 or more (nvshmem_rs.gpu_count() GPUs: 0..count)"
+            ))
+        })
 }
 
 /// The runtime of this thread, if `init()` or `attach()` made one.
@@ -506,7 +509,8 @@ fn supported_versions() -> Vec<String> {
 /// an absolute path. An argument left out takes the builder's environment
 /// variable when it is set (`NVSHMEM_RS_NVSHMEM_VERSION` or `NVSHMEM_HOME`,
 /// `NVSHMEM_RS_ARCH`); else `nvshmem_version` is the NVSHMEM pip package's on
-/// `sys.path` (PyTorch's), else the builder's default; `arch` is GPU 0's, else
+/// `sys.path` (PyTorch's; `NVSHMEM_RS_CUDA_MAJOR` may choose that release's
+/// other CUDA build), else the builder's default; `arch` is GPU 0's, else
 /// the builder's default; `target_dir` (cargo's, for the nvptx64 build) is the
 /// crate's `target/`. Ctrl-C stops the build and raises `KeyboardInterrupt`.
 #[pyfunction]
@@ -523,13 +527,9 @@ fn build(
     let mut builder = Builder::new(&kernel_crate_dir);
     // The builder reads these itself: a default chosen here would hide them.
     let env_set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
-    let version_from_env = [
-        "NVSHMEM_RS_NVSHMEM_VERSION",
-        "NVSHMEM_HOME",
-        "NVSHMEM_RS_CUDA_MAJOR",
-    ]
-    .into_iter()
-    .any(env_set);
+    let version_from_env = ["NVSHMEM_RS_NVSHMEM_VERSION", "NVSHMEM_HOME"]
+        .into_iter()
+        .any(env_set);
     match nvshmem_version {
         Some(v) => {
             let v = v.parse().map_err(|e| {
@@ -549,7 +549,15 @@ fn build(
                 .filter_map(|p| p.ok()?.extract().ok())
                 .collect();
             if let Some(nv) = nvshmem_types::install::in_site_packages(&sys_path) {
-                builder = builder.nvshmem_version(nv.version).nvshmem_home(nv.root);
+                builder = builder.nvshmem_version(nv.version);
+                // NVSHMEM_RS_CUDA_MAJOR may ask for the other CUDA's wheel of
+                // that release: the builder finds (or downloads) it.
+                let asked_cuda = std::env::var("NVSHMEM_RS_CUDA_MAJOR")
+                    .ok()
+                    .and_then(|c| c.parse::<nvshmem_types::CudaMajor>().ok());
+                if asked_cuda.is_none() || asked_cuda == nv.cuda {
+                    builder = builder.nvshmem_home(nv.root);
+                }
             }
         }
     }
@@ -945,10 +953,12 @@ methods! {
         &self,
         py: Python<'_>,
         args: &Bound<'_, PyTuple>,
-        device: i32,
+        device: i128,
         n_pes: Option<u32>,
         symmetric: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<u64>> {
+        // Below i32::MAX, as device_ordinal checks.
+        let device = device_ordinal(device)? as i32;
         let mut converted = Vec::new();
         convert_all(py, args, &mut converted)?;
         let symmetric = match symmetric {

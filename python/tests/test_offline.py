@@ -125,14 +125,20 @@ def test_errors_are_the_packages_and_cross_processes():
 
     for cls in (nvshmem_rs.NvshmemError, nvshmem_rs.VersionMismatchError, nvshmem_rs.NotAttachableError):
         assert cls.__module__ == "nvshmem_rs", cls
-        e = pickle.loads(pickle.dumps(cls("what to do")))
-        assert type(e) is cls and str(e) == "what to do"
+        # Unpickled in a fresh interpreter, as multiprocessing does.
+        code = "import pickle, sys; e = pickle.load(sys.stdin.buffer); print(type(e).__module__, type(e).__name__, e)"
+        out = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(cls("what to do")),
+                             capture_output=True, check=True)
+        assert out.stdout.decode().strip() == f"nvshmem_rs {cls.__name__} what to do", out
 
 
-def test_a_negative_gpu_is_a_value_error():
+def test_a_negative_gpu_is_a_value_error(manifest):
     for f in (nvshmem_rs.init, nvshmem_rs.attach):
-        with pytest.raises(ValueError, match="gpu=-1: a CUDA device ordinal is 0 or more"):
-            f(-1)
+        for gpu in (-1, 2**64):
+            with pytest.raises(ValueError, match=f"gpu={gpu}: a CUDA device ordinal is 0 or more"):
+                f(gpu)
+    with pytest.raises(ValueError, match="gpu=-1: a CUDA device ordinal"):
+        manifest["k"].check(*good_args(), device=-1, n_pes=2, symmetric=[HEAP])
 
 
 def test_teams_are_values():

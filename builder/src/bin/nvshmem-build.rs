@@ -42,7 +42,7 @@ enum Command {
 
 #[derive(Args)]
 struct BuildArgs {
-    /// The kernel crate's folder (with its Cargo.toml).
+    /// The kernel crate's folder (with its Cargo.toml), or that Cargo.toml.
     crate_dir: PathBuf,
     /// GPU architecture, such as sm_90 [default: $NVSHMEM_RS_ARCH, else sm_90].
     #[arg(long)]

@@ -237,9 +237,11 @@ impl Arg {
 fn article(word: &str) -> &'static str {
     let mut chars = word.chars();
     match (chars.next(), chars.next()) {
-        // A type's letter is read by its name: "an f32", "an i8", "a u32".
+        // A type's letter is read by its name: "an f32", "an i8", "a u32",
+        // "an ndarray"; a `u` that sounds "you": "a uint8", "a UUID".
         (Some('f' | 'i'), Some(d)) if d.is_ascii_digit() => "an",
-        (Some('u'), Some(d)) if d.is_ascii_digit() => "a",
+        (Some('n'), Some('d')) => "an",
+        (Some('u' | 'U'), Some(d)) if d.is_ascii_digit() || matches!(d, 'i' | 'U' | 's') => "a",
         (Some('a' | 'e' | 'i' | 'o' | 'u' | 'A' | 'E' | 'I' | 'O' | 'U'), _) => "an",
         _ => "a",
     }
@@ -483,7 +485,7 @@ impl Signature {
                     )
                 }
                 (ScalarClass::Float, Arg::Float(_) | Arg::Int(_)) => {
-                    let max = float_max(s);
+                    let max = s.float_max().unwrap_or(f64::MAX);
                     // As short as the type's own digits.
                     let max = if s == Scalar::F64 { format!("{max:e}") } else { format!("{:e}", max as f32) };
                     (
@@ -537,30 +539,26 @@ fn encode_scalar(s: Scalar, arg: &Arg) -> Option<u64> {
                 Arg::Int(i) => *i as f64,
                 _ => return None,
             };
-            // A finite value that would become infinite is refused, not rounded.
-            if v.is_finite() && v.abs() > float_max(s) {
-                return None;
-            }
-            Some(match s {
-                Scalar::F16 => half::f16::from_f64(v).to_bits() as u64,
-                Scalar::BF16 => half::bf16::from_f64(v).to_bits() as u64,
-                Scalar::F32 => (v as f32).to_bits() as u64,
-                _ => v.to_bits(),
-            })
+            // A finite value that the conversion makes infinite is refused.
+            let (bits, infinite) = match s {
+                Scalar::F16 => {
+                    let h = half::f16::from_f64(v);
+                    (h.to_bits() as u64, h.is_infinite())
+                }
+                Scalar::BF16 => {
+                    let h = half::bf16::from_f64(v);
+                    (h.to_bits() as u64, h.is_infinite())
+                }
+                Scalar::F32 => {
+                    let f = v as f32;
+                    (f.to_bits() as u64, f.is_infinite())
+                }
+                _ => (v.to_bits(), v.is_infinite()),
+            };
+            (!(v.is_finite() && infinite)).then_some(bits)
         }
         (ScalarClass::Bool, Arg::Bool(b)) => Some(*b as u64),
         _ => None,
-    }
-}
-
-/// The largest finite value of float type `s`: a launch refuses a finite
-/// value beyond it, which the conversion would make infinite.
-fn float_max(s: Scalar) -> f64 {
-    match s {
-        Scalar::F16 => half::f16::MAX.to_f64(),
-        Scalar::BF16 => half::bf16::MAX.to_f64(),
-        Scalar::F32 => f32::MAX as f64,
-        _ => f64::MAX,
     }
 }
 
@@ -600,6 +598,43 @@ mod tests {
 
     /// A tensor of unknown location is asked of the context; a context
     /// that cannot tell (no GPU) takes it as device memory.
+    #[test]
+    fn articles_are_read_as_spoken() {
+        for (word, a) in [
+            ("f32", "an"),
+            ("i8", "an"),
+            ("u32", "a"),
+            ("uint8", "a"),
+            ("ndarray", "an"),
+            ("object", "an"),
+            ("str", "a"),
+            ("int beyond 128 bits", "an"),
+            ("bf16", "a"),
+        ] {
+            assert_eq!(article(word), a, "{word}");
+        }
+    }
+
+    #[test]
+    fn floats_round_and_only_a_finite_value_made_infinite_is_refused() {
+        let f16_max = half::f16::MAX.to_bits() as u64;
+        // 65510 rounds down to f16's largest value; 65520 and up overflow.
+        assert_eq!(
+            encode_scalar(Scalar::F16, &Arg::Float(65510.0)),
+            Some(f16_max)
+        );
+        assert_eq!(encode_scalar(Scalar::F16, &Arg::Float(65520.0)), None);
+        assert_eq!(encode_scalar(Scalar::F32, &Arg::Float(1e39)), None);
+        assert_eq!(encode_scalar(Scalar::BF16, &Arg::Float(-1e39)), None);
+        // Infinity and NaN asked for are passed on.
+        let inf = f32::INFINITY.to_bits() as u64;
+        assert_eq!(
+            encode_scalar(Scalar::F32, &Arg::Float(f64::INFINITY)),
+            Some(inf)
+        );
+        assert!(encode_scalar(Scalar::F64, &Arg::Float(f64::NAN)).is_some());
+    }
+
     #[test]
     fn unknown_locations_are_looked_up() {
         struct NoGpu;

@@ -263,6 +263,21 @@ pub fn find_manifest(path: &Path, crate_name: Option<&str>) -> Result<PathBuf> {
         crate_name.replace('-', "_"),
         crate_name.replace('_', "-"),
     ];
+    if path.is_file() {
+        // A manifest file named with its crate: fine when the names agree.
+        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+        return if candidates.iter().any(|c| *c == stem) {
+            Ok(path.to_path_buf())
+        } else {
+            Err(Error::ManifestNotFound {
+                what: format!("`{crate_name}` in {}", path.display()),
+                reason: format!(
+                    "this file is the manifest of `{stem}`: pass its folder with crate_name, \
+                     or a manifest file without it"
+                ),
+            })
+        };
+    }
     candidates
         .iter()
         .map(|n| path.join(format!("{n}.json")))
@@ -323,7 +338,7 @@ fn manifest_path(path: &Path) -> Result<PathBuf> {
         return if path.is_file() {
             Ok(path.to_path_buf())
         } else {
-            Err(err("no such file".into()))
+            Err(err("no such file or folder".into()))
         };
     }
     let mut manifests = manifests_in(path).map_err(|e| err(e.to_string()))?;
@@ -640,6 +655,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("no such folder"), "{err}");
+        // A manifest file with its crate's name, and with another.
+        assert_eq!(
+            find_manifest(&dir.join("k.json"), Some("k")).unwrap(),
+            dir.join("k.json")
+        );
+        let err = find_manifest(&dir.join("k.json"), Some("k2"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("the manifest of `k`"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

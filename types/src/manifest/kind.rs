@@ -129,6 +129,19 @@ impl Scalar {
             _ => None,
         }
     }
+
+    /// The largest finite value of a float type (a finite value beyond it
+    /// converts to infinity, or rounds down to it within half a step);
+    /// `None` for integers and bool.
+    pub fn float_max(self) -> Option<f64> {
+        match self {
+            Scalar::F16 => Some(half::f16::MAX.to_f64()),
+            Scalar::BF16 => Some(half::bf16::MAX.to_f64()),
+            Scalar::F32 => Some(f32::MAX as f64),
+            Scalar::F64 => Some(f64::MAX),
+            _ => None,
+        }
+    }
 }
 
 /// What a kernel parameter accepts, from its Rust type in the manifest.
