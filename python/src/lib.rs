@@ -963,13 +963,15 @@ methods! {
         convert_all(py, args, &mut converted)?;
         let symmetric = match symmetric {
             None => Vec::new(),
-            Some(one) if one.extract::<(u64, u64)>().is_ok() => vec![one.extract()?],
-            Some(many) => many.extract().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "symmetric={}: pass the heap as (base, size) or a list of them, in bytes",
-                    many.repr().map_or_else(|_| "?".into(), |r| r.to_string())
-                ))
-            })?,
+            Some(given) => match given.extract::<(u64, u64)>() {
+                Ok(one) => vec![one],
+                Err(_) => given.extract().map_err(|_| {
+                    PyTypeError::new_err(format!(
+                        "symmetric={}: pass the heap as (base, size) or a list of them, in bytes",
+                        given.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+                    ))
+                })?,
+            },
         };
         let ctx = Given {
             device,
