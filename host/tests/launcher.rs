@@ -399,12 +399,15 @@ fn ranks_that_ignore_sigterm_get_sigkill() {
 #[test]
 fn grandchildren_do_not_survive() {
     // Each rank leaves two background processes behind and exits 0; one of
-    // them ignores SIGTERM.
+    // them ignores SIGTERM, and the rank exits only once it does (else a
+    // loaded machine's SIGTERM can come first, and no SIGKILL is needed).
     let script = r#"
         sleep 1000 &
         echo $! >> "$PIDS"
-        (trap '' TERM; exec sleep 1000) &
-        echo $! >> "$PIDS"
+        ready="$PIDS.ready$NVSHMEM_RUN_RANK"
+        sh -c 'trap "" TERM; echo $$ >> "$PIDS"; : > "$1"; exec sleep 1000' sh "$ready" &
+        while [ ! -e "$ready" ]; do sleep 0.01; done
+        rm -f "$ready"
         echo started
     "#;
     let (r, pids) = run_sh(&["-n", "2", "--grace", "0.3"], script);
