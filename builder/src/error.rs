@@ -262,9 +262,9 @@ pub enum Error {
     /// Functions that nothing defines are left in the PTX.
     #[error(
         "the PTX calls functions that neither the kernels nor NVSHMEM {version} define: {}. \
-         Fix: check the name and signature of each (a typo in an extern block, or a function \
-         this NVSHMEM version lacks)",
-        symbols.join(", ")
+         Fix: {}",
+        symbols.join(", "),
+        unresolved_externs_fix(symbols)
     )]
     UnresolvedExterns {
         /// The undefined functions.
@@ -384,5 +384,18 @@ fn same_line_hint(version: nvshmem_types::Version) -> String {
     match nvshmem_types::SupportedVersions::newest_of_line(version) {
         Some(v) => format!(": {v} is the supported release of {}.{}", v.major, v.minor),
         None => String::new(),
+    }
+}
+
+/// The fix for [`Error::UnresolvedExterns`]: rustc's panic entry point
+/// (`rust_begin_unwind`) is left undefined when the kernel crate has no
+/// panic handler, which an rlib build does not report itself.
+fn unresolved_externs_fix(symbols: &[String]) -> &'static str {
+    if symbols.iter().any(|s| s.contains("rust_begin_unwind")) {
+        "`rust_begin_unwind` is rustc's panic entry point: the kernel crate has no panic \
+         handler. Add `nvshmem_device::panic_handler!();` to its src/lib.rs"
+    } else {
+        "check the name and signature of each (a typo in an extern block, or a function this \
+         NVSHMEM version lacks)"
     }
 }

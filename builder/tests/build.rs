@@ -89,8 +89,9 @@ fn ptx_isa_is_at_least_what_the_bitcode_asks_for() {
 }
 
 /// A kernel crate that does not compile, calls a function nothing defines,
-/// or has no kernel fails with the reason: rustc's diagnostics, the
-/// unresolved name, what a kernel looks like.
+/// has no kernel or no panic handler fails with the reason: rustc's
+/// diagnostics, the unresolved name, what a kernel looks like, the
+/// `panic_handler!` line.
 #[test]
 fn broken_kernel_crates_fail_with_the_reason() {
     let Some(v) = installed("3.4.5") else { return };
@@ -102,6 +103,11 @@ fn broken_kernel_crates_fail_with_the_reason() {
         ),
         ("unresolved", "UnresolvedExterns", &["nvshmem_int_pp"]),
         ("no_kernels", "NoKernels", &["extern \"ptx-kernel\""]),
+        (
+            "no_panic_handler",
+            "UnresolvedExterns",
+            &["rust_begin_unwind", "nvshmem_device::panic_handler!();"],
+        ),
     ] {
         fails_with(builder(fixture).nvshmem_version(v).build(), kind, says);
     }

@@ -237,7 +237,7 @@ impl_bitwise_amo! {
 }
 
 // NVSHMEM 3.7's `nvshmemx_{half,float,double}_atomic_{add,fetch_add}`.
-#[cfg(feature = "nvshmem-3-7")]
+#[cfg(any(doc, feature = "nvshmem-3-7"))]
 macro_rules! impl_float_add {
     ($($t:ty => $n:ident),* $(,)?) => { pastey::paste! {$(
         impl AddAmoElement for $t {
@@ -256,12 +256,12 @@ macro_rules! impl_float_add {
     )*} };
 }
 
-#[cfg(feature = "nvshmem-3-7")]
+#[cfg(any(doc, feature = "nvshmem-3-7"))]
 impl_float_add! { f32 => float, f64 => double }
 
 /// `nvshmemx_half_atomic_add`; there is no `f16` fetch-add (NVSHMEM returns
 /// `%struct.__half` by value, which Rust cannot call).
-#[cfg(feature = "nvshmem-3-7")]
+#[cfg(any(doc, feature = "nvshmem-3-7"))]
 impl AddAmoElement for half::f16 {
     const ADD_NAME: &'static str = "half";
     #[inline(always)]

@@ -69,10 +69,10 @@
 //! | atomics | [`atomic_fetch`], [`atomic_set`], [`atomic_swap`]; [`atomic_add`], [`atomic_fetch_add`]; [`atomic_compare_swap`], [`atomic_inc`], [`atomic_fetch_inc`]; [`atomic_and`], [`atomic_or`], [`atomic_xor`] and `atomic_fetch_{and,or,xor}` | [`AmoElement`], [`AddAmoElement`], [`FetchAddAmoElement`], [`StandardAmoElement`], [`BitwiseAmoElement`] |
 //! | waiting | [`wait_until`], [`test`](fn@test), and `_all`/`_any`/`_some` (+`_vector`) of each, with [`Cmp`] | [`WaitElement`] |
 //! | signals | [`signal_op`] (with [`SignalOp`]), [`signal_fetch`], [`signal_wait_until`] | `u64` |
-//! | ordering | [`quiet`], [`fence`]; `flush` with `nvshmem-3-8` | |
+//! | ordering | [`quiet`], [`fence`]; [`flush`] (+`_warp`/`_block`) with `nvshmem-3-7` | |
 //! | NVLink SHARP | [`mc_ptr`] (`None` without NVLS), [`multimem_ld_reduce`], [`multimem_st`], [`multimem_red`] ([`multimem`]) | [`MultimemElement`], [`MultimemReduce`] |
 //! | library | [`info_get_version`], [`info_get_name`], [`vendor_version`], [`global_exit`] | |
-//! | NVSHMEM 3.8 | `ask_smem`, `give_smem`, `release_smem` (TMA), `region_start_block`, `region_stop_block`, `region_is_active`, `signal_counted_reset`, raw `ffi::nvshmemx_qp_*` | |
+//! | NVSHMEM 3.8 | [`ask_smem`], [`give_smem`], [`release_smem`] (TMA), [`region_start_block`], [`region_stop_block`], [`region_is_active`], [`signal_counted_reset`] | |
 //! | job-wide | [`barrier_all`], [`sync_all`] | |
 //! | teams | [`Team`] (`WORLD`, `SHARED`, `NODE`, `SAME_MYPE_NODE`, or split by the host), [`team_my_pe`], [`team_n_pes`], [`team_translate_pe`] | |
 //! | team sync | [`barrier`], [`barrier_warpgroup`], [`sync`](fn@sync) (+`_warp`/`_block`) | |
@@ -126,7 +126,9 @@
 //!   Without it, a call of one of these fails to compile:
 //!   `nvshmem_device::flush()` with rustc's note "the item is gated behind
 //!   the `nvshmem-3-7` feature", `atomic_add` of an `f32` with a note that
-//!   says to build against NVSHMEM 3.7.
+//!   says to build against NVSHMEM 3.7. These docs show every release's API
+//!   whatever the features (`cargo doc` in a project of yours too); each
+//!   such item names the release it needs.
 //! - `nvshmem-path`: every typed put/get takes NVSHMEM's own path, never the
 //!   direct copy to peers that [`ptr`] reaches ([`DIRECT_COPY`] is `false`).
 //!   For testing NVSHMEM's path on one GPU (where every peer is reachable),

@@ -102,7 +102,7 @@ pub enum SmemAmount {
 /// let bytes = nvshmem_device::ask_smem(nvshmem_device::SmemAmount::Minimum);
 /// # } }
 /// ```
-#[cfg(feature = "nvshmem-3-8")]
+#[cfg(any(doc, feature = "nvshmem-3-8"))]
 #[inline(always)]
 pub fn ask_smem(amount: SmemAmount) -> usize {
     // SAFETY: a constant by value.
@@ -129,7 +129,7 @@ pub fn ask_smem(amount: SmemAmount) -> usize {
 /// unsafe { release_smem() };
 /// # } }
 /// ```
-#[cfg(feature = "nvshmem-3-8")]
+#[cfg(any(doc, feature = "nvshmem-3-8"))]
 #[inline(always)]
 pub unsafe fn give_smem(smem: *mut u8, bytes: usize) {
     // SAFETY: the caller's contract.
@@ -137,7 +137,7 @@ pub unsafe fn give_smem(smem: *mut u8, bytes: usize) {
 }
 
 /// Takes back the shared memory lent by [`give_smem`], once the block's
-/// transfers through it are done (`nvshmemx_release_smem`).
+/// transfers through it are done (`nvshmemx_release_smem`, NVSHMEM 3.8+).
 ///
 /// # Safety
 /// Every thread of the block calls it; the block called [`give_smem`].
@@ -147,7 +147,7 @@ pub unsafe fn give_smem(smem: *mut u8, bytes: usize) {
 /// unsafe { nvshmem_device::release_smem() };
 /// # } }
 /// ```
-#[cfg(feature = "nvshmem-3-8")]
+#[cfg(any(doc, feature = "nvshmem-3-8"))]
 #[inline(always)]
 pub unsafe fn release_smem() {
     // SAFETY: the caller's contract.
@@ -207,7 +207,7 @@ pub type ErrorCode = i32;
 /// }
 /// # } }
 /// ```
-#[cfg(feature = "nvshmem-3-8")]
+#[cfg(any(doc, feature = "nvshmem-3-8"))]
 #[inline(always)]
 pub unsafe fn region_start_block(attrs: &RegionAttrs) -> Result<Region, ErrorCode> {
     let mut handle = 0;
@@ -228,7 +228,7 @@ pub unsafe fn region_start_block(attrs: &RegionAttrs) -> Result<Region, ErrorCod
 /// let _ = unsafe { nvshmem_device::region_stop_block(r) };
 /// # } }
 /// ```
-#[cfg(feature = "nvshmem-3-8")]
+#[cfg(any(doc, feature = "nvshmem-3-8"))]
 #[inline(always)]
 pub unsafe fn region_stop_block(region: Region) -> Result<(), ErrorCode> {
     // SAFETY: the caller's contract.
@@ -246,7 +246,7 @@ pub unsafe fn region_stop_block(region: Region) -> Result<(), ErrorCode> {
 /// let batching = nvshmem_device::region_is_active(nvshmem_device::REGION_HINT_BATCH_RMA);
 /// # } }
 /// ```
-#[cfg(feature = "nvshmem-3-8")]
+#[cfg(any(doc, feature = "nvshmem-3-8"))]
 #[inline(always)]
 pub fn region_is_active(hints: u32) -> Result<bool, ErrorCode> {
     let mut active = 0;

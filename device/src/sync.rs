@@ -411,7 +411,7 @@ pub unsafe fn signal_wait_until(signal: SymPtr<u64>, cmp: Cmp, value: u64) -> u6
 /// }
 /// # }
 /// ```
-#[cfg(feature = "nvshmem-3-8")]
+#[cfg(any(doc, feature = "nvshmem-3-8"))]
 #[inline(always)]
 pub unsafe fn signal_counted_reset(signal: SymPtr<u64>) {
     // SAFETY: the caller's contract.
@@ -464,17 +464,17 @@ void_fns! {
     /// Waits until the source buffers of this thread's earlier non-blocking
     /// puts may be reused (`nvshmemx_flush`, NVSHMEM 3.7+). Unlike
     /// [`quiet`], the data need not have arrived.
-    cfg(feature = "nvshmem-3-7") fn flush => nvshmemx_flush;
+    cfg(any(doc, feature = "nvshmem-3-7")) fn flush => nvshmemx_flush;
     /// [`flush`] for the warp's puts (`nvshmemx_flush_warp`, NVSHMEM 3.7+).
     ///
     /// # Safety
     #[doc = warp_safety!()]
-    cfg(feature = "nvshmem-3-7") [unsafe] fn flush_warp => nvshmemx_flush_warp;
+    cfg(any(doc, feature = "nvshmem-3-7")) [unsafe] fn flush_warp => nvshmemx_flush_warp;
     /// [`flush`] for the block's puts (`nvshmemx_flush_block`, NVSHMEM 3.7+).
     ///
     /// # Safety
     #[doc = block_safety!()]
-    cfg(feature = "nvshmem-3-7") [unsafe] fn flush_block => nvshmemx_flush_block;
+    cfg(any(doc, feature = "nvshmem-3-7")) [unsafe] fn flush_block => nvshmemx_flush_block;
 
     /// Job-wide barrier (`nvshmem_barrier_all`): completes this thread's
     /// operations (as [`quiet`]), then waits for every PE. One thread per PE

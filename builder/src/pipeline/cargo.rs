@@ -140,22 +140,30 @@ impl CrateMeta {
         let Ok(text) = std::fs::read_to_string(&self.lib_root) else {
             return Vec::new();
         };
-        let Ok(file) = syn::parse_file(&text) else {
-            // rustc will say what is wrong with it.
-            return Vec::new();
-        };
-        let inner: Vec<String> = file
-            .attrs
-            .iter()
-            .filter(|a| matches!(a.style, syn::AttrStyle::Inner(_)))
-            .map(|a| quote::ToTokens::to_token_stream(a).to_string())
-            .collect();
-        SUPPLIED_ATTRS
-            .iter()
-            .filter(|(word, _)| !inner.iter().any(|a| a.contains(word)))
-            .map(|(_, attr)| format!("-Zcrate-attr={attr}"))
-            .collect()
+        missing_crate_attrs(&text)
     }
+}
+
+/// The `-Zcrate-attr` flags for the [`SUPPLIED_ATTRS`] that a crate root's
+/// inner attributes lack. Doc comments (`//!`, which are `#![doc = ..]`) do
+/// not count: one that says "a no_std crate" must not hide a missing
+/// `#![no_std]`.
+fn missing_crate_attrs(root_source: &str) -> Vec<String> {
+    let Ok(file) = syn::parse_file(root_source) else {
+        // rustc will say what is wrong with it.
+        return Vec::new();
+    };
+    let inner: Vec<String> = file
+        .attrs
+        .iter()
+        .filter(|a| matches!(a.style, syn::AttrStyle::Inner(_)) && !a.path().is_ident("doc"))
+        .map(|a| quote::ToTokens::to_token_stream(&a.meta).to_string())
+        .collect();
+    SUPPLIED_ATTRS
+        .iter()
+        .filter(|(word, _)| !inner.iter().any(|a| a.contains(word)))
+        .map(|(_, attr)| format!("-Zcrate-attr={attr}"))
+        .collect()
 }
 
 /// "current package believes it's in a workspace when it's not: ... workspace: /x/Cargo.toml".
@@ -378,6 +386,21 @@ mod tests {
                  current:   /w/kern/Cargo.toml\nworkspace: /w/Cargo.toml\n\nthis may be fixable";
         assert_eq!(claimed_by_workspace(e), Some(PathBuf::from("/w")));
         assert_eq!(claimed_by_workspace("error: other"), None);
+    }
+
+    #[test]
+    fn a_doc_comment_does_not_count_as_the_attribute() {
+        let flags = |src: &str| missing_crate_attrs(src).join(" ");
+        // The template's own first line says "no_std".
+        let doc_only = "//! A `no_std` crate of kernels (abi_ptx is supplied).\nfn f() {}";
+        assert_eq!(
+            flags(doc_only),
+            "-Zcrate-attr=feature(abi_ptx) -Zcrate-attr=no_std"
+        );
+        let both = "//! Kernels.\n#![no_std]\n#![feature(abi_ptx, asm_experimental_arch)]\n";
+        assert_eq!(flags(both), "");
+        let cfg = "#![cfg_attr(target_arch = \"nvptx64\", no_std)]\n";
+        assert_eq!(flags(cfg), "-Zcrate-attr=feature(abi_ptx)");
     }
 
     #[test]

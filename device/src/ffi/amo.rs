@@ -1,7 +1,7 @@
 //! Atomic memory operations, as `host/nvshmem_api.h` declares them: each op
 //! over the op groups (bitwise, standard, extended AMO types) it applies to.
 
-#[cfg(feature = "nvshmem-3-7")]
+#[cfg(any(doc, feature = "nvshmem-3-7"))]
 use super::lists::extended_amo_half_types;
 use super::lists::{bitwise_amo_types, extended_amo_types, standard_amo_types};
 use core::ffi::c_int;
@@ -110,13 +110,13 @@ extended_amo_types!(each! decl_amo! FETCH, fetch,);
 bitwise_amo_types!(each! decl_amo! ADD_SET, add,);
 standard_amo_types!(each! decl_amo! ADD_SET, add,);
 
-#[cfg(feature = "nvshmem-3-7")]
+#[cfg(any(doc, feature = "nvshmem-3-7"))]
 extended_amo_half_types!(each! decl_amo! XADD, add,);
-#[cfg(feature = "nvshmem-3-7")]
+#[cfg(any(doc, feature = "nvshmem-3-7"))]
 extended_amo_types!(each! decl_amo! XADD, add,);
-#[cfg(feature = "nvshmem-3-7")]
+#[cfg(any(doc, feature = "nvshmem-3-7"))]
 extended_amo_half_types!(each! decl_amo! XFADD, fetch_add,);
-#[cfg(feature = "nvshmem-3-7")]
+#[cfg(any(doc, feature = "nvshmem-3-7"))]
 extended_amo_types!(each! decl_amo! XFADD, fetch_add,);
 
 bitwise_amo_types!(each! decl_amo! ADD_SET, set,);

@@ -146,7 +146,7 @@ pub mod lists;
 mod amo;
 mod coll;
 mod library;
-#[cfg(feature = "nvshmem-3-5")]
+#[cfg(any(doc, feature = "nvshmem-3-5"))]
 mod qp;
 mod rma;
 mod sync;
@@ -154,7 +154,7 @@ mod sync;
 pub use amo::*;
 pub use coll::*;
 pub use library::*;
-#[cfg(feature = "nvshmem-3-5")]
+#[cfg(any(doc, feature = "nvshmem-3-5"))]
 pub use qp::*;
 pub use rma::*;
 pub use sync::*;

@@ -130,7 +130,7 @@ macro_rules! decl_sized {
     // `16`: the warp/block 16-bit signal puts exist from 3.8 on (a gap in 3.4.5).
     (nvshmemx, $sfx:literal, $scope:literal, 16) => {
         decl_sized! { @plain nvshmemx, $sfx, $scope, 16 }
-        #[cfg(feature = "nvshmem-3-8")]
+        #[cfg(any(doc, feature = "nvshmem-3-8"))]
         decl_sized! { @signal nvshmemx, $sfx, $scope, 16 }
     };
     ($pre:ident, $sfx:literal, $scope:literal, $bits:literal) => {

@@ -67,7 +67,7 @@ extern_fn! {
     fn nvshmemx_signal_op(sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int)
 }
 
-#[cfg(feature = "nvshmem-3-8")]
+#[cfg(any(doc, feature = "nvshmem-3-8"))]
 extern_fn! {
     "`void (uint64_t *signal_addr)` (NVSHMEM 3.8+): sets this PE's signal word to 0. \
      Typed: [`crate::signal_counted_reset`].";
@@ -76,11 +76,11 @@ extern_fn! {
 
 extern_fn! { "`void (void)`. Typed: [`crate::quiet`]."; fn nvshmem_quiet() }
 extern_fn! { "`void (void)`. Typed: [`crate::fence`]."; fn nvshmem_fence() }
-#[cfg(feature = "nvshmem-3-7")]
+#[cfg(any(doc, feature = "nvshmem-3-7"))]
 extern_fn! { "`void (void)` (NVSHMEM 3.7+). Typed: [`crate::flush`]."; fn nvshmemx_flush() }
-#[cfg(feature = "nvshmem-3-7")]
+#[cfg(any(doc, feature = "nvshmem-3-7"))]
 extern_fn! { "`void (void)` (NVSHMEM 3.7+). Typed: [`crate::flush_warp`]."; fn nvshmemx_flush_warp() }
-#[cfg(feature = "nvshmem-3-7")]
+#[cfg(any(doc, feature = "nvshmem-3-7"))]
 extern_fn! { "`void (void)` (NVSHMEM 3.7+). Typed: [`crate::flush_block`]."; fn nvshmemx_flush_block() }
 
 extern_fn! { "`int (void)`. Typed: [`crate::my_pe`]."; fn nvshmem_my_pe() -> c_int }
