@@ -588,7 +588,7 @@ fn every_parameter_kind_and_position_is_described() {
         "CUstream stream, double* out, fixture_params_affine_t s)",
         // `f` is also the helper's own CUfunction parameter.
         "int32_t e, uint32_t f_, int64_t g",
-        "(void*)&e, (void*)&f_, (void*)&g",
+        "&e, &f_, &g",
         "CUstream stream, fixture_params_affine_t s, double* out)",
         "CUstream stream, double* out, fixture_params_affine_t s, uint32_t n)",
     ] {
@@ -605,8 +605,17 @@ fn every_parameter_kind_and_position_is_described() {
 fn generated_headers_compile_as_c_and_cpp() {
     let Some(v) = installed("3.4.5") else { return };
     let mut headers = Vec::new();
-    for name in ["ok", "structs", "params"] {
+    for name in ["ok", "structs", "params", "c_keywords"] {
         headers.push(builder(name).nvshmem_version(v).build().unwrap().header);
+    }
+    let keywords = std::fs::read_to_string(&headers[3]).unwrap();
+    for want in [
+        "#define FIXTURE_C_KEYWORDS_NUM_KERNELS 2\n",
+        "#define FIXTURE_C_KEYWORDS_KERNEL_COUNT \"count\"\n",
+        "uint64_t* this_, uint64_t new_, uint32_t class_)",
+        "    uint64_t delete_;\n",
+    ] {
+        assert!(keywords.contains(want), "no `{want}` in\n{keywords}");
     }
     let ring = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ring/kernel");
     if ring.is_dir() {
@@ -635,6 +644,26 @@ fn generated_headers_compile_as_c_and_cpp() {
         let ran = compile_header(h, cuda.as_deref());
         eprintln!("{}: {}", h.display(), ran.join(", "));
     }
+    // NVSHMEM's headers of another release, included first, stop the build.
+    let version = |minor: u32| {
+        std::process::Command::new("gcc")
+            .args(["-fsyntax-only", "-DNVSHMEM_RS_NO_LAUNCH_HELPERS", "-x", "c"])
+            .args([
+                "-DNVSHMEM_VENDOR_MAJOR_VERSION=3",
+                "-DNVSHMEM_VENDOR_PATCH_VERSION=5",
+            ])
+            .arg(format!("-DNVSHMEM_VENDOR_MINOR_VERSION={minor}"))
+            .arg(&headers[0])
+            .output()
+            .unwrap()
+    };
+    assert!(version(4).status.success());
+    let other = version(8);
+    let stderr = String::from_utf8_lossy(&other.stderr);
+    assert!(
+        !other.status.success() && stderr.contains("linked with NVSHMEM 3.4.5"),
+        "{stderr}"
+    );
 }
 
 /// PTX-only output is asked for, never silent: no cubin, no figures.

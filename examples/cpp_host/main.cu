@@ -152,10 +152,10 @@ static bool list_kernels(CUmodule mod, int me) {
         CU_CHECK(cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
         if (me == 0) printf("cpp_host: kernel %s, %d registers\n", name, regs);
     }
-    const bool ok = count == (unsigned)KERNELS(_KERNEL_COUNT);
+    const bool ok = count == (unsigned)KERNELS(_NUM_KERNELS);
     if (me == 0)
         printf("cpp_host PE %d: %u kernels in the module, %d in %s: %s\n", me, count,
-               KERNELS(_KERNEL_COUNT), CPP_HOST_HEADER, ok ? "ok" : "MISMATCH");
+               KERNELS(_NUM_KERNELS), CPP_HOST_HEADER, ok ? "ok" : "MISMATCH");
     return ok;
 }
 
@@ -282,9 +282,9 @@ static bool ag_gemm(CUmodule mod, const Opts& o, int gpu, cudaStream_t stream) {
     int sms = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, gpu));
     const unsigned ag_blocks = (unsigned)std::min<size_t>(m / AG_ROWS, 4 * (size_t)sms);
-    const dim3_t block = {THREADS, 1, 1};
-    const dim3_t gemm_grid = {(unsigned)(n / BN), (unsigned)(m / BM), 1};
-    const dim3_t fused_grid = {(unsigned)((m / BM) * (n / BN)), 1, 1};
+    const nvshmem_rs_dim3_t block = {THREADS, 1, 1};
+    const nvshmem_rs_dim3_t gemm_grid = {(unsigned)(n / BN), (unsigned)(m / BM), 1};
+    const nvshmem_rs_dim3_t fused_grid = {(unsigned)((m / BM) * (n / BN)), 1, 1};
     bool p2p = true;
     for (int q = 0; q < npes; q++) p2p = p2p && nvshmem_ptr(a_shard, q) != nullptr;
     uint32_t epoch = 0;
@@ -305,7 +305,7 @@ static bool ag_gemm(CUmodule mod, const Opts& o, int gpu, cudaStream_t stream) {
         const char* name = nullptr;
         if (variant == 0) {
             name = "ag_allgather + gemm";
-            CU_CHECK(ag_gemm_kernels_launch_ag_allgather(f_ag, dim3_t{ag_blocks, 1, 1}, block, 0,
+            CU_CHECK(ag_gemm_kernels_launch_ag_allgather(f_ag, nvshmem_rs_dim3_t{ag_blocks, 1, 1}, block, 0,
                                                          stream, a_shard, a_full, (uint32_t)m_loc,
                                                          (uint32_t)k));
             CU_CHECK(ag_gemm_kernels_launch_gemm(f_gemm, gemm_grid, block, SMEM_BYTES, stream,
@@ -352,7 +352,7 @@ static bool ring(CUmodule mod, cudaStream_t stream) {
     uint64_t* words = (uint64_t*)nvshmem_calloc(4, sizeof(uint64_t));  // token, send, signal, out
     const uint64_t laps = 100;
     nvshmem_barrier_all();
-    CU_CHECK(ring_kernels_launch_ring_pass(f_ring, dim3_t{1, 1, 1}, dim3_t{1, 1, 1}, 0, stream,
+    CU_CHECK(ring_kernels_launch_ring_pass(f_ring, nvshmem_rs_dim3_t{1, 1, 1}, nvshmem_rs_dim3_t{1, 1, 1}, 0, stream,
                                            words, words + 1, words + 2, laps, words + 3));
     CUDA_CHECK(cudaStreamSynchronize(stream));
     nvshmem_barrier_all();

@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// GPU architecture.
-    #[arg(long, default_value_t = Arch::DEFAULT)]
-    arch: Arch,
+    /// GPU architecture (default: NVSHMEM_RS_ARCH, else the builder's, sm_90).
+    #[arg(long)]
+    arch: Option<Arch>,
     /// NVSHMEM version to link against (default: the builder's).
     #[arg(long)]
     nvshmem_version: Option<Version>,
@@ -69,12 +69,14 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     for dir in &crates {
         let rel = dir.strip_prefix(&root).unwrap_or(dir);
         let mut b = Builder::new(dir)
-            .arch(args.arch)
             .device_link(args.device_link)
             .out_dir(&out)
             .target_dir(root.join("target/nvshmem-kernels"));
         if let Some(v) = args.nvshmem_version {
             b = b.nvshmem_version(v);
+        }
+        if let Some(arch) = args.arch {
+            b = b.arch(arch);
         }
         match b.build() {
             Ok(o) => println!(

@@ -45,7 +45,7 @@ pub(crate) struct CTypes<'a> {
 /// The prefix of the names in a kernel crate's C header: the crate name as
 /// a C identifier, lower case (`ring-kernels` → `ring_kernels`, as in
 /// `ring_kernels_launch_put`); its macros use it in upper case
-/// (`RING_KERNELS_KERNEL_COUNT`).
+/// (`RING_KERNELS_NUM_KERNELS`).
 ///
 /// ```
 /// assert_eq!(nvshmem_builder::c_prefix("ring-kernels"), "ring_kernels");
@@ -244,11 +244,21 @@ pub(crate) fn render(m: &Manifest, structs: &[CStruct]) -> String {
          {COMMON}\n\
          #define {upper}_NVSHMEM_VERSION \"{ver}\"\n\
          #define {upper}_NVSHMEM_VERSION_MAJOR {}\n#define {upper}_NVSHMEM_VERSION_MINOR {}\n#define {upper}_NVSHMEM_VERSION_PATCH {}\n\
+         /* NVSHMEM's own headers, when included before this one, must be of the same release\n\
+         \x20* (define NVSHMEM_RS_NO_VERSION_CHECK to leave it to the check at run time above). */\n\
+         #if defined(NVSHMEM_VENDOR_MAJOR_VERSION) && !defined(NVSHMEM_RS_NO_VERSION_CHECK)\n\
+         #if NVSHMEM_VENDOR_MAJOR_VERSION != {} || NVSHMEM_VENDOR_MINOR_VERSION != {} || NVSHMEM_VENDOR_PATCH_VERSION != {}\n\
+         #error \"{crate_name}: the PTX was linked with NVSHMEM {ver}, but the NVSHMEM headers included are of another release. Rebuild the PTX against yours (NVSHMEM_RS_NVSHMEM_VERSION or NVSHMEM_HOME)\"\n\
+         #endif\n#endif\n\
          #define {upper}_ARCH \"{arch}\"\n#define {upper}_PTX_ISA \"{isa}\"\n#define {upper}_PTX_FILE \"{ptx}\"",
         m.crate_name,
         v.major,
         v.minor,
         v.patch,
+        v.major,
+        v.minor,
+        v.patch,
+        crate_name = m.crate_name,
         ver = v,
         arch = m.arch,
         isa = m.ptx_isa,
@@ -276,7 +286,8 @@ pub(crate) fn render(m: &Manifest, structs: &[CStruct]) -> String {
              #define {upper}_SEPARATE_COMPILATION 1"
         );
     }
-    let _ = writeln!(h, "#define {upper}_KERNEL_COUNT {}\n", m.kernels.len());
+    // Not `_KERNEL_COUNT`: a kernel named `count` has `{upper}_KERNEL_COUNT`.
+    let _ = writeln!(h, "#define {upper}_NUM_KERNELS {}\n", m.kernels.len());
     for s in structs {
         render_struct(&mut h, s);
     }
@@ -331,7 +342,7 @@ pub(crate) fn render(m: &Manifest, structs: &[CStruct]) -> String {
         "\n#if !defined(NVSHMEM_RS_NO_LAUNCH_HELPERS)\n#include <cuda.h>\n\n\
          #ifndef NVSHMEM_RS_DIM3_T\n#define NVSHMEM_RS_DIM3_T\n\
          /* Grid or block size for the launch helpers. */\n\
-         typedef struct {{ unsigned x, y, z; }} dim3_t;\n#endif\n"
+         typedef struct {{ unsigned x, y, z; }} nvshmem_rs_dim3_t;\n#endif\n"
     );
     for k in &m.kernels {
         let c: Vec<String> = k
@@ -339,23 +350,24 @@ pub(crate) fn render(m: &Manifest, structs: &[CStruct]) -> String {
             .iter()
             .map(|p| format!("{} {}", p.c_type, helper_param(&p.name)))
             .collect();
+        // `&x` converts to `void*` without a cast in C and C++ (no -Wold-style-cast).
         let addrs = if k.params.is_empty() {
-            "0".to_string()
+            "NULL".to_string()
         } else {
             k.params
                 .iter()
-                .map(|p| format!("(void*)&{}", helper_param(&p.name)))
+                .map(|p| format!("&{}", helper_param(&p.name)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
         let (launch, extra) = if k.collective {
             ("cuLaunchCooperativeKernel", "")
         } else {
-            ("cuLaunchKernel", ", 0")
+            ("cuLaunchKernel", ", NULL")
         };
         let _ = writeln!(
             h,
-            "static inline CUresult {lower}_launch_{name}(CUfunction f, dim3_t grid, dim3_t block,\n\
+            "static inline CUresult {lower}_launch_{name}(CUfunction f, nvshmem_rs_dim3_t grid, nvshmem_rs_dim3_t block,\n\
              \x20   unsigned shared_bytes, CUstream stream{sep}{c}) {{\n\
              \x20   void* args[] = {{{addrs}}};\n\
              \x20   return {launch}(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream, args{extra});\n}}\n",
@@ -378,7 +390,7 @@ fn render_struct(h: &mut String, s: &CStruct) {
             let _ = writeln!(h, "typedef struct {{");
             for f in fields {
                 let len = f.len.map(|n| format!("[{n}]")).unwrap_or_default();
-                let _ = writeln!(h, "    {} {}{len};", f.c_type, f.name);
+                let _ = writeln!(h, "    {} {}{len};", f.c_type, c_ident(&f.name));
             }
             let _ = writeln!(h, "}} {name};");
         }
@@ -401,23 +413,52 @@ fn render_struct(h: &mut String, s: &CStruct) {
     h.push('\n');
 }
 
-/// A kernel's parameters as C declares them: `type name` each.
-/// A kernel parameter's name in its launch helper: `f_` for a parameter
-/// named like one of the helper's own (`f`, `grid`, `block`, `shared_bytes`,
-/// `stream`, `args`), which C would refuse as a redefinition.
-fn helper_param(name: &str) -> String {
-    const OWN: [&str; 6] = ["f", "grid", "block", "shared_bytes", "stream", "args"];
-    if OWN.contains(&name) {
+/// C and C++ keywords that are not Rust keywords, so a Rust parameter or
+/// field may have the name (`new`, `this`, `class`, `int`, ...).
+#[rustfmt::skip]
+const C_KEYWORDS: &[&str] = &[
+    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "case",
+    "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "consteval",
+    "constexpr", "constinit", "const_cast", "co_await", "co_return", "co_yield", "decltype",
+    "default", "delete", "double", "dynamic_cast", "explicit", "export", "float", "friend", "goto",
+    "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr",
+    "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast",
+    "requires", "restrict", "short", "signed", "sizeof", "static_assert", "static_cast", "switch",
+    "template", "this", "thread_local", "throw", "typedef", "typeid", "typename", "union",
+    "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "xor", "xor_eq", "_Alignas",
+    "_Alignof", "_Atomic", "_Bool", "_Complex", "_Generic", "_Imaginary", "_Noreturn",
+    "_Static_assert", "_Thread_local",
+];
+
+/// A Rust parameter or field name as a C identifier: `new_` for a C or C++
+/// keyword, which would not compile as a name (`r#type` → `type_` too).
+fn c_ident(name: &str) -> String {
+    if let Some(raw) = name.strip_prefix("r#") {
+        format!("{raw}_")
+    } else if C_KEYWORDS.contains(&name) {
         format!("{name}_")
     } else {
         name.to_string()
     }
 }
 
+/// A kernel parameter's name in its launch helper: as [`c_ident`], and `f_`
+/// for a parameter named like one of the helper's own (`f`, `grid`, `block`,
+/// `shared_bytes`, `stream`, `args`), which C would refuse as a redefinition.
+fn helper_param(name: &str) -> String {
+    const OWN: [&str; 6] = ["f", "grid", "block", "shared_bytes", "stream", "args"];
+    if OWN.contains(&name) {
+        format!("{name}_")
+    } else {
+        c_ident(name)
+    }
+}
+
+/// A kernel's parameters as C declares them: `type name` each.
 fn c_params(k: &KernelInfo) -> Vec<String> {
     k.params
         .iter()
-        .map(|p| format!("{} {}", p.c_type, p.name))
+        .map(|p| format!("{} {}", p.c_type, c_ident(&p.name)))
         .collect()
 }
 
@@ -459,6 +500,16 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn c_keywords_and_raw_names_get_an_underscore() {
+        assert_eq!(c_ident("new"), "new_");
+        assert_eq!(c_ident("r#type"), "type_");
+        assert_eq!(c_ident("dest"), "dest");
+        assert_eq!(helper_param("this"), "this_");
+        assert_eq!(helper_param("stream"), "stream_");
+        assert!(render(&manifest(vec![]), &[]).contains("#define RING_KERNELS_NUM_KERNELS 0\n"));
+    }
+
+    #[test]
     fn header_lists_kernels_and_versions() {
         let p = || vec![param("dest", "int32_t*"), param("n", "uint32_t")];
         let mut bounded = kernel("allreduce", true, p());
@@ -480,14 +531,14 @@ pub(crate) mod tests {
         assert!(h.contains("#define RING_KERNELS_NVSHMEM_VERSION \"3.4.5\""));
         assert!(h.contains("#define RING_KERNELS_NVSHMEM_VERSION_MINOR 4"));
         assert!(h.contains("#define RING_KERNELS_KERNEL_RING_PUT \"ring_put\""));
-        assert!(h.contains("ring_kernels_launch_ring_put(CUfunction f, dim3_t grid, dim3_t block,\n    unsigned shared_bytes, CUstream stream, int32_t* dest, uint32_t n)"));
+        assert!(h.contains("ring_kernels_launch_ring_put(CUfunction f, nvshmem_rs_dim3_t grid, nvshmem_rs_dim3_t block,\n    unsigned shared_bytes, CUstream stream, int32_t* dest, uint32_t n)"));
         assert!(h.contains("cuLaunchCooperativeKernel(f"));
         assert_eq!(
-            h.matches("typedef struct { unsigned x, y, z; } dim3_t;")
+            h.matches("typedef struct { unsigned x, y, z; } nvshmem_rs_dim3_t;")
                 .count(),
             1
         );
-        assert!(h.find("dim3_t;").unwrap() < h.find("dim3_t grid").unwrap());
+        assert!(h.find("nvshmem_rs_dim3_t;").unwrap() < h.find("nvshmem_rs_dim3_t grid").unwrap());
         assert!(
             h.find("#include <cuda.h>").unwrap() > h.find("NVSHMEM_RS_NO_LAUNCH_HELPERS)").unwrap()
         );

@@ -159,7 +159,8 @@ pub fn installed_for(version: &str, cuda: nvshmem_builder::CudaMajor) -> Option<
 }
 
 /// Compiles a generated header with gcc as C99 and C11 and with g++ as
-/// C++11 and C++17 (`-Wall -Wextra -Werror -fsyntax-only`): without the
+/// C++11 and C++17 (`-Wall -Wextra -Werror -fsyntax-only`, and for C++
+/// `-Wold-style-cast -Wzero-as-null-pointer-constant`): without the
 /// launch helpers, and with them when `cuda_include` has `cuda.h`.
 /// Returns the compilations that ran; panics on the first failure.
 pub fn compile_header(header: &Path, cuda_include: Option<&Path>) -> Vec<String> {
@@ -182,6 +183,10 @@ pub fn compile_header(header: &Path, cuda_include: Option<&Path>) -> Vec<String>
                     "-x",
                     lang,
                 ]);
+                if lang == "c++" {
+                    // What C++ projects often turn on: no casts, no 0 as a pointer.
+                    cmd.args(["-Wold-style-cast", "-Wzero-as-null-pointer-constant"]);
+                }
                 match include {
                     None => cmd.arg("-DNVSHMEM_RS_NO_LAUNCH_HELPERS"),
                     Some(dir) => cmd.arg(format!("-I{}", dir.display())),
