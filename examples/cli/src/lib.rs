@@ -15,7 +15,16 @@ use std::process::ExitCode;
 pub type Res<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 /// Set to `1` (GPU runners do), a missing GPU is a failure, not a clean exit.
-pub const REQUIRE_GPU: &str = "NVSHMEM_RS_REQUIRE_GPU";
+pub const REQUIRE_GPU: &str = nvshmem_host::harness::REQUIRE_GPU;
+
+/// Whether [`REQUIRE_GPU`] is set (as `nvshmem_host::harness::gpu_required`
+/// reads it); a value it cannot read ends the process with status 2.
+fn require_gpu() -> bool {
+    nvshmem_host::harness::gpu_required().unwrap_or_else(|e| {
+        eprintln!("{}: {e}", program());
+        std::process::exit(2)
+    })
+}
 
 /// Initializes NVSHMEM with the default options, or exits; see [`init_with_or_exit`].
 pub fn init_or_exit() -> Nvshmem {
@@ -44,7 +53,7 @@ pub fn init_with_or_exit(options: InitOptions) -> Nvshmem {
         _ => nvshmem_host::gpu_count().err().map(|e| e.to_string()),
     };
     match no_gpu {
-        Some(reason) if std::env::var_os(REQUIRE_GPU).is_none_or(|v| v != "1") => {
+        Some(reason) if !require_gpu() => {
             println!("no GPU: {}", first_line(&reason));
             std::process::exit(0)
         }

@@ -47,39 +47,74 @@
 //! line then reads `ok (...), part(s) SKIPPED: why`, never a plain `ok`.
 //!
 //! # Under mpirun, srun or torchrun
-//! Started by an outside launcher (`mpirun -n 2 target/release/deps/gpu-*`),
-//! the binary is one PE of that job: NVSHMEM starts once through the
-//! launcher's bootstrap, and every test whose PE counts include the job's
-//! size runs on every rank in turn; every other selected test is listed as
-//! SKIPPED with the PE counts it runs on. Each rank prints `[rank R]` lines
-//! and its own summary. A failed test stops the rank at once with exit status 1,
+//! Started by an outside launcher, the binary is one PE of that job. Give
+//! the launcher the test binary itself: `cargo test --release --no-run`
+//! prints its path (`target/release/deps/<name>-<hash>`; not a glob, which
+//! also matches the `.d` file beside it):
+//!
+//! ```text
+//! mpirun -n 2 target/release/deps/kernels-0123abcd
+//! srun -K -n 2 --mpi=pmix target/release/deps/kernels-0123abcd
+//! ```
+//!
+//! NVSHMEM starts once through the launcher's bootstrap, and every test
+//! whose PE counts include the job's size runs on every rank in turn; every
+//! other selected test is listed as SKIPPED with the PE counts it runs on.
+//! Each rank prints `[rank R]` lines and its own summary. A filter that
+//! selects no test fails the rank here (it is a mistake, not another
+//! binary's test). A failed test stops the rank at once with exit status 1,
 //! without finalizing: after a failure the PEs may be out of step, and a
-//! collective would wait forever; the launcher then stops the job. Run the
-//! remaining tests with a filter.
+//! collective would wait forever. mpirun then stops the job; srun does so
+//! only with `-K` (`--kill-on-bad-exit`). Each test's timeout holds here
+//! too: a rank whose test (or the barrier after it) outlives it prints
+//! `TIMED OUT` and exits 1. Run the remaining tests with a filter.
 //!
 //! # A failing PE never hangs the run
 //! A PE whose test fails or panics records its verdict and exits 1 without
 //! NVSHMEM's (collective) finalize, and the launcher stops the other PEs,
 //! which may be waiting for it in a collective. The failure line names each
-//! PE's verdict; PEs that were stopped say `no verdict`.
+//! PE's verdict; PEs that were stopped say `no verdict`, with their last
+//! failed check when they made one ([`Failure::new`], which every check
+//! here uses, notes it at once: a test that returns its failure may still
+//! hang on the way out, in a buffer's collective free).
 //!
 //! # Without a GPU
 //! Every run is reported `SKIPPED` with the reason, never passed, and the
 //! binary exits 0 — unless `NVSHMEM_RS_REQUIRE_GPU=1`, which makes a missing
-//! GPU a failure (GPU runners set it). Runs of 3 or more PEs on fewer GPUs
-//! need CUDA MPS and are skipped with that reason when it is not running.
+//! GPU a failure (GPU runners set it).
 //!
-//! # Reports
-//! Besides the lines on stdout, a JSON report goes to `$NVSHMEM_RS_TEST_REPORT`
-//! when set. Command-line arguments that don't start with `-` filter tests by
-//! substring, as with libtest.
+//! # Several PEs on one GPU
+//! Two PEs share a GPU as they are. A run with more PEs than GPUs and more
+//! than 2 PEs needs CUDA MPS, and is skipped saying so when it is not
+//! running (a failure under `NVSHMEM_RS_REQUIRE_GPU=1`). Start it before the
+//! tests and stop it after:
+//!
+//! ```text
+//! nvidia-cuda-mps-control -d            # as the user who runs the tests
+//! cargo test --release
+//! echo quit | nvidia-cuda-mps-control
+//! ```
+//!
+//! The harness sees it through its control pipe, in
+//! `$CUDA_MPS_PIPE_DIRECTORY` or `/tmp/nvidia-mps`.
+//!
+//! # Command line and reports
+//! As with libtest: arguments filter tests by substring (`--exact`: by
+//! name), `--skip X` leaves out the tests that match `X`, and `--list`
+//! (with `--format terse`) lists them, which cargo-nextest reads. Other
+//! flags (`--nocapture`, `--test-threads 1`) are accepted and change
+//! nothing. Besides the lines on stdout, a JSON report goes to
+//! `$NVSHMEM_RS_TEST_REPORT` when set.
 //!
 //! # Environment
+//! A value that does not parse is an error (exit status 2), never the
+//! default.
+//!
 //! | Variable | Effect |
 //! |---|---|
-//! | `NVSHMEM_RS_REQUIRE_GPU=1` | no GPU (or no MPS where needed) is a failure, not a skip |
+//! | `NVSHMEM_RS_REQUIRE_GPU=1` | no GPU (or no MPS where needed) is a failure, not a skip (`1`/`true`/`yes`, or `0`/`false`/`no`) |
 //! | `NVSHMEM_RS_TEST_REPORT=path` | write a JSON report there |
-//! | `NVSHMEM_RS_TEST_TIMEOUT=secs` | per-run timeout (default 120) |
+//! | `NVSHMEM_RS_TEST_TIMEOUT=secs` | per-run timeout (default 120; [`GpuTest::timeout`] overrides it), under an outside launcher too |
 //! | `NVSHMEM_RS_PTX_DIR=dir` | where [`TestPe::module`] finds manifests (default: the one given to [`main`]) |
 
 use crate::job::launcher::{self, LaunchPlan, Outcome};
@@ -109,15 +144,44 @@ impl Display for Failure {
     }
 }
 
+impl Failure {
+    /// A failure with `message`, noted at once as this PE's last failed
+    /// check: when the test then hangs on its way out (a buffer's
+    /// collective free waiting for a peer), the timeout report still says
+    /// what failed.
+    pub fn new(message: impl Into<String>) -> Failure {
+        let message = message.into();
+        if let Some(path) = PENDING_FILE.get() {
+            let _ = std::fs::write(path, &message);
+        }
+        *LAST_FAILURE.lock().unwrap_or_else(|e| e.into_inner()) = Some(message.clone());
+        Failure(message)
+    }
+}
+
+/// The message of the last [`Failure::new`] of the running test.
+static LAST_FAILURE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+/// Where a PE started by the harness writes that message too (the
+/// orchestrator reads it when the PE leaves no verdict).
+static PENDING_FILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// The last failure noted by the running test, if any.
+fn last_failure() -> Option<String> {
+    LAST_FAILURE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
-        Failure(e.to_string())
+        Failure::new(e.to_string())
     }
 }
 
 impl From<String> for Failure {
     fn from(s: String) -> Self {
-        Failure(s)
+        Failure::new(s)
     }
 }
 
@@ -132,7 +196,7 @@ impl From<String> for Failure {
 /// ```
 pub fn check_eq<T: PartialEq + Debug>(kernel: &str, got: &[T], expected: &[T]) -> TestResult {
     if got.len() != expected.len() {
-        return Err(Failure(format!(
+        return Err(Failure::new(format!(
             "kernel `{kernel}`: {} elements, expected {}",
             got.len(),
             expected.len()
@@ -141,7 +205,7 @@ pub fn check_eq<T: PartialEq + Debug>(kernel: &str, got: &[T], expected: &[T]) -
     let wrong = got.iter().zip(expected).filter(|(g, e)| g != e).count();
     match got.iter().zip(expected).position(|(g, e)| g != e) {
         None => Ok(()),
-        Some(i) => Err(Failure(format!(
+        Some(i) => Err(Failure::new(format!(
             "kernel `{kernel}`: element {i} is {:?}, expected {:?} ({wrong} of {} elements wrong)",
             got[i],
             expected[i],
@@ -200,7 +264,7 @@ pub fn check_close<T: Copy + Debug + Into<f64>>(
     tol: Tolerance,
 ) -> TestResult {
     if got.len() != expected.len() {
-        return Err(Failure(format!(
+        return Err(Failure::new(format!(
             "kernel `{kernel}`: {} elements, expected {}",
             got.len(),
             expected.len()
@@ -212,7 +276,7 @@ pub fn check_close<T: Copy + Debug + Into<f64>>(
         None => Ok(()),
         Some(i) => {
             let (g, e): (f64, f64) = (got[i].into(), expected[i].into());
-            Err(Failure(format!(
+            Err(Failure::new(format!(
                 "kernel `{kernel}`: element {i} is {g:?}, expected {e:?} (±{:.3e}: abs {:e} + rel {:e}; {wrong} of {} elements outside)",
                 tol.abs + tol.rel * e.abs(),
                 tol.abs,
@@ -314,7 +378,7 @@ pub fn ensure<M: Display>(condition: bool, message: impl FnOnce() -> M) -> TestR
     if condition {
         Ok(())
     } else {
-        Err(Failure(message().to_string()))
+        Err(Failure::new(message().to_string()))
     }
 }
 
@@ -396,6 +460,7 @@ impl TestPe {
     fn start(&mut self, test: &GpuTest) {
         self.seed = sentinel_seed(test.name);
         self.skipped.clear();
+        *LAST_FAILURE.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// This test's poison marker for `T` (NaN for floats, the test's own
@@ -465,18 +530,36 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
         std::process::exit(run_worker(&name, tests, &ptx_dir));
     }
     let env = |name: &str| std::env::var(name).ok();
-    if let Some((launcher, rank, size)) = crate::job::bootstrap::outside_job(&env) {
-        std::process::exit(run_in_job(launcher, rank, size, tests, &ptx_dir));
+    let settings = Settings::from_env(&env).unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        std::process::exit(2)
+    });
+    let args = Args::parse(std::env::args().skip(1));
+    let selected: Vec<&GpuTest> = tests.iter().filter(|t| args.selects(t.name)).collect();
+    if args.list {
+        // libtest's format, which cargo-nextest and IDEs read.
+        for t in &selected {
+            println!("{}: test", t.name);
+        }
+        if !args.terse {
+            println!("\n{} tests, 0 benchmarks", selected.len());
+        }
+        std::process::exit(0);
     }
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let selected: Vec<&GpuTest> = tests
-        .iter()
-        .filter(|t| filters.is_empty() || filters.iter().any(|f| t.name.contains(f.as_str())))
-        .collect();
-    let require_gpu = std::env::var_os("NVSHMEM_RS_REQUIRE_GPU").is_some_and(|v| v == "1");
+    if let Some((launcher, rank, size)) = crate::job::bootstrap::outside_job(&env) {
+        std::process::exit(run_in_job(
+            launcher, rank, size, &selected, &args, &settings, &ptx_dir,
+        ));
+    }
+    if selected.is_empty() && !args.filters.is_empty() {
+        // Exit 0 as libtest does: `cargo test NAME` passes NAME to every test binary.
+        println!(
+            "no test matches {:?} (the tests: {})",
+            args.filters,
+            names(tests)
+        );
+    }
+    let require_gpu = settings.require_gpu;
     let gpus = crate::gpu_count();
 
     let mut rows = Vec::new();
@@ -487,10 +570,12 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
                 Err(e) => Verdict::Skipped(format!("no GPU: {}", first_line(&e.to_string()))),
                 Ok(count) if n as usize > *count && n > 2 && !mps_running() => {
                     Verdict::Skipped(format!(
-                        "{n} PEs on {count} GPU(s) need CUDA MPS, which is not running (see docs/guide.md, host side: several PEs on one GPU)"
+                        "{n} PEs on {count} GPU(s) need CUDA MPS, which is not running (start it with `nvidia-cuda-mps-control -d`; see nvshmem_host::harness, several PEs on one GPU)"
                     ))
                 }
-                Ok(_) => run_orchestrated(test, n, &ptx_dir),
+                Ok(_) => {
+                    run_orchestrated(test, n, &ptx_dir, test.timeout.unwrap_or(settings.timeout))
+                }
             };
             let verdict = match verdict {
                 Verdict::Skipped(why) if require_gpu => {
@@ -576,7 +661,7 @@ fn mps_running() -> bool {
 }
 
 /// Runs `test` on `n` PEs of this same binary and collects their verdicts.
-fn run_orchestrated(test: &GpuTest, n: u32, ptx_dir: &Path) -> Verdict {
+fn run_orchestrated(test: &GpuTest, n: u32, ptx_dir: &Path, timeout: Duration) -> Verdict {
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => return Verdict::Failed(format!("cannot find this test binary: {e}")),
@@ -590,14 +675,6 @@ fn run_orchestrated(test: &GpuTest, n: u32, ptx_dir: &Path) -> Verdict {
     if let Err(e) = std::fs::create_dir_all(&verdicts) {
         return Verdict::Failed(format!("cannot create {}: {e}", verdicts.display()));
     }
-    let timeout = test.timeout.unwrap_or_else(|| {
-        Duration::from_secs(
-            std::env::var("NVSHMEM_RS_TEST_TIMEOUT")
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(120),
-        )
-    });
     let mut plan = LaunchPlan::new(n as usize, exe.into_os_string())
         .with_timeout(timeout)
         .with_env(WORKER, test.name)
@@ -619,7 +696,14 @@ fn run_orchestrated(test: &GpuTest, n: u32, ptx_dir: &Path) -> Verdict {
                 }
             }
             Ok(v) => failures.push(format!("PE {rank}: {v}")),
-            Err(_) => failures.push(format!("PE {rank}: no verdict (it crashed or was stopped)")),
+            Err(_) => failures.push(
+                match std::fs::read_to_string(verdicts.join(format!("{rank}.pending.txt"))) {
+                    Ok(last) => format!(
+                        "PE {rank}: no verdict (it was stopped on its way out of a failed check): {last}"
+                    ),
+                    Err(_) => format!("PE {rank}: no verdict (it crashed or was stopped)"),
+                },
+            ),
         }
     }
     let _ = std::fs::remove_dir_all(&verdicts);
@@ -628,7 +712,7 @@ fn run_orchestrated(test: &GpuTest, n: u32, ptx_dir: &Path) -> Verdict {
         Ok(Outcome::Success) if failures.is_empty() => Verdict::PassedWithSkips(skipped),
         Ok(Outcome::Success) => Verdict::Failed(failures.join("\n    ")),
         Ok(other) => {
-            failures.insert(0, format!("{other:?}"));
+            failures.insert(0, other.to_string());
             Verdict::Failed(failures.join("\n    "))
         }
         Err(e) => Verdict::Failed(format!("launch failed: {e}")),
@@ -642,15 +726,29 @@ fn run_orchestrated(test: &GpuTest, n: u32, ptx_dir: &Path) -> Verdict {
 /// prints its own lines and summary, and exits 1 if a test failed on it (the
 /// launcher then fails). Tests that need environment variables this job was
 /// not started with, and tests that do not run at this job's size, are
-/// skipped, saying why.
-fn run_in_job(launcher: &str, rank: u32, size: u32, tests: &[GpuTest], ptx_dir: &Path) -> i32 {
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let require_gpu = std::env::var_os("NVSHMEM_RS_REQUIRE_GPU").is_some_and(|v| v == "1");
+/// skipped, saying why. A test (with its barrier) that outlives its timeout
+/// ends the rank with status 1, saying so.
+fn run_in_job(
+    launcher: &str,
+    rank: u32,
+    size: u32,
+    selected: &[&GpuTest],
+    args: &Args,
+    settings: &Settings,
+    ptx_dir: &Path,
+) -> i32 {
+    let require_gpu = settings.require_gpu;
     let say = |line: String| println!("[rank {rank}] {line}");
     say(format!("{size} PEs started by {launcher}"));
+    if selected.is_empty() && !args.filters.is_empty() {
+        // Here a filter is a mistake (such as a `.d` file from a glob), not
+        // another binary's test name: running nothing must not pass.
+        say(format!(
+            "FAILED: no test of this binary matches {:?}",
+            args.filters
+        ));
+        return 1;
+    }
     let nv = match Nvshmem::init() {
         Ok(nv) => nv,
         Err(e) if crate::gpu_count().is_err() && !require_gpu => {
@@ -664,11 +762,7 @@ fn run_in_job(launcher: &str, rank: u32, size: u32, tests: &[GpuTest], ptx_dir: 
     };
     let mut pe = TestPe::new(nv, ptx_dir);
     let (mut passed, mut partly, mut failed, mut skipped) = (0, 0, 0, 0);
-    for test in tests {
-        let wanted = filters.is_empty() || filters.iter().any(|f| test.name.contains(f.as_str()));
-        if !wanted {
-            continue;
-        }
+    for &test in selected {
         if !test.pes.contains(&size) {
             skipped += 1;
             say(format!(
@@ -691,6 +785,11 @@ fn run_in_job(launcher: &str, rank: u32, size: u32, tests: &[GpuTest], ptx_dir: 
         }
         let started = Instant::now();
         pe.start(test);
+        let timeout = test.timeout.unwrap_or(settings.timeout);
+        let _watchdog = Watchdog::start(
+            timeout,
+            format!("[rank {rank}] test {} [{size} PE]", test.name),
+        );
         let result = run_caught(test, &mut pe);
         let secs = started.elapsed().as_secs_f64();
         if let Err(why) = result {
@@ -749,6 +848,9 @@ fn run_in_job(launcher: &str, rank: u32, size: u32, tests: &[GpuTest], ptx_dir: 
 fn run_worker(name: &str, tests: &[GpuTest], ptx_dir: &Path) -> i32 {
     let verdicts = std::env::var_os(VERDICTS).map(PathBuf::from);
     let rank = std::env::var(crate::job::launcher::env::RANK).unwrap_or_else(|_| "0".into());
+    if let Some(dir) = &verdicts {
+        let _ = PENDING_FILE.set(dir.join(format!("{rank}.pending.txt")));
+    }
     let record = |v: &str| {
         if let Some(dir) = &verdicts {
             let _ = std::fs::write(dir.join(format!("{rank}.txt")), v);
@@ -786,6 +888,167 @@ fn run_worker(name: &str, tests: &[GpuTest], ptx_dir: &Path) -> i32 {
             record(&ok_verdict(&pe.skipped));
             0
         }
+    }
+}
+
+/// The variable that makes a missing GPU a failure (GPU runners set it).
+pub const REQUIRE_GPU: &str = "NVSHMEM_RS_REQUIRE_GPU";
+
+/// Whether [`REQUIRE_GPU`] asks for a GPU: `1`, `true` or `yes`; unset,
+/// empty, `0`, `false` or `no` do not; anything else is an error that says
+/// what is expected. Programs that exit cleanly without a GPU read it here
+/// too, so that every binary of a project reads it alike.
+///
+/// ```
+/// # fn main() -> Result<(), String> {
+/// if !nvshmem_host::harness::gpu_required()? {
+///     println!("no GPU: skipped");
+/// }
+/// # Ok(()) }
+/// ```
+pub fn gpu_required() -> std::result::Result<bool, String> {
+    parse_require_gpu(std::env::var(REQUIRE_GPU).ok().as_deref())
+}
+
+fn parse_require_gpu(value: Option<&str>) -> std::result::Result<bool, String> {
+    match value.map(str::trim) {
+        None | Some("" | "0" | "false" | "no") => Ok(false),
+        Some("1" | "true" | "yes") => Ok(true),
+        Some(other) => Err(format!(
+            "{REQUIRE_GPU}={other}: expected 1 (a missing GPU fails) or 0"
+        )),
+    }
+}
+
+/// The harness's settings from the environment; a value that does not
+/// parse is an error, never silently the default.
+#[derive(Debug, PartialEq)]
+struct Settings {
+    /// `NVSHMEM_RS_REQUIRE_GPU`: a skip for want of a GPU (or MPS) fails.
+    require_gpu: bool,
+    /// `NVSHMEM_RS_TEST_TIMEOUT` (seconds), else 120 s: each run's limit.
+    timeout: Duration,
+}
+
+impl Settings {
+    fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Settings, String> {
+        let require_gpu = parse_require_gpu(env(REQUIRE_GPU).as_deref())?;
+        let timeout = match env("NVSHMEM_RS_TEST_TIMEOUT") {
+            None => Duration::from_secs(120),
+            Some(v) => match v.trim().parse::<f64>() {
+                Ok(secs) if secs > 0.0 && secs.is_finite() && secs < 1e9 => {
+                    Duration::from_secs_f64(secs)
+                }
+                _ => {
+                    return Err(format!(
+                        "NVSHMEM_RS_TEST_TIMEOUT={v}: expected a number of seconds above 0, such as 300"
+                    ));
+                }
+            },
+        };
+        Ok(Settings {
+            require_gpu,
+            timeout,
+        })
+    }
+}
+
+/// The command line, as libtest reads it: substrings (or, with `--exact`,
+/// names) select tests, `--skip` leaves some out, `--list` lists them.
+/// Other flags (`--nocapture`, `--test-threads 1`, ...) are accepted and
+/// have no effect.
+#[derive(Debug, Default, PartialEq)]
+struct Args {
+    filters: Vec<String>,
+    skip: Vec<String>,
+    exact: bool,
+    list: bool,
+    /// `--format terse`: the list without its count line.
+    terse: bool,
+    /// `--ignored`: only ignored tests, and this harness has none.
+    ignored: bool,
+}
+
+impl Args {
+    fn parse(args: impl IntoIterator<Item = String>) -> Args {
+        /// libtest's flags that take the next argument as their value.
+        const WITH_VALUE: [&str; 7] = [
+            "--skip",
+            "--test-threads",
+            "--color",
+            "--format",
+            "--logfile",
+            "--shuffle-seed",
+            "-Z",
+        ];
+        let mut out = Args::default();
+        let mut args = args.into_iter();
+        while let Some(a) = args.next() {
+            let (flag, inline) = match a.split_once('=') {
+                Some((f, v)) if a.starts_with("--") => (f.to_string(), Some(v.to_string())),
+                _ => (a.clone(), None),
+            };
+            let value =
+                |args: &mut dyn Iterator<Item = String>| inline.clone().or_else(|| args.next());
+            match flag.as_str() {
+                "--exact" => out.exact = true,
+                "--list" => out.list = true,
+                "--ignored" => out.ignored = true,
+                "--skip" => out.skip.extend(value(&mut args)),
+                "--format" => out.terse = value(&mut args).as_deref() == Some("terse"),
+                f if WITH_VALUE.contains(&f) => {
+                    let _ = value(&mut args);
+                }
+                f if f.starts_with('-') => {}
+                _ => out.filters.push(a),
+            }
+        }
+        out
+    }
+
+    /// Whether test `name` runs.
+    fn selects(&self, name: &str) -> bool {
+        let hit = |f: &String| {
+            if self.exact {
+                name == f
+            } else {
+                name.contains(f.as_str())
+            }
+        };
+        !self.ignored
+            && (self.filters.is_empty() || self.filters.iter().any(hit))
+            && !self.skip.iter().any(hit)
+    }
+}
+
+/// The names of `tests`, for messages.
+fn names(tests: &[GpuTest]) -> String {
+    tests.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+}
+
+/// Ends the process with status 1 if it is not dropped within `timeout`:
+/// under an outside launcher nothing else stops a rank whose test hangs
+/// (srun, without `-K`, leaves the other ranks waiting in a collective
+/// until the allocation ends).
+struct Watchdog {
+    _done: std::sync::mpsc::Sender<()>,
+}
+
+impl Watchdog {
+    fn start(timeout: Duration, what: String) -> Watchdog {
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(timeout) {
+                let last = last_failure()
+                    .map(|f| format!("; its last failed check: {f}"))
+                    .unwrap_or_default();
+                println!(
+                    "{what} ... TIMED OUT after {timeout:?} (NVSHMEM_RS_TEST_TIMEOUT or GpuTest::timeout){last}; exiting with status 1"
+                );
+                crate::job::launcher::sys::exit_now(1);
+            }
+        });
+        Watchdog { _done: done }
     }
 }
 
@@ -881,6 +1144,105 @@ mod tests {
         assert!(e.0.contains("element 0 is 11.6, expected 10.0"), "{}", e.0);
         assert!(e.0.contains("1 of 2 elements outside"), "{}", e.0);
         assert!(check_close("k", &[1.0f32], &[1.0, 2.0], Tolerance::EXACT).is_err());
+    }
+
+    #[test]
+    fn settings_refuse_what_does_not_parse() {
+        let with = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let s = Settings::from_env(&with(&[])).unwrap();
+        assert_eq!(
+            (s.require_gpu, s.timeout),
+            (false, Duration::from_secs(120))
+        );
+        let s = Settings::from_env(&with(&[
+            ("NVSHMEM_RS_REQUIRE_GPU", "true"),
+            ("NVSHMEM_RS_TEST_TIMEOUT", "1.5"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (s.require_gpu, s.timeout),
+            (true, Duration::from_millis(1500))
+        );
+        assert_eq!(parse_require_gpu(Some(" 0 ")), Ok(false));
+        let e = Settings::from_env(&with(&[("NVSHMEM_RS_REQUIRE_GPU", "maybe")])).unwrap_err();
+        assert!(
+            e.contains("NVSHMEM_RS_REQUIRE_GPU=maybe: expected 1"),
+            "{e}"
+        );
+        for bad in ["abc", "0", "-5", "inf"] {
+            let vars: &'static [(&str, &str)] =
+                Box::leak(Box::new([("NVSHMEM_RS_TEST_TIMEOUT", bad)]));
+            let e = Settings::from_env(&with(vars)).unwrap_err();
+            assert!(e.contains("expected a number of seconds"), "{e}");
+        }
+    }
+
+    #[test]
+    fn args_read_as_libtest_reads_them() {
+        let parse = |a: &[&str]| Args::parse(a.iter().map(|s| s.to_string()));
+        let a = parse(&[
+            "ring",
+            "--nocapture",
+            "--test-threads",
+            "1",
+            "--skip",
+            "ring_big",
+        ]);
+        assert_eq!(a.filters, ["ring"]);
+        assert!(a.selects("ring") && a.selects("ring_small") && !a.selects("ring_big"));
+        assert!(!a.selects("allreduce"));
+        let a = parse(&["--exact", "ring", "--test-threads=2"]);
+        assert!(a.selects("ring") && !a.selects("ring_small"));
+        let a = parse(&["--list", "--format", "terse"]);
+        assert!(a.list && a.terse && a.selects("anything"));
+        assert!(!parse(&["--ignored"]).selects("ring"));
+    }
+
+    /// In a child process (this test binary again): a failed check is
+    /// noted in the pending file at once, and the watchdog ends the hung
+    /// "test" with status 1, naming it and that check.
+    #[test]
+    fn the_watchdog_ends_a_hung_test_with_its_last_failure() {
+        const CHILD: &str = "NVSHMEM_RS_HARNESS_WATCHDOG_CHILD";
+        if let Some(pending) = std::env::var_os(CHILD) {
+            PENDING_FILE.set(PathBuf::from(pending)).unwrap();
+            let _ = check_eq("k", &[9], &[1]);
+            let _watchdog = Watchdog::start(Duration::from_millis(200), "test hang [2 PE]".into());
+            std::thread::sleep(Duration::from_secs(30));
+            return;
+        }
+        let pending = std::env::temp_dir().join(format!("harness-pending-{}", std::process::id()));
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "job::harness::tests::the_watchdog_ends_a_hung_test_with_its_last_failure",
+                "--nocapture",
+            ])
+            .env(CHILD, &pending)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{stdout}");
+        assert!(
+            stdout.contains("test hang [2 PE] ... TIMED OUT after 200ms"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("its last failed check: kernel `k`: element 0 is 9"),
+            "{stdout}"
+        );
+        let noted = std::fs::read_to_string(&pending).unwrap();
+        let _ = std::fs::remove_file(&pending);
+        assert!(
+            noted.starts_with("kernel `k`: element 0 is 9, expected 1"),
+            "{noted}"
+        );
     }
 
     #[test]

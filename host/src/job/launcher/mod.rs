@@ -35,7 +35,7 @@ mod mps;
 mod output;
 mod plan;
 mod run;
-mod sys;
+pub(crate) mod sys;
 
 #[cfg(feature = "cli")]
 pub use cli::{Cli, GpuList, cli_main};

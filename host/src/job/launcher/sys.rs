@@ -223,3 +223,14 @@ pub(crate) fn signal_name(sig: c_int) -> Option<&'static str> {
         _ => return None,
     })
 }
+
+/// Ends this process at once with `code`, after flushing stdout and stderr,
+/// without running exit handlers: after a hang, CUDA's and NVSHMEM's
+/// teardown could wait on the same stuck work.
+pub(crate) fn exit_now(code: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: `_exit` takes no pointers and never returns.
+    unsafe { libc::_exit(code) }
+}
