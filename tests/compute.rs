@@ -423,7 +423,7 @@ fn shared_dynamic(pe: &mut TestPe) -> TestResult {
         Err(e @ Error::SharedMemoryTooLarge { .. }) => {
             ensure(e.to_string().contains("shared_dynamic"), || e.to_string())
         }
-        other => Err(Failure(format!(
+        other => Err(Failure::new(format!(
             "a 1 MiB shared-memory launch gave {other:?}"
         ))),
     }

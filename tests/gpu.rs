@@ -744,7 +744,7 @@ fn rma_path(pe: &mut TestPe) -> TestResult {
         ),
     };
     checks::rma_path(out.to_vec(nv.stream())?[0], &want).map_err(|e| {
-        harness::Failure(format!(
+        harness::Failure::new(format!(
             "{e} (expected by {from}; kernels in {})",
             pe.ptx_dir().display()
         ))

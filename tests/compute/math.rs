@@ -28,7 +28,7 @@ fn all_written<T: bytemuck::Pod>(name: &str, got: &[T], marker: T) -> TestResult
     let unwritten = |v: &T| bytemuck::bytes_of(v) == bytemuck::bytes_of(&marker);
     match got.iter().position(unwritten) {
         None => Ok(()),
-        Some(i) => Err(Failure(format!(
+        Some(i) => Err(Failure::new(format!(
             "kernel `{name}`: element {i} was not written ({} of {} elements hold the poison)",
             got.iter().filter(|v| unwritten(v)).count(),
             got.len()
@@ -342,7 +342,7 @@ fn run_table(pe: &mut TestPe, is_f32: bool) -> TestResult {
     if failures.is_empty() {
         Ok(())
     } else {
-        Err(Failure(failures.join("\n")))
+        Err(Failure::new(failures.join("\n")))
     }
 }
 
@@ -416,7 +416,7 @@ pub fn math_approx(pe: &mut TestPe) -> TestResult {
             // NaN compares false: a NaN result passes only where NaN is expected.
             let nan_expected = want.is_nan() && got[at].is_nan();
             if !(err <= bound || nan_expected) {
-                return Err(Failure(format!(
+                return Err(Failure::new(format!(
                     "math_approx {name}({}): got {}, expected {want} (error {err:e}, bound {bound:e})",
                     xs[at], got[at]
                 )));

@@ -43,6 +43,8 @@ pub fn init_or_exit() -> Nvshmem {
 /// machine that has no GPU either is reported as `no GPU`: nothing could run
 /// there anyway.
 pub fn init_with_or_exit(options: InitOptions) -> Nvshmem {
+    // Read first: a value it cannot read is an error with a GPU too.
+    let required = require_gpu();
     let error = match options.init() {
         Ok(nv) => return nv,
         Err(e) => e,
@@ -53,7 +55,7 @@ pub fn init_with_or_exit(options: InitOptions) -> Nvshmem {
         _ => nvshmem_host::gpu_count().err().map(|e| e.to_string()),
     };
     match no_gpu {
-        Some(reason) if !require_gpu() => {
+        Some(reason) if !required => {
             println!("no GPU: {}", first_line(&reason));
             std::process::exit(0)
         }

@@ -17,7 +17,7 @@ const PES: &[u32] = &[1, 2, 4];
 const MAX_TOKENS: usize = 40;
 
 fn fail(e: Error) -> Failure {
-    Failure(e.to_string())
+    Failure::new(e.to_string())
 }
 
 fn config(mode: Mode, fp8: bool) -> Config {
@@ -101,14 +101,14 @@ fn run(pe: &mut TestPe, mode: Mode, fp8: bool, routing: Routing) -> TestResult {
         let layout = moe.layout().map_err(fail)?;
         let (rows, scales) = received(nv, &moe)?;
         reference::check_dispatch(&cfg, &all, me, &layout, &rows, &scales)
-            .map_err(|e| Failure(format!("round {round}, dispatch: {e}")))?;
+            .map_err(|e| Failure::new(format!("round {round}, dispatch: {e}")))?;
         let y = reference::expert_outputs(&cfg, me, &layout, &rows, &scales, moe.rows_cap());
         b.y.copy_from_host(nv.stream(), &y)?;
         moe.combine(&b.y, &b.idx, &b.w, &b.out).map_err(fail)?;
         let got = b.out.to_vec(nv.stream())?;
         let want = reference::combine_reference(&cfg, mine);
         reference::check_combine(&got[..want.len()], &want)
-            .map_err(|e| Failure(format!("round {round}: {e}")))?;
+            .map_err(|e| Failure::new(format!("round {round}: {e}")))?;
         moe.status().map_err(fail)?;
     }
     Ok(())
@@ -128,15 +128,15 @@ fn graph(pe: &mut TestPe) -> TestResult {
     // Capture needs the buffers' sizes only; the data comes before each replay.
     let s = nv.stream();
     s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
-        .map_err(|e| Failure(format!("begin_capture: {e}")))?;
+        .map_err(|e| Failure::new(format!("begin_capture: {e}")))?;
     let captured = moe
         .dispatch(&b.x, &b.idx, &b.w, tokens)
         .and_then(|()| moe.combine(recv, &b.idx, &b.w, &b.out));
     let graph = s.end_capture(sys::CUgraphInstantiate_flags(0));
     captured.map_err(fail)?;
     let graph = graph
-        .map_err(|e| Failure(format!("end_capture: {e}")))?
-        .ok_or_else(|| Failure("the capture recorded nothing".into()))?;
+        .map_err(|e| Failure::new(format!("end_capture: {e}")))?
+        .ok_or_else(|| Failure::new("the capture recorded nothing"))?;
     for round in 0..3 {
         let all = all_inputs(&cfg, np, Routing::Uniform, 10 + round);
         let mine = &all[me as usize];
@@ -144,17 +144,17 @@ fn graph(pe: &mut TestPe) -> TestResult {
         moe.poison().map_err(fail)?;
         graph
             .launch()
-            .map_err(|e| Failure(format!("graph launch: {e}")))?;
+            .map_err(|e| Failure::new(format!("graph launch: {e}")))?;
         let layout = moe.layout().map_err(fail)?;
         let (rows, scales) = received(nv, &moe)?;
         reference::check_dispatch(&cfg, &all, me, &layout, &rows, &scales)
-            .map_err(|e| Failure(format!("graph round {round}, dispatch: {e}")))?;
+            .map_err(|e| Failure::new(format!("graph round {round}, dispatch: {e}")))?;
         let got = b.out.to_vec(s)?;
         let want = reference::combine_reference_with(&cfg, mine, |x, _| {
             x.iter().map(|v| bf16::from_f32(*v)).collect()
         });
         reference::check_combine(&got[..want.len()], &want)
-            .map_err(|e| Failure(format!("graph round {round}: {e}")))?;
+            .map_err(|e| Failure::new(format!("graph round {round}: {e}")))?;
     }
     Ok(())
 }
@@ -183,8 +183,8 @@ fn refused_on_one_pe(pe: &mut TestPe) -> TestResult {
         }
         Err(e) => return Err(fail(e)),
         Ok(_) => {
-            return Err(Failure(
-                "Moe::new accepted a configuration wrong on one PE".into(),
+            return Err(Failure::new(
+                "Moe::new accepted a configuration wrong on one PE",
             ));
         }
     }
@@ -203,7 +203,7 @@ fn refused_on_one_pe(pe: &mut TestPe) -> TestResult {
             ensure(e.contains("at most 40"), || format!("refusal says `{e}`"))?
         }
         (Ok(()), false) => {}
-        (r, _) => return Err(Failure(format!("dispatch on PE {me}: {r:?}"))),
+        (r, _) => return Err(Failure::new(format!("dispatch on PE {me}: {r:?}"))),
     }
     // Combine the rows that did arrive (the refusing PE sent none).
     let layout = moe.layout().map_err(fail)?;
@@ -219,7 +219,7 @@ fn refused_on_one_pe(pe: &mut TestPe) -> TestResult {
             })?
         }
         r => {
-            return Err(Failure(format!(
+            return Err(Failure::new(format!(
                 "status after a refusal on PE {}: {r:?}",
                 np - 1
             )));

@@ -101,10 +101,12 @@
 //! # Command line and reports
 //! As with libtest: arguments filter tests by substring (`--exact`: by
 //! name), `--skip X` leaves out the tests that match `X`, and `--list`
-//! (with `--format terse`) lists them, which cargo-nextest reads. Other
-//! flags (`--nocapture`, `--test-threads 1`) are accepted and change
-//! nothing. Besides the lines on stdout, a JSON report goes to
-//! `$NVSHMEM_RS_TEST_REPORT` when set.
+//! (with `--format terse`) lists them, which cargo-nextest reads; run
+//! nextest with `--test-threads 1`, since its parallel tests would put
+//! several multi-PE runs on the same GPUs at once. Other flags
+//! (`--nocapture`, `--test-threads 1`) are accepted and change nothing;
+//! `--help` says all this. Besides the lines on stdout, a JSON report goes
+//! to `$NVSHMEM_RS_TEST_REPORT` when set.
 //!
 //! # Environment
 //! A value that does not parse is an error (exit status 2), never the
@@ -122,7 +124,7 @@ mod settings;
 use crate::job::launcher::{self, LaunchPlan, Outcome};
 use crate::{Error, Module, Nvshmem, SymBuffer};
 use bytemuck::Pod;
-use settings::{Args, Settings};
+use settings::{Args, Settings, USAGE};
 pub use settings::{REQUIRE_GPU, gpu_required};
 use std::fmt::{Debug, Display};
 use std::path::{Path, PathBuf};
@@ -139,6 +141,8 @@ const PTX_DIR: &str = "NVSHMEM_RS_PTX_DIR";
 pub type TestResult = std::result::Result<(), Failure>;
 
 /// Why a test failed on one PE: a message naming the kernel and the first wrong value.
+/// Make one with [`Failure::new`] (or `.into()`, `?`), which notes it at
+/// once; a failure built as `Failure(message)` is not noted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure(pub String);
 
@@ -539,6 +543,10 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
         std::process::exit(2)
     });
     let args = Args::parse(std::env::args().skip(1));
+    if args.help {
+        print!("{USAGE}");
+        std::process::exit(0);
+    }
     let selected: Vec<&GpuTest> = tests.iter().filter(|t| args.selects(t.name)).collect();
     if args.list {
         // libtest's format, which cargo-nextest and IDEs read.
@@ -546,7 +554,11 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
             println!("{}: test", t.name);
         }
         if !args.terse {
-            println!("\n{} tests, 0 benchmarks", selected.len());
+            let n = selected.len();
+            if n > 0 {
+                println!();
+            }
+            println!("{n} test{}, 0 benchmarks", if n == 1 { "" } else { "s" });
         }
         std::process::exit(0);
     }
@@ -558,8 +570,8 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
     if selected.is_empty() && !args.filters.is_empty() {
         // Exit 0 as libtest does: `cargo test NAME` passes NAME to every test binary.
         println!(
-            "no test matches {:?} (the tests: {})",
-            args.filters,
+            "no test selected by the command line {:?} (the tests: {})",
+            std::env::args().skip(1).collect::<Vec<_>>(),
             names(tests)
         );
     }
@@ -748,8 +760,8 @@ fn run_in_job(
         // Here a filter is a mistake (such as a `.d` file from a glob), not
         // another binary's test name: running nothing must not pass.
         say(format!(
-            "FAILED: no test of this binary matches {:?}",
-            args.filters
+            "FAILED: the command line {:?} selects no test of this binary",
+            std::env::args().skip(1).collect::<Vec<_>>()
         ));
         return 1;
     }
@@ -790,11 +802,12 @@ fn run_in_job(
         let started = Instant::now();
         pe.start(test);
         let timeout = test.timeout.unwrap_or(settings.timeout);
-        let _watchdog = Watchdog::start(
+        let watchdog = Watchdog::start(
             timeout,
             format!("[rank {rank}] test {} [{size} PE]", test.name),
         );
         let result = run_caught(test, &mut pe);
+        drop(watchdog);
         let secs = started.elapsed().as_secs_f64();
         if let Err(why) = result {
             // The PEs may be out of step now (one left a collective the
@@ -824,22 +837,34 @@ fn run_in_job(
                 skipped_parts(&pe.skipped)
             ));
         }
+        // From here a rank that stops must not finalize (collective: the
+        // others have gone on to the next test), as after a failed test.
         if pe.nv.is_poisoned() {
-            say("the CUDA context is unusable after that test: stopping".into());
-            failed += 1;
-            break;
+            say(format!(
+                "the CUDA context is unusable after that test: stopping: {}",
+                summary_line(passed, partly, failed + 1, skipped)
+            ));
+            return 1;
         }
+        let _watchdog = Watchdog::start(
+            timeout,
+            format!("[rank {rank}] the barrier after test {}", test.name),
+        );
         let stream = pe.nv.stream().clone();
         if let Err(e) = pe
             .nv
             .barrier_all_on_stream(&stream)
             .and_then(|()| pe.nv.synchronize(&stream))
         {
-            say(format!("barrier after {} failed: {e}", test.name));
-            failed += 1;
-            break;
+            say(format!(
+                "barrier after {} failed: {e}; stopping: {}",
+                test.name,
+                summary_line(passed, partly, failed + 1, skipped)
+            ));
+            return 1;
         }
     }
+    let _watchdog = Watchdog::start(settings.timeout, format!("[rank {rank}] NVSHMEM finalize"));
     if let Err(e) = pe.nv.finalize() {
         say(format!("finalize: {e}"));
         failed += 1;
@@ -916,10 +941,14 @@ impl Watchdog {
                 let last = last_failure()
                     .map(|f| format!("; its last failed check: {f}"))
                     .unwrap_or_default();
-                println!(
-                    "{what} ... TIMED OUT after {timeout:?} (NVSHMEM_RS_TEST_TIMEOUT or GpuTest::timeout){last}; exiting with status 1"
+                // Not println!: the main thread may hold stdout's lock,
+                // stuck writing to a full pipe.
+                crate::job::launcher::sys::exit_now_saying(
+                    &format!(
+                        "{what} ... TIMED OUT after {timeout:?} (NVSHMEM_RS_TEST_TIMEOUT or GpuTest::timeout){last}; exiting with status 1\n"
+                    ),
+                    1,
                 );
-                crate::job::launcher::sys::exit_now(1);
             }
         });
         Watchdog { _done: done }

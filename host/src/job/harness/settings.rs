@@ -49,12 +49,10 @@ impl Settings {
         let timeout = match env("NVSHMEM_RS_TEST_TIMEOUT") {
             None => Duration::from_secs(120),
             Some(v) => match v.trim().parse::<f64>() {
-                Ok(secs) if secs > 0.0 && secs.is_finite() && secs < 1e9 => {
-                    Duration::from_secs_f64(secs)
-                }
+                Ok(secs) if (0.001..1e9).contains(&secs) => Duration::from_secs_f64(secs),
                 _ => {
                     return Err(format!(
-                        "NVSHMEM_RS_TEST_TIMEOUT={v}: expected a number of seconds above 0, such as 300"
+                        "NVSHMEM_RS_TEST_TIMEOUT={v}: expected a number of seconds, at least 0.001, such as 300"
                     ));
                 }
             },
@@ -67,7 +65,8 @@ impl Settings {
 }
 
 /// The command line, as libtest reads it: substrings (or, with `--exact`,
-/// names) select tests, `--skip` leaves some out, `--list` lists them.
+/// names) select tests, `--skip` leaves some out, `--list` lists them,
+/// `--help` says so.
 /// Other flags (`--nocapture`, `--test-threads 1`, ...) are accepted and
 /// have no effect.
 #[derive(Debug, Default, PartialEq)]
@@ -80,6 +79,8 @@ pub(super) struct Args {
     pub(super) terse: bool,
     /// `--ignored`: only ignored tests, and this harness has none.
     ignored: bool,
+    /// `-h`/`--help`.
+    pub(super) help: bool,
 }
 
 impl Args {
@@ -106,6 +107,8 @@ impl Args {
             match flag.as_str() {
                 "--exact" => out.exact = true,
                 "--list" => out.list = true,
+                "-h" | "--help" => out.help = true,
+                "-q" | "--quiet" => out.terse = true,
                 "--ignored" => out.ignored = true,
                 "--skip" => out.skip.extend(value(&mut args)),
                 "--format" => out.terse = value(&mut args).as_deref() == Some("terse"),
@@ -133,6 +136,23 @@ impl Args {
             && !self.skip.iter().any(hit)
     }
 }
+
+/// What `--help` prints.
+pub(super) const USAGE: &str = "\
+A GPU test binary (nvshmem_host::harness): each test runs on each of its PE counts.
+
+Usage: <binary> [FILTER...] [--exact] [--skip FILTER] [--list [--format terse]]
+
+  FILTER          run the tests whose name contains it (--exact: equals it)
+  --skip FILTER   leave out the tests it matches
+  --list          list the tests (as libtest does, for cargo-nextest)
+  other libtest flags (--nocapture, --test-threads N, ...) change nothing
+
+Environment: NVSHMEM_RS_REQUIRE_GPU=1 (a missing GPU fails), NVSHMEM_RS_TEST_TIMEOUT=secs
+(per run, default 120), NVSHMEM_RS_TEST_REPORT=path (a JSON report), NVSHMEM_RS_PTX_DIR=dir.
+Under mpirun/srun/torchrun the binary is one PE of the job. See the rustdoc of
+nvshmem_host::harness.
+";
 
 #[cfg(test)]
 mod tests {
@@ -167,7 +187,7 @@ mod tests {
             e.contains("NVSHMEM_RS_REQUIRE_GPU=maybe: expected 1"),
             "{e}"
         );
-        for bad in ["abc", "0", "-5", "inf"] {
+        for bad in ["abc", "0", "-5", "inf", "1e-12"] {
             let vars: &'static [(&str, &str)] =
                 Box::leak(Box::new([("NVSHMEM_RS_TEST_TIMEOUT", bad)]));
             let e = Settings::from_env(&with(vars)).unwrap_err();
@@ -194,5 +214,6 @@ mod tests {
         let a = parse(&["--list", "--format", "terse"]);
         assert!(a.list && a.terse && a.selects("anything"));
         assert!(!parse(&["--ignored"]).selects("ring"));
+        assert!(parse(&["-h"]).help && parse(&["-q"]).terse);
     }
 }

@@ -224,13 +224,15 @@ pub(crate) fn signal_name(sig: c_int) -> Option<&'static str> {
     })
 }
 
-/// Ends this process at once with `code`, after flushing stdout and stderr,
-/// without running exit handlers: after a hang, CUDA's and NVSHMEM's
-/// teardown could wait on the same stuck work.
-pub(crate) fn exit_now(code: i32) -> ! {
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
-    // SAFETY: `_exit` takes no pointers and never returns.
-    unsafe { libc::_exit(code) }
+/// Writes `message` to stdout with one `write` (not through Rust's
+/// stdout, whose lock a stuck thread may hold) and ends this process at
+/// once with `code`, without exit handlers: after a hang, CUDA's and
+/// NVSHMEM's teardown could wait on the same stuck work.
+pub(crate) fn exit_now_saying(message: &str, code: i32) -> ! {
+    // SAFETY: writes `message`'s bytes, which outlive the call; `_exit`
+    // takes no pointers and never returns.
+    unsafe {
+        libc::write(1, message.as_ptr().cast(), message.len());
+        libc::_exit(code)
+    }
 }
