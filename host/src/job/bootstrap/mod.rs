@@ -9,7 +9,7 @@
 //! | `nvshmem-run` | `NVSHMEM_RUN_RANK`, `NVSHMEM_RUN_NRANKS` | UID, id from rank 0 via the launcher | `NVSHMEM_RUN_GPU` is the GPU |
 //! | `torchrun` | `RANK`, `WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT` | UID, rank 0 serves the id at `MASTER_ADDR:MASTER_PORT+1` | `LOCAL_RANK` |
 //! | Open MPI `mpirun` | `OMPI_COMM_WORLD_SIZE` | NVSHMEM's MPI bootstrap | `OMPI_COMM_WORLD_LOCAL_RANK` |
-//! | Slurm `srun` | `SLURM_PROCID` | PMIx (`--mpi=pmix`, `PMIX_RANK`) or PMI-2 (`--mpi=pmi2`, `PMI_FD`) | `SLURM_LOCALID` |
+//! | Slurm `srun` | `SLURM_PROCID` with `SLURM_STEP_ID` (a batch script alone is no launcher) | PMIx (`--mpi=pmix`, `PMIX_RANK`) or PMI-2 (`--mpi=pmi2`, `PMI_FD`) | `SLURM_LOCALID` |
 //! | MPICH Hydra `mpiexec` | `PMI_RANK`/`PMI_FD`, or `PMI_PORT` | NVSHMEM's PMI (PMI-1) | `MPI_LOCALRANKID` |
 //! | a PMIx launcher (`prterun`) | `PMIX_RANK` | NVSHMEM's PMIx | `PMIX_LOCAL_RANK` |
 //! | none | | one PE (PMI singleton) | |
@@ -230,7 +230,8 @@ pub(crate) fn detect(env: Lookup) -> Launcher {
         Launcher::Torchrun
     } else if has("OMPI_COMM_WORLD_SIZE") {
         Launcher::OpenMpi
-    } else if has("SLURM_PROCID") {
+    } else if has("SLURM_PROCID") && (has("SLURM_STEP_ID") || has("SLURM_STEPID")) {
+        // A batch script has SLURM_PROCID too; only srun's tasks have a step.
         Launcher::Slurm
     } else if has("PMI_RANK") || has("PMI_FD") || has("PMI_PORT") {
         Launcher::Hydra

@@ -37,6 +37,22 @@ const CASES: &[Case] = &[
         local_rank: None,
     },
     Case {
+        // sbatch's script has SLURM_PROCID and SLURM_NTASKS, but it is not
+        // a task of an srun step: a program it runs directly is one PE.
+        name: "a Slurm batch script, no srun",
+        vars: &[
+            ("SLURM_JOB_ID", "200505"),
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_LOCALID", "0"),
+        ],
+        launcher: Launcher::None,
+        bootstrap: &[],
+        uid: None,
+        expected_pes: None,
+        local_rank: None,
+    },
+    Case {
         name: "nvshmem-run",
         vars: &[
             ("NVSHMEM_RUN_RANK", "2"),
@@ -94,6 +110,7 @@ const CASES: &[Case] = &[
         name: "srun --mpi=pmix",
         vars: &[
             ("SLURM_PROCID", "5"),
+            ("SLURM_STEP_ID", "0"),
             ("SLURM_NTASKS", "8"),
             ("SLURM_STEP_NUM_TASKS", "8"),
             ("SLURM_LOCALID", "1"),
@@ -113,6 +130,7 @@ const CASES: &[Case] = &[
         name: "srun --mpi=pmi2",
         vars: &[
             ("SLURM_PROCID", "1"),
+            ("SLURM_STEP_ID", "0"),
             ("SLURM_NTASKS", "2"),
             ("SLURM_LOCALID", "0"),
             ("PMI_FD", "7"),
@@ -133,6 +151,7 @@ const CASES: &[Case] = &[
         name: "srun of one task without PMI",
         vars: &[
             ("SLURM_PROCID", "0"),
+            ("SLURM_STEPID", "3"),
             ("SLURM_NTASKS", "1"),
             ("SLURM_LOCALID", "0"),
             ("SLURM_MPI_TYPE", "none"),
@@ -324,7 +343,11 @@ fn launcher_mistakes_are_errors_that_name_the_variable_and_the_fix() {
             "integer",
         ),
         (
-            &[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "4")],
+            &[
+                ("SLURM_PROCID", "0"),
+                ("SLURM_STEP_ID", "0"),
+                ("SLURM_NTASKS", "4"),
+            ],
             "SLURM_MPI_TYPE",
             "--mpi=pmix",
         ),
@@ -369,6 +392,7 @@ fn the_users_nvshmem_bootstrap_wins_over_the_launchers() {
 fn explicit_bootstraps_select_nvshmems_and_keep_the_local_rank() {
     let none = env::of(&[
         ("SLURM_PROCID", "0"),
+        ("SLURM_STEP_ID", "0"),
         ("SLURM_NTASKS", "1"),
         ("SLURM_LOCALID", "3"),
     ]);
