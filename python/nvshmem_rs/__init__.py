@@ -40,7 +40,7 @@ for _name, _value in (
 from ._native import (  # noqa: E402
     Kernel,
     KernelSignature,
-    ManifestFile as Manifest,
+    Manifest,
     Module,
     NotAttachableError,
     NvshmemError,
@@ -125,7 +125,9 @@ def build(kernel_crate_dir, arch=None, nvshmem_version=None, out_dir=None, featu
     library in this process. Returns the absolute path of
     `<out_dir>/nvshmem-<version>/<arch>`. Needs Rust (rustup); the builder
     installs its pinned nightly and downloads NVSHMEM and ptxas when missing.
-    Ctrl-C stops the build (`KeyboardInterrupt`).
+    Ctrl-C in a terminal stops the build (the signal reaches cargo too) and
+    raises `KeyboardInterrupt`; an interrupt sent to Python alone (Jupyter's)
+    is raised when the build ends.
 
     `arch`: "sm_80", "sm_90a", ...; `nvshmem_version`: "3.4.5" (one of
     `supported_versions()`); `out_dir`: where the outputs go (default: under

@@ -12,7 +12,7 @@ use nvshmem_host::cudarc::driver::{result as cu, sys};
 use nvshmem_host::dynamic::{
     Arg, ArgBuffer, ArgContext, Location, ParamKind, Refusal, Scalar, Signature, TensorArg,
 };
-use nvshmem_host::{Error, LaunchConfig, Manifest, Nvshmem};
+use nvshmem_host::{Error, LaunchConfig, Nvshmem};
 use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyTuple};
@@ -239,6 +239,9 @@ fn convert(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Arg> {
     {
         return Ok(Arg::Tensor(torch_tensor(py, t, obj)?));
     }
+    if let Some(arg) = numpy_scalar(py, obj)? {
+        return Ok(arg);
+    }
     if let Ok(cai) = obj.getattr(intern!(py, "__cuda_array_interface__")) {
         return Ok(Arg::Tensor(cuda_array(py, &cai, obj)?));
     }
@@ -249,6 +252,32 @@ fn convert(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Arg> {
         return Ok(Arg::Tensor(torch_tensor(py, torch.as_ref().unwrap(), &t)?));
     }
     Ok(Arg::Other(obj.get_type().name()?.to_string()))
+}
+
+/// A NumPy scalar (`np.int64(16)`, `np.float32(2.0)`, or a 0-d array) as
+/// the Python int, float or bool it holds; `None` for anything else.
+fn numpy_scalar(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Option<Arg>> {
+    let ty = obj.get_type();
+    if !ty
+        .getattr(intern!(py, "__module__"))
+        .is_ok_and(|m| m.extract::<String>().is_ok_and(|m| m == "numpy"))
+        || !obj
+            .getattr(intern!(py, "shape"))
+            .is_ok_and(|s| s.len().is_ok_and(|n| n == 0))
+    {
+        return Ok(None);
+    }
+    let kind: String = obj
+        .getattr(intern!(py, "dtype"))?
+        .getattr(intern!(py, "kind"))?
+        .extract()?;
+    let value = obj.call_method0(intern!(py, "item"))?;
+    Ok(match kind.as_str() {
+        "b" => Some(Arg::Bool(value.extract()?)),
+        "i" | "u" => Some(Arg::Int(value.extract()?)),
+        "f" => Some(Arg::Float(value.extract()?)),
+        _ => None,
+    })
 }
 
 /// Every argument of a call, converted.
@@ -449,7 +478,7 @@ fn current() -> Option<Runtime> {
 #[pyfunction]
 #[pyo3(signature = (gpu=None))]
 fn init(gpu: Option<i128>) -> PyResult<Runtime> {
-    let gpu = gpu.map(device_ordinal).transpose()?;
+    let gpu = gpu.map(|g| device_ordinal("gpu", g)).transpose()?;
     if let Some(rt) = current() {
         return Ok(rt);
     }
@@ -464,21 +493,22 @@ fn init(gpu: Option<i128>) -> PyResult<Runtime> {
 /// (PyTorch's symmetric memory) loaded and initialized, on CUDA device `gpu`.
 #[pyfunction]
 fn attach(gpu: i128) -> PyResult<Runtime> {
-    let gpu = device_ordinal(gpu)?;
+    let gpu = device_ordinal("gpu", gpu)?;
     if let Some(rt) = current() {
         return Ok(rt);
     }
     Ok(install(Nvshmem::attach(gpu).map_err(to_py)?))
 }
 
-/// `gpu` as a CUDA device ordinal, or the ValueError that says what one is.
-fn device_ordinal(gpu: i128) -> PyResult<usize> {
+/// `gpu` (the argument `name`) as a CUDA device ordinal, or the ValueError
+/// that says what one is.
+fn device_ordinal(name: &str, gpu: i128) -> PyResult<usize> {
     i32::try_from(gpu)
         .ok()
         .and_then(|g| usize::try_from(g).ok())
         .ok_or_else(|| {
             PyValueError::new_err(format!(
-                "gpu={gpu}: a CUDA device ordinal is 0 or more (nvshmem_rs.gpu_count() GPUs: 0..count)"
+                "{name}={gpu}: a CUDA device ordinal is 0 or more (nvshmem_rs.gpu_count() GPUs: 0..count)"
             ))
         })
 }
@@ -512,7 +542,9 @@ fn supported_versions() -> Vec<String> {
 /// `sys.path` (PyTorch's; `NVSHMEM_RS_CUDA_MAJOR` may choose that release's
 /// other CUDA build), else the builder's default; `arch` is GPU 0's, else
 /// the builder's default; `target_dir` (cargo's, for the nvptx64 build) is the
-/// crate's `target/`. Ctrl-C stops the build and raises `KeyboardInterrupt`.
+/// crate's `target/`. Ctrl-C in a terminal stops the build (it reaches cargo
+/// too) and raises `KeyboardInterrupt`; an interrupt sent to Python alone
+/// (Jupyter's) is raised when the build ends.
 #[pyfunction]
 #[pyo3(signature = (kernel_crate_dir, arch=None, nvshmem_version=None, out_dir=None, features=None, target_dir=None))]
 fn build(
@@ -645,6 +677,20 @@ methods! {
         self.kernel(name)
     }
 
+    fn __contains__(&self, name: &Bound<'_, PyAny>) -> bool {
+        name.extract::<String>()
+            .is_ok_and(|n| self.module.kernel_names().contains(&n.as_str()))
+    }
+
+    /// The kernels' names, as `kernels`.
+    fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        names_iter(py, self.module.kernel_names().iter().map(|n| n.to_string()))
+    }
+
+    fn __len__(&self) -> usize {
+        self.module.kernel_names().len()
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "Module({:?}, nvshmem={}, arch={}, kernels={:?})",
@@ -658,6 +704,14 @@ methods! {
 
 /// A kernel of a loaded module: call it as `k(grid, block, *args,
 /// stream=None, shared_mem=0)`.
+///
+/// The call launches `grid` blocks of `block` threads (an int, or a tuple of
+/// 1 to 3 ints) with `args` on `stream` (a `torch.cuda.Stream`, or a raw
+/// `CUstream` int, trusted to be a live stream of this GPU; default: torch's
+/// current stream), with `shared_mem` bytes of dynamic shared memory. The
+/// arguments are checked against the manifest first (TypeError / ValueError
+/// naming the parameter and the fix). Kernels that call NVSHMEM barriers or
+/// collectives need `launch_collective(...)`, with the same arguments.
 #[pyclass(unsendable, module = "nvshmem_rs")]
 struct Kernel {
     kernel: nvshmem_host::Kernel,
@@ -869,13 +923,13 @@ methods! {
 /// A builder manifest read without a GPU: what was built, and each kernel's
 /// `KernelSignature`.
 #[pyclass(frozen, module = "nvshmem_rs")]
-struct ManifestFile {
-    manifest: Manifest,
+struct Manifest {
+    manifest: nvshmem_host::Manifest,
     path: PathBuf,
 }
 
 methods! {
-    ManifestFile {
+    Manifest {
         /// The kernel crate's name.
         get crate_name -> String = |s| s.manifest.crate_name.clone();
         /// The NVSHMEM version linked against.
@@ -893,8 +947,8 @@ methods! {
     #[pyo3(signature = (path, crate_name=None))]
     fn new(path: PathBuf, crate_name: Option<&str>) -> PyResult<Self> {
         let path = nvshmem_host::find_manifest(&path, crate_name).map_err(to_py)?;
-        let manifest = Manifest::read(&path).map_err(NvshmemError::new_err)?;
-        Ok(ManifestFile { manifest, path })
+        let manifest = nvshmem_host::Manifest::read(&path).map_err(NvshmemError::new_err)?;
+        Ok(Manifest { manifest, path })
     }
 
     /// The kernel `name`'s signature.
@@ -913,6 +967,20 @@ methods! {
         self.kernel(name)
     }
 
+    fn __contains__(&self, name: &Bound<'_, PyAny>) -> bool {
+        name.extract::<String>()
+            .is_ok_and(|n| self.manifest.kernels.iter().any(|k| k.name == n))
+    }
+
+    /// The kernels' names, as `kernels`.
+    fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        names_iter(py, self.manifest.kernels.iter().map(|k| k.name.clone()))
+    }
+
+    fn __len__(&self) -> usize {
+        self.manifest.kernels.len()
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "Manifest({:?}, nvshmem={}, arch={}, kernels={:?})",
@@ -922,6 +990,12 @@ methods! {
             self.manifest.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>()
         )
     }
+}
+
+/// An iterator over `names` (a Python list's), for `iter(module)`.
+fn names_iter(py: Python<'_>, names: impl Iterator<Item = String>) -> PyResult<Py<PyAny>> {
+    let list = pyo3::types::PyList::new(py, names.collect::<Vec<_>>())?;
+    Ok(list.try_iter()?.into_any().unbind())
 }
 
 /// A kernel's parameters, as the launch checks them; usable without a GPU.
@@ -954,11 +1028,20 @@ methods! {
         py: Python<'_>,
         args: &Bound<'_, PyTuple>,
         device: i128,
-        n_pes: Option<u32>,
+        n_pes: Option<i128>,
         symmetric: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<u64>> {
         // Below i32::MAX, as device_ordinal checks.
-        let device = device_ordinal(device)? as i32;
+        let device = device_ordinal("device", device)? as i32;
+        let n_pes = n_pes
+            .map(|n| {
+                u32::try_from(n).ok().filter(|&n| n > 0).ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "n_pes={n}: the job's PE count is 1 or more (or None: not checked)"
+                    ))
+                })
+            })
+            .transpose()?;
         let mut converted = Vec::new();
         convert_all(py, args, &mut converted)?;
         let symmetric = match symmetric {
@@ -1013,7 +1096,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Runtime>()?;
     m.add_class::<Module>()?;
     m.add_class::<Kernel>()?;
-    m.add_class::<ManifestFile>()?;
+    m.add_class::<Manifest>()?;
     m.add_class::<KernelSignature>()?;
     m.add_function(wrap_pyfunction!(init, m)?)?;
     m.add_function(wrap_pyfunction!(attach, m)?)?;

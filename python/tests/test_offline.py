@@ -137,8 +137,26 @@ def test_a_negative_gpu_is_a_value_error(manifest):
         for gpu in (-1, 2**64):
             with pytest.raises(ValueError, match=f"gpu={gpu}: a CUDA device ordinal is 0 or more"):
                 f(gpu)
-    with pytest.raises(ValueError, match="gpu=-1: a CUDA device ordinal"):
+    with pytest.raises(ValueError, match="device=-1: a CUDA device ordinal"):
         manifest["k"].check(*good_args(), device=-1, n_pes=2, symmetric=[HEAP])
+    for n in (0, -1):
+        with pytest.raises(ValueError, match=f"n_pes={n}: the job's PE count is 1 or more"):
+            manifest["k"].check(*good_args(), n_pes=n, symmetric=[HEAP])
+
+
+def test_a_manifest_is_a_collection_of_kernel_names(manifest):
+    assert "allreduce" in manifest and "nope" not in manifest and 5 not in manifest
+    assert list(manifest) == manifest.kernels and len(manifest) == 3
+
+
+def test_numpy_scalars_are_the_numbers_they_hold(manifest):
+    np = pytest.importorskip("numpy")
+    args = good_args()
+    args[2], args[3], args[6] = np.uint64(64), np.float32(0.5), np.bool_(True)
+    assert check(manifest["k"], args) == check(manifest["k"], good_args())
+    args[2] = np.int64(-1)
+    with pytest.raises(ValueError, match="-1 does not fit"):
+        check(manifest["k"], args)
 
 
 def test_teams_are_values():
