@@ -162,7 +162,7 @@ impl Failure {
         if let Some(path) = PENDING_FILE.get() {
             let _ = std::fs::write(path, &message);
         }
-        *LAST_FAILURE.lock().unwrap_or_else(|e| e.into_inner()) = Some(message.clone());
+        *last_failure_slot() = Some(message.clone());
         Failure(message)
     }
 }
@@ -173,12 +173,14 @@ static LAST_FAILURE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(No
 /// orchestrator reads it when the PE leaves no verdict).
 static PENDING_FILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
-/// The last failure noted by the running test, if any.
-fn last_failure() -> Option<String> {
-    LAST_FAILURE
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
+/// [`LAST_FAILURE`], locked (a panic while it was held left a value, no less).
+fn last_failure_slot() -> std::sync::MutexGuard<'static, Option<String>> {
+    LAST_FAILURE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Where the PE of `rank` notes its failures, in the run's verdict folder.
+fn pending_file(verdicts: &Path, rank: impl Display) -> PathBuf {
+    verdicts.join(format!("{rank}.pending.txt"))
 }
 
 impl From<Error> for Failure {
@@ -441,6 +443,12 @@ impl GpuTest {
     pub fn name(&self) -> &'static str {
         self.name
     }
+
+    /// Each run's limit: its own [`timeout`](Self::timeout), else the
+    /// environment's.
+    fn run_timeout(&self, settings: &Settings) -> Duration {
+        self.timeout.unwrap_or(settings.timeout)
+    }
 }
 
 /// What a test gets on each PE: NVSHMEM, initialized, the project's
@@ -468,7 +476,7 @@ impl TestPe {
     fn start(&mut self, test: &GpuTest) {
         self.seed = sentinel_seed(test.name);
         self.skipped.clear();
-        *LAST_FAILURE.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *last_failure_slot() = None;
     }
 
     /// This test's poison marker for `T` (NaN for floats, the test's own
@@ -571,7 +579,7 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
         // Exit 0 as libtest does: `cargo test NAME` passes NAME to every test binary.
         println!(
             "no test selected by the command line {:?} (the tests: {})",
-            std::env::args().skip(1).collect::<Vec<_>>(),
+            args.given,
             names(tests)
         );
     }
@@ -589,9 +597,7 @@ pub fn main(ptx_dir: &str, tests: &[GpuTest]) -> ! {
                         "{n} PEs on {count} GPU(s) need CUDA MPS, which is not running (start it with `nvidia-cuda-mps-control -d`; see nvshmem_host::harness, several PEs on one GPU)"
                     ))
                 }
-                Ok(_) => {
-                    run_orchestrated(test, n, &ptx_dir, test.timeout.unwrap_or(settings.timeout))
-                }
+                Ok(_) => run_orchestrated(test, n, &ptx_dir, test.run_timeout(&settings)),
             };
             let verdict = match verdict {
                 Verdict::Skipped(why) if require_gpu => {
@@ -713,7 +719,7 @@ fn run_orchestrated(test: &GpuTest, n: u32, ptx_dir: &Path, timeout: Duration) -
             }
             Ok(v) => failures.push(format!("PE {rank}: {v}")),
             Err(_) => failures.push(
-                match std::fs::read_to_string(verdicts.join(format!("{rank}.pending.txt"))) {
+                match std::fs::read_to_string(pending_file(&verdicts, rank)) {
                     Ok(last) => format!(
                         "PE {rank}: no verdict (it was stopped on its way out of a failed check): {last}"
                     ),
@@ -761,7 +767,7 @@ fn run_in_job(
         // another binary's test name: running nothing must not pass.
         say(format!(
             "FAILED: the command line {:?} selects no test of this binary",
-            std::env::args().skip(1).collect::<Vec<_>>()
+            args.given
         ));
         return 1;
     }
@@ -801,7 +807,7 @@ fn run_in_job(
         }
         let started = Instant::now();
         pe.start(test);
-        let timeout = test.timeout.unwrap_or(settings.timeout);
+        let timeout = test.run_timeout(settings);
         let watchdog = Watchdog::start(
             timeout,
             format!("[rank {rank}] test {} [{size} PE]", test.name),
@@ -878,7 +884,7 @@ fn run_worker(name: &str, tests: &[GpuTest], ptx_dir: &Path) -> i32 {
     let verdicts = std::env::var_os(VERDICTS).map(PathBuf::from);
     let rank = std::env::var(crate::job::launcher::env::RANK).unwrap_or_else(|_| "0".into());
     if let Some(dir) = &verdicts {
-        let _ = PENDING_FILE.set(dir.join(format!("{rank}.pending.txt")));
+        let _ = PENDING_FILE.set(pending_file(dir, &rank));
     }
     let record = |v: &str| {
         if let Some(dir) = &verdicts {
@@ -938,7 +944,8 @@ impl Watchdog {
         let (done, wait) = std::sync::mpsc::channel::<()>();
         std::thread::spawn(move || {
             if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(timeout) {
-                let last = last_failure()
+                let last = last_failure_slot()
+                    .clone()
                     .map(|f| format!("; its last failed check: {f}"))
                     .unwrap_or_default();
                 // Not println!: the main thread may hold stdout's lock,

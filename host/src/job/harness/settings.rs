@@ -71,6 +71,8 @@ impl Settings {
 /// have no effect.
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct Args {
+    /// The command line as given, for messages.
+    pub(super) given: Vec<String>,
     pub(super) filters: Vec<String>,
     skip: Vec<String>,
     exact: bool,
@@ -95,8 +97,12 @@ impl Args {
             "--shuffle-seed",
             "-Z",
         ];
-        let mut out = Args::default();
-        let mut args = args.into_iter();
+        let given: Vec<String> = args.into_iter().collect();
+        let mut out = Args {
+            given: given.clone(),
+            ..Args::default()
+        };
+        let mut args = given.into_iter();
         while let Some(a) = args.next() {
             let (flag, inline) = match a.split_once('=') {
                 Some((f, v)) if a.starts_with("--") => (f.to_string(), Some(v.to_string())),
