@@ -300,16 +300,22 @@ pub enum Error {
         kernels: Vec<String>,
     },
 
-    /// The kernels call libdevice math functions (`__nv_*`), and no
-    /// `libdevice.10.bc` was found.
+    /// No `libdevice.10.bc` was found, for kernels that call libdevice math
+    /// functions (`__nv_*`) or for `nvshmem-build setup`.
     #[error(
-        "the kernels call libdevice's {} (through nvshmem_device::math), but the nvidia-nvvm \
-         wheel has no libdevice.10.bc. Fix: `pip install nvidia-nvvm==13.0.*`, or set \
-         NVSHMEM_RS_LIBDEVICE to a libdevice.10.bc (or CUDA_HOME to a CUDA installation)",
-        symbols.join(", ")
+        "{}the nvidia-nvvm wheel has no libdevice.10.bc. Fix: `pip install \
+         nvidia-nvvm==13.0.*`, or set NVSHMEM_RS_LIBDEVICE to a libdevice.10.bc (or CUDA_HOME \
+         to a CUDA installation)",
+        match symbols.is_empty() {
+            true => String::new(),
+            false => format!(
+                "the kernels call libdevice's {} (through nvshmem_device::math), but ",
+                symbols.join(", ")
+            ),
+        }
     )]
     LibdeviceNotFound {
-        /// The `__nv_*` functions the module needs.
+        /// The `__nv_*` functions the module needs (none for `setup`).
         symbols: Vec<String>,
     },
 

@@ -1,7 +1,8 @@
 //! Builds Rust kernel crates to PTX (and a cubin) linked with NVSHMEM's device bitcode.
 //!
 //! This is to NVSHMEM kernels what `spirv-builder` is to rust-gpu: call it from
-//! a `build.rs`, on stock nightly Rust.
+//! a `build.rs` on stable Rust; it builds the kernel crate with stock nightly
+//! rustc (a pinned nightly it installs through rustup).
 //!
 //! ```no_run
 //! // build.rs

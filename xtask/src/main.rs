@@ -7,7 +7,7 @@
 //!   with a PASS/FAIL/SKIPPED table last. It runs here too, where every mode
 //!   goes as far as it can without a GPU;
 //! - `matrix`: the coverage kernels through `ptxas` for every supported NVSHMEM
-//!   version, CUDA major and sm_80/sm_90/sm_100, with the table of `docs/guide.md`;
+//!   version, CUDA major and sm_80/sm_90/sm_100, with the table of `README.md`;
 //! - `clippy-kernels`: clippy on the kernel crates for the GPU target;
 //! - `bench`: the benchmark's C++ twins built with nvcc, their SASS, and
 //!   `nvshmem-bench` on each PE count (results in `bench/results/`);

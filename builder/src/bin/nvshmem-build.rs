@@ -33,8 +33,9 @@ enum Command {
     /// Check a kernel crate (compiles, links against NVSHMEM, nothing
     /// unresolved) without generating code.
     Check(BuildArgs),
-    /// Install the kernel toolchain and download NVSHMEM, ptxas/nvlink and
-    /// cuda.h into the per-user cache; prints `<name>\t<path>` for each.
+    /// Install the kernel toolchain and download NVSHMEM, ptxas/nvlink,
+    /// cuda.h and libdevice into the per-user cache; prints `<name>\t<path>`
+    /// for each.
     Setup(SetupArgs),
     /// List the environment variables the builder reads.
     Env,
@@ -216,6 +217,7 @@ fn setup(a: &SetupArgs) -> nvshmem_builder::Result<()> {
         }
     }
     println!("cuda-include\t{}", wheels::cuda_include()?.display());
+    println!("libdevice\t{}", wheels::libdevice()?.display());
     Ok(())
 }
 
