@@ -317,7 +317,7 @@ amo_fns! {
     example: ("x: SymPtr<i64>", "(x, -1, Pe::new(0))");
 
     /// Atomically adds `value` to `dest` on PE `pe` (`nvshmem_TYPE_atomic_add`;
-    /// `nvshmemx_*` for the floating-point types, NVSHMEM 3.8+).
+    /// `nvshmemx_*` for the floating-point types, NVSHMEM 3.7+).
     fn atomic_add<AddAmoElement>(dest: SymPtr<T>, value: T) => __add(dest.as_ptr(), value);
     example: ("x: SymPtr<u32>", "(x, 3, Pe::new(1))");
 

@@ -110,10 +110,17 @@ pub fn ask_smem(amount: SmemAmount) -> usize {
 }
 
 /// Lends `bytes` bytes of this block's shared memory at `smem` to NVSHMEM
-/// 3.8's TMA path (`nvshmemx_give_smem`), which puts then use; take it back
-/// with [`release_smem`] before the block exits. Synchronize the block
-/// (`thread::sync_threads`) after it, before any put. Below sm_90, or with
-/// TMA off, it does nothing.
+/// 3.8's TMA path (`nvshmemx_give_smem`), which NVSHMEM's own puts and gets
+/// to P2P peers then use; take it back with [`release_smem`] before the block
+/// exits. Synchronize the block (`thread::sync_threads`) after it, before any
+/// put. Below sm_90, or with TMA off, it does nothing.
+///
+/// NVSHMEM's own path is what [`put_signal`](crate::put_signal), the strided
+/// `iput`/`iget` and the `ffi` functions take. The typed contiguous
+/// [`put`](crate::put)/[`get`](crate::get) (and their `_nbi`, `_pod` and
+/// scoped forms) reach a peer that [`ptr`](crate::ptr) maps through this
+/// crate's own loads and stores, which do not use the lease, unless the
+/// kernel crate turns on the `nvshmem-path` feature (`nvshmem-device/nvshmem-path`).
 ///
 /// # Safety
 /// Every thread of the block calls it, with the same arguments. `smem` is

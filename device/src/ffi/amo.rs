@@ -79,17 +79,17 @@ macro_rules! decl_amo {
             fn [<nvshmem_ $n _atomic_fetch_ $op>](dest: *mut $t, value: $t, pe: c_int) -> $t
         }
     } };
-    // 3.8+: nvshmemx half/float/double atomic add and fetch_add.
+    // 3.7+: nvshmemx half/float/double atomic add and fetch_add.
     (XADD, $op:ident, $n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
-            concat!("`void (", $c, " *dest, ", $c, " value, int pe)` (NVSHMEM 3.8+). Typed: [`crate::atomic_",
+            concat!("`void (", $c, " *dest, ", $c, " value, int pe)` (NVSHMEM 3.7+). Typed: [`crate::atomic_",
                 stringify!($op), "`].");
             fn [<nvshmemx_ $n _atomic_ $op>](dest: *mut $t, value: byval!($n $t), pe: c_int)
         }
     } };
     (XFADD, $op:ident, $n:ident, $c:literal, $t:ty) => { pastey::paste! {
         extern_fn! {
-            concat!("`", $c, " (", $c, " *dest, ", $c, " value, int pe)` (NVSHMEM 3.8+). Typed: [`crate::atomic_",
+            concat!("`", $c, " (", $c, " *dest, ", $c, " value, int pe)` (NVSHMEM 3.7+). Typed: [`crate::atomic_",
                 stringify!($op), "`].");
             fn [<nvshmemx_ $n _atomic_ $op>](dest: *mut $t, value: byval!($n $t), pe: c_int) -> $t
         }

@@ -106,7 +106,7 @@ named_lists! { $
     /// `NVSHMEMI_REPT_OPGROUP_FOR_STANDARD_AMO` (`host/nvshmem_api.h`).
     standard_amo_types = [int long longlong size ptrdiff];
     /// `NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO` (`host/nvshmem_api.h`), without
-    /// 3.8's C++-only `half` entry (see `extended_amo_half_types`).
+    /// 3.7's C++-only `half` entry (see `extended_amo_half_types`).
     extended_amo_types = [float double];
     /// `NVSHMEMI_REPT_FOR_BITWISE_REDUCE_TYPES` (`device_host/nvshmem_common.cuh`):
     /// the element types of the `and`/`or`/`xor` reductions.
@@ -122,8 +122,8 @@ named_lists! { $
     ];
 }
 
-/// `NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO_HALF` (`host/nvshmem_api.h`, 3.8+,
-/// C++ only): the first entry of 3.8's extended AMO list, spelled `__half`
+/// `NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO_HALF` (`host/nvshmem_api.h`, 3.7+,
+/// C++ only): the first entry of 3.7's extended AMO list, spelled `__half`
 /// there (the RMA list's `half`).
 #[allow(unused_macros)]
 macro_rules! extended_amo_half_types {
@@ -172,8 +172,8 @@ pub const BITWISE_AMO_TYPES: &[CType] = bitwise_amo_types!(type_table!);
 /// ```
 pub const STANDARD_AMO_TYPES: &[CType] = standard_amo_types!(type_table!);
 
-/// `NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO` without 3.8's `half`: fetch, set,
-/// swap (and, in 3.8, `nvshmemx_*_atomic_{add,fetch_add}`).
+/// `NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO` without 3.7's `half`: fetch, set,
+/// swap (and, from 3.7, `nvshmemx_*_atomic_{add,fetch_add}`).
 ///
 /// ```
 /// # use nvshmem_device::ffi::lists::EXTENDED_AMO_TYPES;
@@ -181,7 +181,7 @@ pub const STANDARD_AMO_TYPES: &[CType] = standard_amo_types!(type_table!);
 /// ```
 pub const EXTENDED_AMO_TYPES: &[CType] = extended_amo_types!(type_table!);
 
-/// 3.8's `NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO_HALF` (C++ only), which 3.8
+/// 3.7's `NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO_HALF` (C++ only), which 3.7
 /// puts in front of [`EXTENDED_AMO_TYPES`].
 ///
 /// ```

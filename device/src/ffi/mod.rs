@@ -82,6 +82,21 @@
 //! | `nvshmem_half_atomic_{fetch,set,swap}` | 3.7+ | absent | in 3.7's and 3.8's C++ `NVSHMEMI_REPT_OPGROUP_FOR_EXTENDED_AMO`, but not in the device bitcode. |
 //! | `nvshmem_{bfloat16,half,float,double,char,short,schar,int,long,longlong,uchar,ushort,uint,ulong,ulonglong,int8,int16,int32,int64,uint8,uint16,uint32,uint64,size,ptrdiff}_alltoalls` | 3.3-3.4 | absent | declared by 3.4.5's `host/nvshmem_coll_api.h`, but not in the device bitcode (3.8 drops the declaration). |
 //!
+//! Not in any bitcode, so neither declared nor in the table (the ABI test
+//! sees only what the bitcode exports or the type lists generate):
+//! - NVSHMEM's tile API (`nvshmemx::tile_put`, `tile_allgather`,
+//!   `tile_*_reduce`, `tile_collective_wait`, …; 3.3+): C++ templates in
+//!   `device/tile/`, compiled into the caller. Here the building blocks are
+//!   [`crate::tma`], [`crate::multimem`] and the typed RMA.
+//! - 3.8's `nvshmemx_signal_counted_load`, `nvshmemx_signal_counted_wait_until`
+//!   and `nvshmemx_putmem_signal_counted_nbi_block`: declared only with
+//!   `NVSHMEM_CFT_HANDLES_SUPPORT`, which the bitcode is built without
+//!   (`nvshmemx_signal_counted_reset` is exported and declared).
+//! - Queue pairs (`nvshmemx_qp_*`, 3.5+) are declared, raw only: there is no
+//!   typed layer, and the host crate does not call `nvshmemx_qp_create`, so
+//!   the handles a kernel has are the constants (`NVSHMEMX_QP_DEFAULT`,
+//!   `NVSHMEMX_QP_ALL`, …).
+//!
 //! Declared although outside every type list: the library queries
 //! (`nvshmem_info_get_version`, `nvshmem_info_get_name`,
 //! `nvshmemx_vendor_get_version_info`; typed [`crate::info_get_version`],

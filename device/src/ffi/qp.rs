@@ -1,4 +1,4 @@
-//! NVSHMEM 3.8's queue-pair (`nvshmemx_qp_*`) RMA: the standard RMA
+//! NVSHMEM 3.5's queue-pair (`nvshmemx_qp_*`) RMA: the standard RMA
 //! functions with one more argument, the queue pair (`nvshmemx_qp_handle_t`,
 //! from the host's `nvshmemx_qp_create`) that carries them over a network
 //! transport. Generated, as the headers do, from the RMA type list
@@ -9,9 +9,18 @@
 use super::lists::standard_rma_types;
 use core::ffi::c_int;
 
-/// `nvshmemx_qp_handle_t` (`int`, NVSHMEM 3.8+).
+/// `nvshmemx_qp_handle_t` (`int`, NVSHMEM 3.5+).
 #[allow(non_camel_case_types)]
 pub type nvshmemx_qp_handle_t = c_int;
+
+/// `NVSHMEMX_QP_HOST`: the host proxy's queue pair.
+pub const NVSHMEMX_QP_HOST: nvshmemx_qp_handle_t = 0;
+/// `NVSHMEMX_QP_DEFAULT`: the queue pair the functions without `qp_` use.
+pub const NVSHMEMX_QP_DEFAULT: nvshmemx_qp_handle_t = 1;
+/// `NVSHMEMX_QP_ANY`: any queue pair.
+pub const NVSHMEMX_QP_ANY: nvshmemx_qp_handle_t = c_int::MAX;
+/// `NVSHMEMX_QP_ALL`: every queue pair (for `nvshmemx_qp_quiet`/`_fence`).
+pub const NVSHMEMX_QP_ALL: nvshmemx_qp_handle_t = c_int::MAX;
 
 // NVSHMEMX_DECL_TYPE_QP_{P,G,PUT,GET,PUT_NBI,GET_NBI,PUT_SIGNAL,PUT_SIGNAL_NBI}
 // and their _THREADGROUP forms, for one type.
