@@ -628,6 +628,36 @@ fn stream_ops(pe: &mut TestPe) -> TestResult {
     check_eq("get_on_stream within this PE", &src.to_vec(s)?, &want)
 }
 
+/// The safe stream operations refuse a stream that is capturing a CUDA
+/// graph (a replay could write into freed buffers), and work on it again
+/// once the capture ends.
+fn capture_refused(pe: &mut TestPe) -> TestResult {
+    use nvshmem_host::cudarc::driver::sys;
+    let nv = pe.nvshmem();
+    let s = nv.new_stream()?;
+    let buf = nv.alloc_zeroed::<u32>(64)?;
+    let other = nv.alloc_zeroed::<u32>(64)?;
+    let me = nv.my_pe();
+    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+        .map_err(|e| format!("begin_capture: {e}"))?;
+    let refusals = [
+        ("fill", buf.fill(&s, 7)),
+        ("copy_from_host", buf.copy_from_host(&s, &[1; 64])),
+        ("put_on_stream", nv.put_on_stream(&s, &buf, &other, me)),
+    ];
+    let graph = s.end_capture(sys::CUgraphInstantiate_flags(0));
+    for (what, got) in refusals {
+        match got {
+            Err(Error::Unsupported { reason, .. }) if reason.contains("capturing") => {}
+            other => return Err(format!("{what} under capture gave {other:?}").into()),
+        }
+    }
+    let graph = graph.map_err(|e| format!("end_capture: {e}"))?;
+    ensure(graph.is_none(), || "the refused operations were captured")?;
+    buf.fill(&s, 7)?;
+    check_eq("fill after the capture", &buf.to_vec(&s)?, &[7; 64])
+}
+
 /// Threads per block of the race tests, and elements moved (8 KiB per warp).
 const RACE_THREADS: u32 = 1024;
 const RACE_N: usize = 32 * 1024;
@@ -925,6 +955,7 @@ gpu_main! {
     ALL => atomic_fetch_add, atomic_sequence, put_signal_ring, wait_until_ring, iput, peer_ptr,
         ptr_matches_nvshmem_ptr, collective_launch, stream_ops;
     &[1], with &[("NVSHMEM_DISABLE_LOCAL_ONLY_PROXY", "1")] => kernel_fault;
-    &[1] => version_mismatch, unregistrable_module, driver_too_old, block_too_large;
+    &[1] => version_mismatch, unregistrable_module, driver_too_old, block_too_large,
+        capture_refused;
     &[2, 4] => allocation_mismatch;
 }

@@ -94,10 +94,13 @@ pub enum Error {
     )]
     AlreadyInitialized,
 
-    /// The `Nvshmem` this object belongs to has been finalized.
+    /// The `Nvshmem` this object belongs to has been finalized (by
+    /// `Nvshmem::finalize`, or, when attached, by the component that
+    /// initialized NVSHMEM).
     #[error(
         "NVSHMEM has been finalized: {what} cannot be used any more. Fix: drop buffers, modules \
-         and kernels before calling `Nvshmem::finalize`"
+         and kernels before calling `Nvshmem::finalize` (attached with `Nvshmem::attach`: \
+         before the component that initialized NVSHMEM, PyTorch say, finalizes it)"
     )]
     Finalized {
         /// What was used.

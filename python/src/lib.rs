@@ -216,8 +216,14 @@ fn cuda_array(
     })
 }
 
-/// One Python argument as the host crate's [`Arg`].
-fn convert(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Arg> {
+/// One Python argument as the host crate's [`Arg`]. A tensor made from the
+/// object (through DLPack) goes into `keep`: its memory is promised only
+/// while it lives, so the caller keeps it until the launch is issued.
+fn convert<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    keep: &mut Vec<Bound<'py, PyAny>>,
+) -> PyResult<Arg> {
     if obj.is_instance_of::<PyBool>() {
         return Ok(Arg::Bool(obj.extract()?));
     }
@@ -249,7 +255,9 @@ fn convert(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Arg> {
         && let Some(from) = torch.as_ref().and_then(|t| t.from_dlpack.as_ref())
     {
         let t = from.bind(py).call1((obj,))?;
-        return Ok(Arg::Tensor(torch_tensor(py, torch.as_ref().unwrap(), &t)?));
+        let arg = torch_tensor(py, torch.as_ref().unwrap(), &t)?;
+        keep.push(t);
+        return Ok(Arg::Tensor(arg));
     }
     Ok(Arg::Other(obj.get_type().name()?.to_string()))
 }
@@ -280,11 +288,16 @@ fn numpy_scalar(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Option<Arg>>
     })
 }
 
-/// Every argument of a call, converted.
-fn convert_all(py: Python<'_>, args: &Bound<'_, PyTuple>, out: &mut Vec<Arg>) -> PyResult<()> {
+/// Every argument of a call, converted; see [`convert`] for `keep`.
+fn convert_all<'py>(
+    py: Python<'py>,
+    args: &Bound<'py, PyTuple>,
+    out: &mut Vec<Arg>,
+    keep: &mut Vec<Bound<'py, PyAny>>,
+) -> PyResult<()> {
     out.clear();
     for a in args.iter() {
-        out.push(convert(py, &a)?);
+        out.push(convert(py, &a, keep)?);
     }
     Ok(())
 }
@@ -789,7 +802,9 @@ impl Kernel {
         let stream = self.stream(py, stream)?;
         let mut scratch = self.scratch.borrow_mut();
         let (converted, buf) = &mut *scratch;
-        convert_all(py, args, converted)?;
+        // DLPack temporaries: alive until the launch has been issued.
+        let mut temporaries = Vec::new();
+        convert_all(py, args, converted, &mut temporaries)?;
         self.signature
             .encode_into(converted, &Live(&self.nv), buf)
             .map_err(to_py)?;
@@ -799,6 +814,7 @@ impl Kernel {
         // GPU or one the caller named. What the kernel does with the memory
         // (how far it reads and writes) is its own contract, as in CUDA.
         let launched = unsafe { self.kernel.launch_encoded(stream, config, buf, cooperative) };
+        drop(temporaries);
         launched.map_err(|e| capture_note(e, stream))
     }
 }
@@ -852,7 +868,7 @@ methods! {
     #[pyo3(signature = (*args))]
     fn check(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Vec<u64>> {
         let mut converted = Vec::new();
-        convert_all(py, args, &mut converted)?;
+        convert_all(py, args, &mut converted, &mut Vec::new())?;
         let buf = self
             .signature
             .encode(&converted, &Live(&self.nv))
@@ -891,7 +907,7 @@ methods! {
             .map_err(to_py)?;
         let stream = self.stream(py, stream)?;
         let mut converted = Vec::new();
-        convert_all(py, args, &mut converted)?;
+        convert_all(py, args, &mut converted, &mut Vec::new())?;
         let mut buf = self
             .signature
             .encode(&converted, &Live(&self.nv))
@@ -1043,7 +1059,7 @@ methods! {
             })
             .transpose()?;
         let mut converted = Vec::new();
-        convert_all(py, args, &mut converted)?;
+        convert_all(py, args, &mut converted, &mut Vec::new())?;
         let symmetric = match symmetric {
             None => Vec::new(),
             Some(given) => match given.extract::<(u64, u64)>() {

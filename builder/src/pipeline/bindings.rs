@@ -396,7 +396,7 @@ fn value(ty: &syn::Type, s: &Sources, lib: &str, structs: &mut Vec<String>) -> O
                     value(generic_arg(p)?, s, lib, structs)?
                 ),
                 _ => {
-                    let st = s.structs.get(&ident)?;
+                    let st = s.struct_for(p)?;
                     let path: Vec<&str> = std::iter::once(lib)
                         .chain(st.module.iter().map(String::as_str))
                         .chain(std::iter::once(ident.as_str()))
@@ -510,6 +510,38 @@ mod tests {
         // `k_with` is a kernel of its own: `k` gets no `_with` variant.
         assert_eq!(out.matches("pub unsafe fn k_with(").count(), 1, "{out}");
         assert!(!out.contains("launch_with(stream, config, (x.as_sym_ptr(),))"));
+    }
+
+    /// A struct is typed only when its name says which one it is: a name two
+    /// modules share, or a path into a module (or crate) the struct is not in,
+    /// takes `impl KernelParam` (checked by size at launch), never the wrong
+    /// struct of the same size.
+    #[test]
+    fn only_structs_named_without_doubt_are_typed() {
+        let s = sources(
+            "pub mod a { #[repr(C)] pub struct Cfg { pub len: u64, pub data: u64 } }\n\
+             pub mod b { #[repr(C)] pub struct Cfg { pub data: u64, pub len: u64 } }\n\
+             pub mod p { #[repr(C)] pub struct Affine { pub a: f32, pub b: f32 } }\n\
+             #[repr(C)] pub struct Local { pub x: u32 }\n\
+             #[kernel] pub unsafe fn k(c: a::Cfg, d: crate::p::Affine, e: super::p::Affine, \
+               f: other::Local, g: ::other::Local, h: Local) {}",
+        );
+        let m = manifest(vec![KernelInfo::new(
+            "k",
+            params(&["c", "d", "e", "f", "g", "h"]),
+            false,
+        )]);
+        let out = render(&m, &s, "ring_kernels", "/built");
+        for want in [
+            "    c: impl ::nvshmem_host::KernelParam,\n",
+            "    d: Affine,\n    e: Affine,\n",
+            "    f: impl ::nvshmem_host::KernelParam,\n",
+            "    g: impl ::nvshmem_host::KernelParam,\n",
+            "    h: Local,\n",
+        ] {
+            assert!(out.contains(want), "missing {want:?} in:\n{out}");
+        }
+        assert!(!out.contains("Cfg"), "{out}");
     }
 
     #[test]

@@ -132,7 +132,7 @@ impl<'a> CTypes<'a> {
         if self.structs.iter().any(|s| s.name == name) {
             return Some(name);
         }
-        let src = self.sources.structs.get(&ident)?;
+        let src = self.sources.struct_for(p)?;
         if src.fields.is_empty() {
             return None;
         }

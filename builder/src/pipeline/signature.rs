@@ -1,7 +1,7 @@
 //! Kernel signatures as written in the Rust source, for the manifest and the C header.
 
 use quote::ToTokens;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use syn::visit::Visit;
 
@@ -39,8 +39,11 @@ pub(crate) struct Sources {
     /// Kernels written `extern "ptx-kernel"` by hand (not `#[kernel]`): they
     /// do not compile for the host.
     pub raw_ptx_kernels: Vec<String>,
-    /// `#[repr(C)]` structs by name (the last one wins when two share a name).
+    /// `#[repr(C)]` structs by name (the last one wins when two share a name;
+    /// [`Sources::struct_for`] refuses such names).
     pub structs: BTreeMap<String, SourceStruct>,
+    /// Names that two `#[repr(C)]` structs of different modules share.
+    ambiguous_structs: BTreeSet<String>,
     /// `#[kernel(max_threads = ..)]` attributes inside macros (`macro_rules!`
     /// bodies, macro calls), which this reader does not expand: their
     /// kernels get no `.maxntid`.
@@ -62,6 +65,37 @@ impl Sources {
             .iter()
             .find(|k| k.name == name)
             .filter(|k| k.params.len() == count)
+    }
+
+    /// The source's `#[repr(C)]` struct that the type path `p` names, when
+    /// that is certain from its name: no other struct of the crate has the
+    /// name, and the path's modules (after `crate`, `self`, `super`) end the
+    /// struct's module path. Anything else (an ambiguous name, a struct of
+    /// another crate) is `None`: the caller falls back to an untyped
+    /// parameter rather than risk a same-sized struct with other fields.
+    pub(crate) fn struct_for(&self, p: &syn::TypePath) -> Option<&SourceStruct> {
+        let ident = p.path.segments.last()?.ident.to_string();
+        if self.ambiguous_structs.contains(&ident) {
+            return None;
+        }
+        let st = self.structs.get(&ident)?;
+        let written: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let modules: Vec<&str> = written[..written.len() - 1]
+            .iter()
+            .map(String::as_str)
+            .skip_while(|m| matches!(*m, "crate" | "self" | "super"))
+            .collect();
+        let in_module = st.module.len() >= modules.len()
+            && st.module[st.module.len() - modules.len()..]
+                .iter()
+                .zip(&modules)
+                .all(|(a, b)| a == b);
+        (p.path.leading_colon.is_none() && in_module).then_some(st)
     }
 
     /// Kernel → its `#[kernel(max_threads = N)]`, for the kernels that have one.
@@ -244,8 +278,15 @@ impl<'ast> Visit<'ast> for Sources {
                 })
                 .collect();
             let module = self.module.clone();
-            self.structs
-                .insert(s.ident.to_string(), SourceStruct { fields, module });
+            let name = s.ident.to_string();
+            if self
+                .structs
+                .get(&name)
+                .is_some_and(|prev| prev.module != module)
+            {
+                self.ambiguous_structs.insert(name.clone());
+            }
+            self.structs.insert(name, SourceStruct { fields, module });
         }
         syn::visit::visit_item_struct(self, s);
     }

@@ -128,6 +128,16 @@ pub fn gpu_arch(ordinal: usize) -> Result<nvshmem_types::Arch> {
     })
 }
 
+/// Whether `stream` is capturing a CUDA graph (`cuStreamIsCapturing`).
+pub(crate) fn is_capturing(stream: &cudarc::driver::CudaStream) -> Result<bool> {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: a live stream (borrowed); only reads its capture status.
+    unsafe { sys::cuStreamIsCapturing(stream.cu_stream(), &mut status) }
+        .result()
+        .map_err(Error::driver("cuStreamIsCapturing"))?;
+    Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+}
+
 /// Retains `ordinal`'s primary context and makes it current on this thread.
 pub(crate) fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
     probe()?;

@@ -672,8 +672,7 @@ impl<'a, T: Pod> SymView<'a, T> {
 
     /// Checks the state and the stream, and makes the context current.
     pub(crate) fn enter(&self, stream: &CudaStream, what: &'static str) -> Result<()> {
-        self.nv.enter(what)?;
-        self.nv.check_stream(stream)
+        self.nv.enter_stream(stream, what)
     }
 
     pub(crate) fn inner(&self) -> &'a Rc<Inner> {

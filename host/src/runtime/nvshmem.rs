@@ -97,9 +97,11 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
-    /// Fails once NVSHMEM has been finalized.
+    /// Fails once NVSHMEM has been finalized: by us, or, attached, by its
+    /// owner (asked each time: its heap and teams are gone then, and freeing
+    /// or calling into them is undefined behaviour).
     pub(crate) fn check_active(&self, what: &'static str) -> Result<()> {
-        if self.finalized.get() {
+        if self.finalized.get() || (self.attached && !self.lib.is_initialized()) {
             Err(Error::Finalized { what })
         } else {
             Ok(())
@@ -112,6 +114,27 @@ impl Inner {
         self.ctx
             .bind_to_thread()
             .map_err(Error::driver("cuCtxSetCurrent"))
+    }
+
+    /// [`Inner::enter`] for a safe operation on symmetric memory issued on
+    /// `stream`: the stream is of this context and is not capturing a CUDA
+    /// graph. A captured operation runs whenever the graph is launched, after
+    /// its buffers may have been freed (their drop waits only for queued
+    /// work), so only an unsafe kernel launch may be captured.
+    pub(crate) fn enter_stream(&self, stream: &CudaStream, what: &'static str) -> Result<()> {
+        self.enter(what)?;
+        self.check_stream(stream)?;
+        if !driver::is_capturing(stream)? {
+            Ok(())
+        } else {
+            Err(Error::Unsupported {
+                what,
+                reason: "the stream is capturing a CUDA graph, which could replay this operation \
+                         after its buffers are freed. Fix: issue it before or after the capture, \
+                         or capture a kernel launch (unsafe: the buffers must then outlive every \
+                         launch of the graph)",
+            })
+        }
     }
 
     /// Fails unless `stream` belongs to this context.
@@ -299,6 +322,12 @@ impl Nvshmem {
     /// [`Error::NoGpu`] without a GPU; [`Error::NotAttachable`] when NVSHMEM
     /// is not loaded or not initialized.
     ///
+    /// Every later call asks NVSHMEM whether it is still initialized: once
+    /// the owner has finalized it, calls return [`Error::Finalized`] and
+    /// buffers allocated here are dropped without `nvshmem_free` (the owner's
+    /// finalize released the heap). Finalize and re-initialize in the owner
+    /// while this handle lives is not detected: drop the handle first.
+    ///
     /// ```no_run
     /// // Inside a process where torch has set up NVSHMEM symmetric memory:
     /// let nv = nvshmem_host::Nvshmem::attach(0)?;
@@ -348,6 +377,9 @@ impl Nvshmem {
     /// PE (`nvshmem_ptr` of both ends, which is null elsewhere): memory a
     /// `SymPtr` may point at.
     pub fn is_symmetric(&self, ptr: u64, bytes: u64) -> bool {
+        if self.inner.check_active("Nvshmem::is_symmetric").is_err() {
+            return false;
+        }
         let lib = self.inner.lib.raw();
         let last = ptr.saturating_add(bytes.max(1) - 1);
         // SAFETY: nvshmem_ptr only compares the address with the heap's range.

@@ -1,7 +1,8 @@
 //! NVSHMEM operations issued from the host, between two PEs: stream-ordered
 //! (`*_on_stream`, the usual way, ordered with kernels on the same stream)
 //! puts, gets and signals, and the host-blocking barrier, sync and quiet.
-//! Team collectives are in `collectives.rs`.
+//! Team collectives are in `collectives.rs`. The stream operations refuse a
+//! stream that is capturing a CUDA graph (see `Inner::enter_stream`).
 
 use crate::error::{Error, Result};
 use crate::runtime::memory::{AsSymView, SymView};
@@ -12,8 +13,7 @@ use nvshmem_types::{Cmp, Pe, SignalOp};
 
 /// Checks a stream operation's arguments and makes the context current.
 pub(crate) fn enter_on(nv: &Nvshmem, stream: &CudaStream, what: &'static str) -> Result<()> {
-    nv.inner.enter(what)?;
-    nv.inner.check_stream(stream)
+    nv.inner.enter_stream(stream, what)
 }
 
 /// Checks that `view` belongs to this `Nvshmem` (not a finalized earlier one).
