@@ -5,7 +5,9 @@
 //! every PE (so a configuration wrong on one PE fails on all, and none waits
 //! for it), and allocates every symmetric buffer once, for `max_tokens`.
 //! [`Moe::dispatch`] and [`Moe::combine`] then only launch kernels on the
-//! PE's stream: no host synchronization, so a CUDA graph can capture them.
+//! PE's stream: no host synchronization, so a CUDA graph can capture them,
+//! once [`Moe::allow_graph_capture`] (unsafe: the graph must not outlive
+//! the buffers it uses) has said so.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), moe::Error> {
@@ -62,6 +64,15 @@ pub enum Error {
     /// Peers refused calls since the status was last cleared.
     #[error("MoE: {0}")]
     Status(String),
+    /// The stream is capturing a CUDA graph, and this handle was not told
+    /// that its graphs will not outlive it ([`Moe::allow_graph_capture`]):
+    /// nothing was launched.
+    #[error(
+        "MoE: the stream is capturing a CUDA graph, which could replay after this Moe's buffers \
+         are freed. Fix: call `unsafe {{ moe.allow_graph_capture() }}` first (every graph \
+         captured from it must be launched only while the Moe and the buffers passed live)"
+    )]
+    CaptureNotAllowed,
     /// From NVSHMEM or CUDA.
     #[error(transparent)]
     Nvshmem(#[from] nvshmem_host::Error),
@@ -265,6 +276,8 @@ pub struct Moe<'a> {
     _state: Vec<SymBuffer<u8>>,
     grid: u32,
     tokens: Cell<Option<u32>>,
+    /// [`Moe::allow_graph_capture`] was called.
+    capture_allowed: bool,
 }
 
 impl<'a> Moe<'a> {
@@ -466,7 +479,20 @@ impl<'a> Moe<'a> {
             _state: state,
             grid,
             tokens: Cell::new(None),
+            capture_allowed: false,
         })
+    }
+
+    /// Lets [`dispatch`](Self::dispatch) and [`combine`](Self::combine) be
+    /// captured into CUDA graphs (they refuse a capturing stream otherwise,
+    /// with [`Error::CaptureNotAllowed`]).
+    ///
+    /// # Safety
+    /// Every graph captured from this handle's calls is launched only while
+    /// this `Moe` and every buffer passed to the captured calls are alive
+    /// (dropping them frees their memory, which a later launch would write).
+    pub unsafe fn allow_graph_capture(&mut self) {
+        self.capture_allowed = true;
     }
 
     /// The configuration.
@@ -516,6 +542,9 @@ impl<'a> Moe<'a> {
         refused: A,
         launches: impl FnOnce(&launch::Kernels, &CudaStream, DevicePtr<Plan>, A) -> NvResult<()>,
     ) -> Result<()> {
+        if !self.capture_allowed && self.nv.is_capturing(self.nv.stream())? {
+            return Err(Error::CaptureNotAllowed);
+        }
         let args = if why.is_none() { args() } else { refused };
         launches(&self.kernels, self.nv.stream(), self.plan_ptr(), args)?;
         why.map_or(Ok(()), |w| Err(Error::Refused(w)))

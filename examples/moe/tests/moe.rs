@@ -121,14 +121,31 @@ fn graph(pe: &mut TestPe) -> TestResult {
     let nv = pe.nvshmem();
     let (me, np) = (nv.my_pe().index(), nv.n_pes());
     let cfg = config(Mode::LowLatency, false);
-    let moe = Moe::new(nv, cfg).map_err(fail)?;
+    let mut moe = Moe::new(nv, cfg).map_err(fail)?;
     let b = Bufs::new(nv, &moe)?;
-    let recv = moe.recv_bf16().expect("bf16 mode");
     let tokens = reference::tokens_for(me, cfg.max_tokens);
     // Capture needs the buffers' sizes only; the data comes before each replay.
     let s = nv.stream();
-    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
-        .map_err(|e| Failure::new(format!("begin_capture: {e}")))?;
+    let begin = || {
+        s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+            .map_err(|e| Failure::new(format!("begin_capture: {e}")))
+    };
+    // Refused (nothing launched) until the handle allows capture.
+    begin()?;
+    let refused = moe.dispatch(&b.x, &b.idx, &b.w, tokens);
+    let _ = s.end_capture(sys::CUgraphInstantiate_flags(0));
+    match refused {
+        Err(moe::Error::CaptureNotAllowed) => {}
+        other => {
+            return Err(Failure::new(format!(
+                "a dispatch under capture gave {other:?}"
+            )));
+        }
+    }
+    // SAFETY: the graph is launched below only, while `moe` and `b` live.
+    unsafe { moe.allow_graph_capture() };
+    let recv = moe.recv_bf16().expect("bf16 mode");
+    begin()?;
     let captured = moe
         .dispatch(&b.x, &b.idx, &b.w, tokens)
         .and_then(|()| moe.combine(recv, &b.idx, &b.w, &b.out));

@@ -581,6 +581,15 @@ impl Nvshmem {
             .map_err(Error::driver("cuStreamCreate"))
     }
 
+    /// Whether `stream` (of this PE's context) is capturing a CUDA graph. A
+    /// library whose safe calls launch kernels on its own buffers asks this,
+    /// to refuse a capture that could outlive them.
+    pub fn is_capturing(&self, stream: &CudaStream) -> Result<bool> {
+        self.inner.enter("Nvshmem::is_capturing")?;
+        self.inner.check_stream(stream)?;
+        driver::is_capturing(stream)
+    }
+
     /// Waits for `stream`'s work. A kernel fault comes back as
     /// [`Error::KernelFault`] naming the kernel last launched on the stream.
     pub fn synchronize(&self, stream: &CudaStream) -> Result<()> {
