@@ -550,6 +550,60 @@ fn unregistrable_module(pe: &mut TestPe) -> TestResult {
     }
 }
 
+/// A manifest that does not describe its image's kernel (stale beside a
+/// rebuilt PTX) is refused when the kernel is looked up: fewer, more or
+/// other-sized parameters than the image's (`cuFuncGetParamInfo`).
+fn stale_manifest(pe: &mut TestPe) -> TestResult {
+    use nvshmem_host::{KernelInfo, ParamInfo};
+    let nv = pe.nvshmem();
+    let ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\
+               .visible .entry k(.param .u64 a, .param .u32 b)\n{\n\tret;\n}\n";
+    let param = |name: &str, size: u32| ParamInfo {
+        name: name.into(),
+        rust_type: String::new(),
+        c_type: String::new(),
+        size,
+        align: size,
+    };
+    let load = |params: Vec<ParamInfo>| {
+        let manifest = nvshmem_host::Manifest {
+            format: nvshmem_host::MANIFEST_FORMAT,
+            crate_name: "stale".into(),
+            nvshmem_version: nv.version(),
+            arch: nvshmem_host::Arch::DEFAULT,
+            ptx_isa: "8.0".into(),
+            ptx: "stale.ptx".into(),
+            cubin: None,
+            device_link: None,
+            cuda_toolkit: None,
+            kernels: vec![KernelInfo::new("k", params, false)],
+        };
+        nv.load_module_image(ptx.as_bytes(), manifest)?
+            .kernel("k")
+            .map(drop)
+    };
+    load(vec![param("a", 8), param("b", 4)])?;
+    for (params, says) in [
+        (vec![param("a", 8)], "takes more parameters"),
+        (vec![param("a", 8), param("b", 8)], "is 4 bytes"),
+        (
+            vec![param("a", 8), param("b", 4), param("c", 4)],
+            "takes 2 parameters",
+        ),
+    ] {
+        match load(params) {
+            Err(e @ Error::ModuleLoad { .. }) => {
+                let text = e.to_string();
+                ensure(text.contains(says) && text.contains("stale"), || {
+                    text.clone()
+                })?
+            }
+            other => return Err(format!("a stale manifest ({says}) gave {other:?}").into()),
+        }
+    }
+    Ok(())
+}
+
 /// A cubin made by a newer CUDA than the driver supports (its manifest's
 /// `cuda_toolkit` says 99.0) must be refused with `Error::DriverTooOld`,
 /// which names both versions, before the driver sees it: not a bare driver
@@ -960,6 +1014,6 @@ gpu_main! {
         ptr_matches_nvshmem_ptr, collective_launch, stream_ops;
     &[1], with &[("NVSHMEM_DISABLE_LOCAL_ONLY_PROXY", "1")] => kernel_fault;
     &[1] => version_mismatch, unregistrable_module, driver_too_old, block_too_large,
-        capture_refused;
+        capture_refused, stale_manifest;
     &[2, 4] => allocation_mismatch;
 }

@@ -16,7 +16,7 @@ use crate::runtime::kernel::Kernel;
 use crate::runtime::loaded::ModuleInner;
 use crate::runtime::nvshmem::Nvshmem;
 use cudarc::driver::{DriverError, result, sys};
-use nvshmem_types::manifest::Manifest;
+use nvshmem_types::manifest::{KernelInfo, Manifest};
 use nvshmem_types::{CudaVersion, Version};
 use std::ffi::{CString, c_void};
 use std::path::{Path, PathBuf};
@@ -476,12 +476,7 @@ fn check_driver(manifest: &Manifest, is_ptx: bool, what: &str) -> Result<()> {
     let Some(toolkit) = manifest.cuda_toolkit else {
         return Ok(());
     };
-    let mut v = 0i32;
-    // SAFETY: a valid out-pointer; the driver was loaded by init.
-    unsafe { sys::cuDriverGetVersion(&mut v) }
-        .result()
-        .map_err(Error::driver("cuDriverGetVersion"))?;
-    let driver = CudaVersion::from_driver(v);
+    let driver = driver_version()?;
     let isa = manifest.ptx_isa.parse::<CudaVersion>().ok();
     let needs = match (is_ptx, isa) {
         (true, Some(isa)) => CudaVersion::for_ptx_isa(isa),
@@ -501,6 +496,67 @@ fn check_driver(manifest: &Manifest, is_ptx: bool, what: &str) -> Result<()> {
         needs: needs.to_string(),
         driver: driver.to_string(),
     })
+}
+
+/// The CUDA version of the driver (`cuDriverGetVersion`).
+fn driver_version() -> Result<CudaVersion> {
+    let mut v = 0i32;
+    // SAFETY: a valid out-pointer; the driver was loaded by init.
+    unsafe { sys::cuDriverGetVersion(&mut v) }
+        .result()
+        .map_err(Error::driver("cuDriverGetVersion"))?;
+    Ok(CudaVersion::from_driver(v))
+}
+
+/// Compares the kernel's own parameters (`cuFuncGetParamInfo`, drivers of
+/// CUDA 12.4 and later; older ones skip the check) with the manifest's: a
+/// manifest stale beside a rebuilt image would have launches pass the
+/// driver fewer or other-sized arguments than the kernel reads.
+fn check_params(func: sys::CUfunction, kernel: &KernelInfo, what: &str) -> Result<()> {
+    if driver_version()? < CudaVersion::new(12, 4) {
+        return Ok(());
+    }
+    let stale = |detail: String| Error::ModuleLoad {
+        what: what.to_string(),
+        reason: format!(
+            "the manifest does not describe kernel `{}` of this image ({detail}): the manifest \
+             is stale. Fix: rebuild the kernel crate, and load the manifest written with the image",
+            kernel.name
+        ),
+    };
+    let param = |i: usize| {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: a function of a loaded module; valid out-pointers.
+        unsafe { sys::cuFuncGetParamInfo(func, i, &mut offset, &mut size) }
+            .result()
+            .map(|()| size)
+    };
+    for (i, p) in kernel.params.iter().enumerate() {
+        match param(i) {
+            Ok(size) if size == p.size as usize => {}
+            Ok(size) => {
+                return Err(stale(format!(
+                    "parameter {i} `{}` is {size} bytes, the manifest says {}",
+                    p.name, p.size
+                )));
+            }
+            Err(DriverError(sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE)) => {
+                return Err(stale(format!(
+                    "it takes {i} parameters, the manifest lists {}",
+                    kernel.params.len()
+                )));
+            }
+            Err(e) => return Err(Error::driver("cuFuncGetParamInfo")(e)),
+        }
+    }
+    match param(kernel.params.len()) {
+        Err(DriverError(sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE)) => Ok(()),
+        Ok(_) => Err(stale(format!(
+            "it takes more parameters than the {} the manifest lists",
+            kernel.params.len()
+        ))),
+        Err(e) => Err(Error::driver("cuFuncGetParamInfo")(e)),
+    }
 }
 
 /// The NVSHMEM version compiled into a module, or `None` when it has no NVSHMEM code.
@@ -563,6 +619,7 @@ impl Module {
                     source: e,
                 },
             })?;
+        check_params(func, &info, &m.what)?;
         Ok(Kernel::new(self.inner.clone(), func, info))
     }
 
