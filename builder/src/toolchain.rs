@@ -9,7 +9,7 @@
 //! `settings` read from the environment, and `libdevice`.
 
 pub(crate) mod jitlink;
-pub(crate) mod libdevice;
+pub mod libdevice;
 pub(crate) mod settings;
 pub mod wheels;
 

@@ -217,7 +217,10 @@ fn setup(a: &SetupArgs) -> nvshmem_builder::Result<()> {
         }
     }
     println!("cuda-include\t{}", wheels::cuda_include()?.display());
-    println!("libdevice\t{}", wheels::libdevice()?.display());
+    println!(
+        "libdevice\t{}",
+        nvshmem_builder::toolchain::libdevice::ensure()?.display()
+    );
     Ok(())
 }
 

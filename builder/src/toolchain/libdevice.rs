@@ -1,7 +1,7 @@
 //! Where NVIDIA's libdevice (`libdevice.10.bc`) is: the `__nv_*` math
 //! functions that `nvshmem_device::math` calls. The pipeline links it
 //! `--only-needed` after NVSHMEM, only when the module declares one
-//! ([`ir::libdevice_calls`](crate::pipeline::ir::libdevice_calls)).
+//! (`ir::libdevice_calls`). [`ensure`] finds or fetches it.
 
 use super::settings::{self, Progress};
 use super::wheels::{self, NVVM_WHEEL};
@@ -48,6 +48,22 @@ pub(crate) fn find() -> Result<Option<PathBuf>> {
     }
     candidates.push("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc".into());
     Ok(candidates.into_iter().find(|p| p.is_file()))
+}
+
+/// `libdevice.10.bc`, found where a build looks for it (`$NVSHMEM_RS_LIBDEVICE`,
+/// the `nvidia-nvvm` package `python3` has, the per-user cache, a CUDA
+/// install), else the
+/// `nvidia-nvvm` wheel downloaded into the per-user cache as
+/// [`wheels::ensure`] does. A build fetches it itself when its kernels call
+/// `nvshmem_device::math`; `nvshmem-build setup` calls this so that no later
+/// build needs the network.
+///
+/// ```no_run
+/// println!("{}", nvshmem_builder::toolchain::libdevice::ensure()?.display());
+/// # Ok::<(), nvshmem_builder::Error>(())
+/// ```
+pub fn ensure() -> Result<PathBuf> {
+    find_or_fetch(settings::offline()?, Progress::Stderr, Vec::new())
 }
 
 /// [`find`], else the `nvidia-nvvm` wheel downloaded into the per-user

@@ -349,20 +349,6 @@ pub(crate) fn cuda_include_with(offline: bool, progress: Progress) -> Result<Pat
     }
 }
 
-/// `libdevice.10.bc` (the `__nv_*` math functions `nvshmem_device::math`
-/// calls), found where a build looks for it, else the `nvidia-nvvm` wheel
-/// downloaded into the per-user cache as [`ensure`] does. A build fetches it
-/// itself when its kernels need it; `nvshmem-build setup` calls this so that
-/// no later build needs the network.
-///
-/// ```no_run
-/// println!("{}", nvshmem_builder::wheels::libdevice()?.display());
-/// # Ok::<(), nvshmem_builder::Error>(())
-/// ```
-pub fn libdevice() -> Result<PathBuf> {
-    super::libdevice::find_or_fetch(settings::offline()?, Progress::Stderr, Vec::new())
-}
-
 fn find_cuda_include() -> Option<PathBuf> {
     let mut candidates: Vec<PathBuf> = wheel_roots(CUDA_RUNTIME_WHEEL)
         .into_iter()
