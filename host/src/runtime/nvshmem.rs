@@ -122,9 +122,7 @@ impl Inner {
     /// its buffers may have been freed (their drop waits only for queued
     /// work), so only an unsafe kernel launch may be captured.
     pub(crate) fn enter_stream(&self, stream: &CudaStream, what: &'static str) -> Result<()> {
-        self.enter(what)?;
-        self.check_stream(stream)?;
-        if !driver::is_capturing(stream)? {
+        if !self.enter_capturing(stream, what)? {
             Ok(())
         } else {
             Err(Error::Unsupported {
@@ -135,6 +133,14 @@ impl Inner {
                          launch of the graph)",
             })
         }
+    }
+
+    /// [`Inner::enter`] and the stream's check, then whether it is capturing
+    /// a CUDA graph.
+    fn enter_capturing(&self, stream: &CudaStream, what: &'static str) -> Result<bool> {
+        self.enter(what)?;
+        self.check_stream(stream)?;
+        driver::is_capturing(stream)
     }
 
     /// Fails unless `stream` belongs to this context.
@@ -585,9 +591,7 @@ impl Nvshmem {
     /// library whose safe calls launch kernels on its own buffers asks this,
     /// to refuse a capture that could outlive them.
     pub fn is_capturing(&self, stream: &CudaStream) -> Result<bool> {
-        self.inner.enter("Nvshmem::is_capturing")?;
-        self.inner.check_stream(stream)?;
-        driver::is_capturing(stream)
+        self.inner.enter_capturing(stream, "Nvshmem::is_capturing")
     }
 
     /// Waits for `stream`'s work. A kernel fault comes back as
