@@ -907,7 +907,9 @@ methods! {
             .map_err(to_py)?;
         let stream = self.stream(py, stream)?;
         let mut converted = Vec::new();
-        convert_all(py, args, &mut converted, &mut Vec::new())?;
+        // DLPack temporaries: alive until the last launch has been issued.
+        let mut temporaries = Vec::new();
+        convert_all(py, args, &mut converted, &mut temporaries)?;
         let mut buf = self
             .signature
             .encode(&converted, &Live(&self.nv))
@@ -928,7 +930,9 @@ methods! {
             }
             .map_err(|e| NvshmemError::new_err(format!("cuLaunchKernel: {e}")))?;
         }
-        Ok(start.elapsed().as_secs_f64())
+        let elapsed = start.elapsed().as_secs_f64();
+        drop(temporaries);
+        Ok(elapsed)
     }
 
     fn __repr__(&self) -> String {

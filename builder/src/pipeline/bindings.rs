@@ -9,8 +9,13 @@
 //! - numbers, `bool`, `f16`/`bf16`, `Pe`, `Team` and arrays of them: by value;
 //! - a `#[repr(C)]` struct of the kernel crate: by value, as the kernel
 //!   crate's own type (`::<crate>::<module>::<Name>`, so the host program
-//!   depends on the kernel crate; it derives `KernelParam` there);
-//! - anything else: `impl KernelParam`, checked at run time only.
+//!   depends on the kernel crate; it derives `KernelParam` there), when the
+//!   name says which struct it is: no other `#[repr(C)]` struct of the crate
+//!   (outside `#[cfg(test)]`) has the name, and a path it is written with
+//!   (`params::Cfg`, `crate::params::Cfg`, `super::Cfg`) ends in its module.
+//!   A module alias (`use crate::params as p; p::Cfg`) or a re-export from
+//!   another module does not say so;
+//! - anything else: `impl KernelParam`, checked at run time only (its size).
 //!
 //! Each call goes through `Kernel::launch_with` (or
 //! `launch_collective_with` for a collective kernel, which gets only that).
@@ -515,7 +520,7 @@ mod tests {
     /// A struct is typed only when its name says which one it is: a name two
     /// modules share, or a path into a module (or crate) the struct is not in,
     /// takes `impl KernelParam` (checked by size at launch), never the wrong
-    /// struct of the same size.
+    /// struct of the same size. Unit tests' structs do not count.
     #[test]
     fn only_structs_named_without_doubt_are_typed() {
         let s = sources(
@@ -523,6 +528,7 @@ mod tests {
              pub mod b { #[repr(C)] pub struct Cfg { pub data: u64, pub len: u64 } }\n\
              pub mod p { #[repr(C)] pub struct Affine { pub a: f32, pub b: f32 } }\n\
              #[repr(C)] pub struct Local { pub x: u32 }\n\
+             #[cfg(test)] mod tests { #[repr(C)] pub struct Local { pub y: u8 } }\n\
              #[kernel] pub unsafe fn k(c: a::Cfg, d: crate::p::Affine, e: super::p::Affine, \
                f: other::Local, g: ::other::Local, h: Local) {}",
         );

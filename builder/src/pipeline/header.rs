@@ -127,12 +127,12 @@ impl<'a> CTypes<'a> {
         if !matches!(last.arguments, syn::PathArguments::None) || depth > 8 {
             return None;
         }
+        let src = self.sources.struct_for(p)?;
         let ident = last.ident.to_string();
         let name = format!("{}_{}_t", self.prefix, snake(&ident));
         if self.structs.iter().any(|s| s.name == name) {
             return Some(name);
         }
-        let src = self.sources.struct_for(p)?;
         if src.fields.is_empty() {
             return None;
         }

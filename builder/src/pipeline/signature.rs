@@ -154,6 +154,16 @@ pub(crate) fn read(src: &Path) -> Sources {
 
 /// Whether `attrs` hold a `#[cfg(..)]` that names a cargo feature
 /// (`#[cfg(feature = "sm90a")]`, `#[cfg(all(feature = "x", ..))]`).
+/// `#[cfg(test)]`.
+fn cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.meta
+                .require_list()
+                .is_ok_and(|l| l.tokens.to_string() == "test")
+    })
+}
+
 fn feature_gated(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         a.path().is_ident("cfg")
@@ -263,7 +273,7 @@ impl<'ast> Visit<'ast> for Sources {
     }
 
     fn visit_item_struct(&mut self, s: &'ast syn::ItemStruct) {
-        if is_plain_repr_c(&s.attrs) && s.generics.params.is_empty() {
+        if is_plain_repr_c(&s.attrs) && s.generics.params.is_empty() && !cfg_test(&s.attrs) {
             let fields = s
                 .fields
                 .iter()
@@ -292,6 +302,11 @@ impl<'ast> Visit<'ast> for Sources {
     }
 
     fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        // Unit tests' modules are not built for the GPU: their structs must
+        // not make a kernel's struct name ambiguous.
+        if cfg_test(&m.attrs) {
+            return;
+        }
         self.module.push(m.ident.to_string());
         let gated = feature_gated(&m.attrs);
         if gated && m.content.is_none() {

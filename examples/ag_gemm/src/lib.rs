@@ -172,7 +172,10 @@ impl<'a> AgGemm<'a> {
 
     /// The all-gather: every panel of this PE's shard to every PE (itself
     /// included), then a barrier, so that `a_full` is complete everywhere.
+    /// A stream capturing a CUDA graph is refused (here and in
+    /// [`fused`](Self::fused)): the graph could outlive this handle's buffers.
     pub fn push(&self) -> Res<()> {
+        self.nv.refuse_capture(self.nv.stream(), "AgGemm::push")?;
         let (mloc, _, k, _) = self.dims();
         let epoch = self.next_epoch();
         let (a_shard, a_full, sig) = (&self.a_shard, &self.a_full, &self.sig);
@@ -221,6 +224,7 @@ impl<'a> AgGemm<'a> {
     /// rest compute the local shard; tiles of other shards wait for their
     /// panel's signal.
     pub fn fused(&self, tc: Tc) -> Res<()> {
+        self.nv.refuse_capture(self.nv.stream(), "AgGemm::fused")?;
         let (mloc, n, k, _) = self.dims();
         let epoch = self.next_epoch();
         let (a_shard, a_full) = (self.a_shard.sym_ptr(), self.a_full.sym_ptr());

@@ -187,7 +187,11 @@ impl<'a> AllReduce<'a> {
 
     /// One all-reduce of `data[..n]` with `kernel` (`algo`'s, or its twin
     /// with the same parameters, such as a C++ build), queued on the stream.
+    /// A stream capturing a CUDA graph is refused: the graph could outlive
+    /// this handle's buffers.
     pub fn call_with(&self, kernel: &Kernel, algo: Algo, n: usize) -> Res<()> {
+        self.nv
+            .refuse_capture(self.nv.stream(), "AllReduce::call_with")?;
         let grid = self.grid(algo, n);
         let epoch = self.epoch.get() + 1;
         self.epoch.set(epoch);

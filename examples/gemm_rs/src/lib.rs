@@ -154,7 +154,11 @@ impl<'a> GemmRs<'a> {
     /// The reduce-scatter of the unfused path: a barrier (every PE's
     /// `partial` is written), then `rs_sum` adds every PE's block of this
     /// PE's rows into `c`.
+    /// A stream capturing a CUDA graph is refused (here, in
+    /// [`unfused`](Self::unfused) and [`fused`](Self::fused)): the graph could
+    /// outlive this handle's buffers.
     pub fn sum(&self) -> Res<()> {
+        self.nv.refuse_capture(self.nv.stream(), "GemmRs::sum")?;
         let (mloc, n, ..) = self.dims();
         let stream = self.nv.stream();
         self.nv.barrier_all_on_stream(stream)?;
@@ -197,6 +201,8 @@ impl<'a> GemmRs<'a> {
 
     /// The unfused version: the partial GEMM into `partial`, then [`sum`](Self::sum).
     pub fn unfused(&self, tc: Tc) -> Res<()> {
+        self.nv
+            .refuse_capture(self.nv.stream(), "GemmRs::unfused")?;
         let (_, n, k, m) = self.dims();
         let (a, b, p) = (
             self.a.device_ptr(),
@@ -222,6 +228,7 @@ impl<'a> GemmRs<'a> {
     /// tiles of PE `me+1`'s rows first, ... its own last, adding each into
     /// the owner's `c`.
     pub fn fused(&self, tc: Tc) -> Res<()> {
+        self.nv.refuse_capture(self.nv.stream(), "GemmRs::fused")?;
         let (mloc, n, k, _) = self.dims();
         self.c.fill(self.nv.stream(), 0.0)?;
         self.nv.barrier_all_on_stream(self.nv.stream())?;

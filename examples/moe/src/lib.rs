@@ -680,6 +680,9 @@ impl<'a> Moe<'a> {
         w: &SymBuffer<f32>,
         tokens: usize,
     ) -> Result<()> {
+        // Its all-to-all is a stream operation on buffers: never captured.
+        self.nv
+            .refuse_capture(self.nv.stream(), "Moe::baseline_dispatch")?;
         let Some((send, counts)) = &self.base else {
             return Err(Error::Refused(
                 "made without the baseline: use Moe::with_baseline".into(),

@@ -587,11 +587,20 @@ impl Nvshmem {
             .map_err(Error::driver("cuStreamCreate"))
     }
 
-    /// Whether `stream` (of this PE's context) is capturing a CUDA graph. A
+    /// Whether `stream` (of this PE's context) is capturing a CUDA graph (or
+    /// was, and the capture was invalidated and not yet ended). A
     /// library whose safe calls launch kernels on its own buffers asks this,
     /// to refuse a capture that could outlive them.
     pub fn is_capturing(&self, stream: &CudaStream) -> Result<bool> {
         self.inner.enter_capturing(stream, "Nvshmem::is_capturing")
+    }
+
+    /// Refuses ([`Error::Unsupported`], naming `what`) a `stream` that is
+    /// capturing a CUDA graph, as this crate's safe stream operations do: for
+    /// a library whose safe calls launch kernels on buffers it owns, which a
+    /// graph launched after the library is dropped would write.
+    pub fn refuse_capture(&self, stream: &CudaStream, what: &'static str) -> Result<()> {
+        self.inner.enter_stream(stream, what)
     }
 
     /// Waits for `stream`'s work. A kernel fault comes back as

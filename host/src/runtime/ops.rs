@@ -1,8 +1,10 @@
 //! NVSHMEM operations issued from the host, between two PEs: stream-ordered
 //! (`*_on_stream`, the usual way, ordered with kernels on the same stream)
 //! puts, gets and signals, and the host-blocking barrier, sync and quiet.
-//! Team collectives are in `collectives.rs`. The stream operations refuse a
-//! stream that is capturing a CUDA graph (see `Inner::enter_stream`).
+//! Team collectives are in `collectives.rs`. The stream operations on
+//! buffers or teams refuse a stream that is capturing a CUDA graph (see
+//! `Inner::enter_stream`); `barrier_all_on_stream`, `sync_all_on_stream` and
+//! `quiet_on_stream` may be captured.
 
 use crate::error::{Error, Result};
 use crate::runtime::memory::{AsSymView, SymView};
@@ -134,12 +136,14 @@ fn signal_word<'a>(
     Ok(sig)
 }
 
-/// Generates the stream-ordered collectives that take only a stream.
+/// Generates the stream-ordered collectives that take only a stream. They
+/// touch no buffer of the caller's, so a CUDA graph may capture them.
 macro_rules! collective_on_stream {
     ($($(#[$doc:meta])* $name:ident => $ffi:ident;)*) => {$(
         $(#[$doc])*
         pub fn $name(&self, stream: &CudaStream) -> Result<()> {
-            enter_on(self, stream, stringify!($name))?;
+            self.inner.enter(stringify!($name))?;
+            self.inner.check_stream(stream)?;
             // SAFETY: initialized; a stream of this context. The collective
             // rule (every PE calls it) is NVSHMEM's, as documented.
             unsafe { self.inner.lib.raw().$ffi(stream.cu_stream()) };
