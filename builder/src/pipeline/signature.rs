@@ -74,28 +74,19 @@ impl Sources {
     /// another crate) is `None`: the caller falls back to an untyped
     /// parameter rather than risk a same-sized struct with other fields.
     pub(crate) fn struct_for(&self, p: &syn::TypePath) -> Option<&SourceStruct> {
-        let ident = p.path.segments.last()?.ident.to_string();
+        let segments = &p.path.segments;
+        let ident = segments.last()?.ident.to_string();
         if self.ambiguous_structs.contains(&ident) {
             return None;
         }
         let st = self.structs.get(&ident)?;
-        let written: Vec<String> = p
-            .path
-            .segments
+        let modules: Vec<String> = segments
             .iter()
+            .take(segments.len() - 1)
             .map(|s| s.ident.to_string())
+            .skip_while(|m| matches!(m.as_str(), "crate" | "self" | "super"))
             .collect();
-        let modules: Vec<&str> = written[..written.len() - 1]
-            .iter()
-            .map(String::as_str)
-            .skip_while(|m| matches!(*m, "crate" | "self" | "super"))
-            .collect();
-        let in_module = st.module.len() >= modules.len()
-            && st.module[st.module.len() - modules.len()..]
-                .iter()
-                .zip(&modules)
-                .all(|(a, b)| a == b);
-        (p.path.leading_colon.is_none() && in_module).then_some(st)
+        (p.path.leading_colon.is_none() && st.module.ends_with(&modules)).then_some(st)
     }
 
     /// Kernel → its `#[kernel(max_threads = N)]`, for the kernels that have one.
@@ -152,9 +143,7 @@ pub(crate) fn read(src: &Path) -> Sources {
     visitor
 }
 
-/// Whether `attrs` hold a `#[cfg(..)]` that names a cargo feature
-/// (`#[cfg(feature = "sm90a")]`, `#[cfg(all(feature = "x", ..))]`).
-/// `#[cfg(test)]`.
+/// Whether `attrs` hold `#[cfg(test)]`.
 fn cfg_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         a.path().is_ident("cfg")
@@ -164,6 +153,8 @@ fn cfg_test(attrs: &[syn::Attribute]) -> bool {
     })
 }
 
+/// Whether `attrs` hold a `#[cfg(..)]` that names a cargo feature
+/// (`#[cfg(feature = "sm90a")]`, `#[cfg(all(feature = "x", ..))]`).
 fn feature_gated(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         a.path().is_ident("cfg")
